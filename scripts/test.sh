@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test: set-up (idempotent), lint, types, Go unit tests, then pytest, which
+# includes the real-server integration tests (namespaces, MariaDB, Galera, PostgreSQL).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cache=${JUICE_CACHE:-/var/cache/juice}
+"$here/scripts/setup.sh"
+export PATH="$cache/venv/bin:$PATH"
+cd "$here"
+echo "== ruff"; ruff check src tests benchmarks
+echo "== mypy (strict, src)"; mypy src
+echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/build" GOMODCACHE="$cache/go/mod" PATH="/usr/local/go/bin:$PATH" go test ./...)
+echo "== pytest"
+# Leftovers of an earlier crashed run are removed first (and checked again at the end).
+juice lab down --all >/dev/null 2>&1 || true
+pytest -q -p no:cacheprovider "$@"
+left=$(ip netns list | awk '{print $1}' | grep '^juice-' || true)
+if [ -n "$left" ]; then echo "tests left namespaces behind: $left" >&2; exit 1; fi

@@ -1,0 +1,77 @@
+"""The ``juice`` command. Subcommands live in ``cli_*`` modules, one group each."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+import typer
+from rich.console import Console
+
+from juice import __version__
+from juice.errors import JuiceError
+
+app = typer.Typer(
+    name="juice",
+    help="Measure the OpenStack control plane at scale and at the edge: real components, "
+         "an emulated WAN between sites, Rally-compatible workloads.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"juice {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Juice: a laboratory for the OpenStack control plane."""
+
+
+def _register() -> None:
+    from juice import cli_lab
+
+    app.add_typer(cli_lab.lab_app, name="lab")
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # Turn SIGTERM/SIGHUP into the same clean unwinding as Ctrl-C: every `finally` and
+    # context manager runs, so whatever this command created is removed.
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    """Entry point: one line per expected error, exit 2 for bad input, 130 for Ctrl-C."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGHUP, _on_sigterm)
+    _register()
+    try:
+        app(standalone_mode=False)
+    except JuiceError as e:
+        err.print(f"[red]error:[/red] {e}")
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/yellow]: cleaned up what this command created")
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except Exception as e:  # click usage errors and aborts
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""``juice lab check``: measure the RTT of every pair of sites and compare with the spec.
+
+Each unordered pair {a, b} is probed with ``ping`` from a to b (many probes per pair, pairs
+in parallel up to a bound). The expected RTT is the sum of the two one-way delays; a pair
+passes when its median RTT is within max(tolerance_ms, tolerance_pct of the expected).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from juice.lab import netns
+from juice.lab.local import LocalLab
+from juice.lab.spec import expected_rtt_ms
+
+TIME_RE = re.compile(r"time=([0-9.]+) ms")
+MAX_PARALLEL = 48
+
+
+@dataclass(frozen=True)
+class PairResult:
+    a: int
+    b: int
+    expected_rtt_ms: float
+    median_rtt_ms: float | None
+    p99_rtt_ms: float | None
+    min_rtt_ms: float | None
+    sent: int
+    received: int
+    tolerance_ms: float
+    ok: bool
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    lab: str
+    backend: str
+    probes: int
+    pairs: list[PairResult]
+    started_at: float
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.pairs)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ok"] = self.ok
+        d["rtt_unit"] = "ms (round trip; the spec's delays are one-way)"
+        return d
+
+
+def tolerance(expected_ms: float, tol_ms: float, tol_pct: float) -> float:
+    return max(tol_ms, expected_ms * tol_pct / 100.0)
+
+
+def parse_ping(output: str) -> list[float]:
+    """RTTs (ms) of the replies in iputils ping output."""
+    return [float(m) for m in TIME_RE.findall(output)]
+
+
+def judge(a: int, b: int, expected: float, rtts: list[float], sent: int,
+          tol_ms: float, tol_pct: float) -> PairResult:
+    tol = tolerance(expected, tol_ms, tol_pct)
+    if not rtts:
+        return PairResult(a, b, expected, None, None, None, sent, 0, tol, False)
+    srt = sorted(rtts)
+    med = statistics.median(srt)
+    p99 = srt[min(len(srt) - 1, int(round(0.99 * (len(srt) - 1))))]
+    # Every probe must come back unless the spec asks for loss.
+    ok = abs(med - expected) <= tol
+    return PairResult(a, b, expected, round(med, 3), round(p99, 3), round(srt[0], 3), sent,
+                      len(rtts), round(tol, 3), ok)
+
+
+def check(lab: LocalLab, *, probes: int = 30, interval_s: float = 0.01,
+          tol_ms: float = 0.5, tol_pct: float = 2.0,
+          progress: Callable[[str], None] = lambda _: None) -> CheckReport:
+    """Probe every pair of sites of ``lab``; bounded in time (each ping has a deadline)."""
+    pairs = [(a, b) for a in lab.sites for b in lab.sites if a < b]
+    started = time.time()
+    t0 = time.monotonic()
+    results: list[PairResult] = []
+    todo = list(pairs)
+    running: list[tuple[int, int, subprocess.Popen[str]]] = []
+    while todo or running:
+        while todo and len(running) < MAX_PARALLEL:
+            a, b = todo.pop(0)
+            exp = expected_rtt_ms(lab.links, a, b)
+            deadline = int(probes * interval_s + 3 * exp / 1000 + 5)
+            argv = netns.exec_argv(lab.site_ns(a), [
+                "ping", "-n", "-c", str(probes), "-i", f"{interval_s:g}", "-w", str(deadline),
+                "-W", "2", lab.site_ip(b)])
+            running.append((a, b, subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                                   stderr=subprocess.STDOUT, text=True)))
+        a, b, p = running.pop(0)
+        out, _ = p.communicate(timeout=600)
+        results.append(judge(a, b, expected_rtt_ms(lab.links, a, b), parse_ping(out), probes,
+                             tol_ms, tol_pct))
+        progress(f"probed {len(results)}/{len(pairs)} pairs")
+    results.sort(key=lambda r: (r.a, r.b))
+    return CheckReport(lab.topo.name, lab.state.backend, probes, results, started,
+                       round(time.monotonic() - t0, 2))
