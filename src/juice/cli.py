@@ -49,13 +49,20 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Entry point: one line per expected error, exit 2 for bad input, 130 for Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGHUP, _on_sigterm)
     _register()
     try:
-        app(standalone_mode=False)
+        # Without standalone mode, click returns (not raises) the code of typer.Exit and
+        # of Ctrl-C (130): pass it on as the process exit code.
+        rc = app(standalone_mode=False)
+        if rc == 130:
+            err.print("[yellow]interrupted[/yellow]: cleaned up what this command created")
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except JuiceError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: cleaned up what this command created")

@@ -88,8 +88,8 @@ def up(
     locallab.require_root()
     lab = LocalLab.up(lab_spec, replace=replace, progress=_progress)
     out.print(f"lab [bold]{lab.topo.name}[/bold] is up: {lab.topo.sites} sites, "
-              f"backend {lab.state.backend}. Next: `juice lab check`"
-              f"{'' if name == 'lab' else ' --name ' + name}")
+              f"backend {lab.state.backend}. Next: `juice lab check"
+              f"{'' if name == 'lab' else ' --name ' + name}`")
 
 
 @lab_app.command()

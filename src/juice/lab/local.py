@@ -15,6 +15,7 @@ ends, even by kill -9 (the next juice command sweeps it).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -43,6 +44,10 @@ SITE_SYSCTLS = {
     "net.ipv4.ip_local_port_range": "20000 60999",
 }
 CORE_SYSCTLS = {"net.ipv4.ip_forward": "1", "net.ipv6.conf.all.disable_ipv6": "1"}
+
+
+# Tests set this to widen the bring-up window so they can kill -9 / Ctrl-C a `lab up` midway.
+_SLOW_UP_S = float(os.environ.get("JUICE_TEST_SLOW_UP_S", "0") or 0)
 
 
 def _quiet(_: str) -> None:
@@ -114,6 +119,8 @@ class LocalLab:
             netns.ip(ns, "link", "set", SITE_IFACE, "up")
             netns.ip(ns, "route", "add", "default", "via", topo.gateway_ip(site))
             progress(f"site {site}/{topo.sites} up: {ns} {topo.site_ip(site)}")
+            if _SLOW_UP_S:  # fault-injection hook for the crash tests (never set by users)
+                time.sleep(_SLOW_UP_S)
         backend = detect_backend(core, self.spec.backend)
         progress(f"WAN backend: {backend}")
         st.backend = backend
@@ -273,8 +280,6 @@ def down_all(progress: Progress = _quiet) -> list[str]:
 
 
 def require_root() -> None:
-    import os
-
     if os.geteuid() != 0:
         raise UserError("the lab needs root (network namespaces): rerun as root or with sudo")
     if shutil.which("ip") is None or shutil.which("iptables-restore") is None:

@@ -1,0 +1,229 @@
+"""The lifecycle every real component follows, and the helpers they share.
+
+Contract (one ``Service`` per deployment of a component, possibly many servers)::
+
+    svc = SomeService(lab, **options)  # pure: nothing started
+    svc.configure()                    # data dirs + config files under lab.workdir
+    svc.start()                        # servers started inside their sites
+    svc.wait_healthy(timeout=60)       # bounded; raises ServiceError with the log tail
+    svc.endpoint(site)                 # where a client IN ``site`` should connect
+    svc.collect_logs(dest)             # copy server logs (e.g. into a run's results dir)
+    svc.stop()                         # graceful shutdown of every server it started
+
+``Sites`` is the part of a lab a service needs; ``juice.lab.LocalLab`` provides it. Data
+dirs, logs and sockets live under ``lab.workdir`` so lab teardown removes them, and server
+processes run inside the site namespaces so teardown (or the crash sweep) kills them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from juice.errors import ServiceError
+from juice.util import proc
+
+Progress = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+class Sites(Protocol):
+    """What a service uses of a lab (``LocalLab`` satisfies it)."""
+
+    def site_ip(self, site: int) -> str: ...
+
+    @property
+    def sites(self) -> range: ...
+
+    @property
+    def workdir(self) -> Path: ...
+
+    def run(self, site: int, argv: Sequence[str], *, check: bool = True,
+            timeout: float = 60.0) -> subprocess.CompletedProcess[str]: ...
+
+    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
+              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> subprocess.Popen[bytes]: ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A database address. ``driver`` is ``mysql`` or ``postgresql`` (wire protocol)."""
+
+    driver: str
+    host: str
+    port: int
+    user: str
+    password: str = ""
+    database: str = ""
+    site: int = 0  # the site the server runs in
+
+    def url(self) -> str:
+        """An SQLAlchemy-style URL (what Keystone/oslo.db take)."""
+        scheme = "mysql+pymysql" if self.driver == "mysql" else "postgresql+psycopg2"
+        auth = self.user + (f":{self.password}" if self.password else "")
+        return f"{scheme}://{auth}@{self.host}:{self.port}/{self.database}"
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where a client in one site reads and writes (the same server unless read-local)."""
+
+    read: Endpoint
+    write: Endpoint
+
+
+@dataclass
+class ServerRecord:
+    """One started server, as recorded in ``<workdir>/services.json`` (for status/down)."""
+
+    kind: str
+    site: int
+    pid: int
+    pid_start: int | None
+    datadir: str
+    log: str
+    port: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Service(ABC):
+    """One deployment of a component in a lab. See the module doc for the contract."""
+
+    kind: str = ""
+
+    def __init__(self, lab: Sites, progress: Progress = quiet) -> None:
+        self.lab = lab
+        self.progress = progress
+
+    @abstractmethod
+    def configure(self) -> None: ...
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def wait_healthy(self, timeout: float = 60.0) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def endpoint(self, site: int) -> Endpoints: ...
+
+    @abstractmethod
+    def records(self) -> list[ServerRecord]: ...
+
+    @abstractmethod
+    def log_files(self) -> list[Path]: ...
+
+    def collect_logs(self, dest: Path) -> list[Path]:
+        """Copy every server log into ``dest``; returns the copies."""
+        dest.mkdir(parents=True, exist_ok=True)
+        out = []
+        for log in self.log_files():
+            if log.exists():
+                target = dest / f"{log.parent.name}-{log.name}"
+                shutil.copyfile(log, target)
+                out.append(target)
+        return out
+
+    def up(self, timeout: float = 120.0) -> Service:
+        """configure + start + wait_healthy; on failure stops what started and re-raises."""
+        try:
+            self.configure()
+            self.start()
+            self.wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ---- helpers -----------------------------------------------------------------------------
+
+def chown_tree(path: Path, user: str) -> None:
+    """Give ``path`` (recursively) to ``user`` (servers drop root)."""
+    proc.run(["chown", "-R", f"{user}:{user}", str(path)])
+
+
+def log_tail(log: Path, lines: int = 3) -> str:
+    try:
+        text = log.read_text(errors="replace").strip().splitlines()
+    except FileNotFoundError:
+        return f"(no log at {log})"
+    return " | ".join(x.strip() for x in text[-lines:]) or "(empty log)"
+
+
+def read_pidfile(path: Path) -> int | None:
+    try:
+        raw = path.read_text().split()
+    except FileNotFoundError:
+        return None
+    return int(raw[0]) if raw and raw[0].isdigit() else None
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, log: Path | None = None,
+             interval: float = 0.1, fail: Callable[[], str | None] | None = None) -> None:
+    """Poll ``check`` until true (bounded); ServiceError naming ``what`` and the log tail.
+
+    ``fail`` returns a reason when waiting is pointless (e.g. the server exited).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        if check():
+            return
+        reason = fail() if fail else None
+        if reason or time.monotonic() >= deadline:
+            why = reason or f"not ready after {timeout:.0f} s"
+            tail = f" (log: {log_tail(log)})" if log else ""
+            raise ServiceError(f"{what}: {why}{tail}")
+        time.sleep(interval)
+
+
+def stop_pid(pid: int | None, started: int | None, sig: int = signal.SIGTERM,
+             grace_s: float = 30.0) -> None:
+    """Graceful stop: ``sig``, wait up to ``grace_s`` (bounded), then SIGKILL."""
+    if not pid or not proc.alive(pid, started):
+        return
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not proc.alive(pid, started):
+            return
+        time.sleep(0.05)
+    proc.terminate([pid], grace_s=1.0)
+
+
+def reap(child: subprocess.Popen[bytes] | None) -> None:
+    """Collect the wrapper process (``ip netns exec``) once its server has exited."""
+    if child is None:
+        return
+    try:
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait(timeout=5)

@@ -1,0 +1,283 @@
+"""Galera: one MariaDB + galera-4 node per site, multi-master, WAN-tolerant.
+
+Bring-up (``seed`` mode, the default and the fast one):
+1. a template datadir is made once: ``mariadb-install-db``, then a ONE-node Galera cluster
+   (inside site 1, on a socket) creates the Juice user/database and shuts down cleanly, so
+   its ``grastate.dat`` and InnoDB both record the same cluster position ``uuid:seqno``;
+2. the template is copied into every node's datadir (local copy, no network);
+3. node 1 bootstraps with ``--wsrep-new-cluster`` (same uuid:seqno), then the other nodes
+   join IN PARALLEL: their state equals the cluster's, so there is no SST or IST at all.
+
+``rsync`` mode instead starts joiners on empty datadirs and lets Galera copy node 1 by rsync
+SST (works because the servers run as ``mysql``; joins are serialized — one donor).
+
+Provider options that hold at 50-150 ms one-way come from ``wsrep_provider_options``
+(evs.* timeouts larger than the RTT, bigger send windows); ``render_provider_options`` is a
+pure function tested without servers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from juice.errors import ServiceError
+from juice.services.base import (
+    Endpoints,
+    Progress,
+    ServerRecord,
+    Service,
+    Sites,
+    chown_tree,
+    quiet,
+    read_pidfile,
+    reap,
+    stop_pid,
+    wait_for,
+)
+from juice.services.mariadb import (
+    MARIADBD,
+    MariaDBServer,
+    ServerOptions,
+    endpoint_of,
+    install_datadir,
+)
+
+PROVIDER = "/usr/lib/galera/libgalera_smm.so"
+GCOMM_PORT = 4567
+IST_PORT = 4568
+SST_PORT = 4444
+
+# Verified at 50-150 ms one-way (see VERIFIED-FACTS.md).
+WAN_EVS = {
+    "evs.keepalive_period": "PT3S",
+    "evs.suspect_timeout": "PT30S",
+    "evs.inactive_timeout": "PT1M",
+    "evs.install_timeout": "PT1M",
+    "evs.send_window": "512",
+    "evs.user_send_window": "512",
+}
+
+
+@dataclass(frozen=True)
+class GaleraOptions:
+    """Knobs of a Galera deployment (all optional)."""
+
+    cluster_name: str = "juice"
+    gcache_mb: int = 64
+    segments: dict[int, int] | None = None  # site -> gmcast.segment (default: all 0)
+    provider_extra: tuple[tuple[str, str], ...] = ()  # e.g. (("gcs.fc_limit", "64"),)
+    slave_threads: int = 2
+    buffer_pool_mb: int = 48
+    sst: str = "seed"  # seed | rsync
+
+
+def render_provider_options(ip: str, site: int, opts: GaleraOptions) -> str:
+    """``wsrep_provider_options`` for the node at ``ip`` (a ';'-separated key=value list)."""
+    kv: dict[str, str] = {
+        "gmcast.listen_addr": f"tcp://{ip}:{GCOMM_PORT}",
+        "ist.recv_addr": f"{ip}:{IST_PORT}",
+        "gcache.size": f"{opts.gcache_mb}M",
+        **WAN_EVS,
+    }
+    if opts.segments:
+        kv["gmcast.segment"] = str(opts.segments.get(site, 0))
+    kv.update(dict(opts.provider_extra))
+    return ";".join(f"{k}={v}" for k, v in kv.items())
+
+
+def wsrep_args(ips: list[str], site: int, opts: GaleraOptions) -> tuple[tuple[str, str], ...]:
+    """The mariadbd --wsrep* options of node ``site`` (1-based index into ``ips``)."""
+    ip = ips[site - 1]
+    return (
+        ("wsrep-on", "ON"),
+        ("wsrep-provider", PROVIDER),
+        ("wsrep-cluster-name", opts.cluster_name),
+        ("wsrep-cluster-address", "gcomm://" + ",".join(f"{x}:{GCOMM_PORT}" for x in ips)),
+        ("wsrep-node-address", ip),
+        ("wsrep-node-name", f"s{site}"),
+        ("wsrep-provider-options", render_provider_options(ip, site, opts)),
+        ("wsrep-sst-method", "rsync"),
+        ("wsrep-sst-receive-address", f"{ip}:{SST_PORT}"),
+        ("wsrep-slave-threads", str(opts.slave_threads)),
+        ("binlog-format", "ROW"),
+        ("default-storage-engine", "InnoDB"),
+        ("innodb-autoinc-lock-mode", "2"),
+    )
+
+
+def read_grastate(datadir: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        for line in (datadir / "grastate.dat").read_text().splitlines():
+            if ":" in line and not line.startswith("#"):
+                k, v = line.split(":", 1)
+                out[k.strip()] = v.strip()
+    except FileNotFoundError:
+        pass
+    return out
+
+
+class Galera(Service):
+    """A Galera cluster with one node per site (``sites`` = which sites; default all)."""
+
+    kind = "galera"
+
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, sites: list[int] | None = None,
+                 options: GaleraOptions | None = None, parallel_joins: bool = True) -> None:
+        super().__init__(lab, progress)
+        self.node_sites = sites or list(lab.sites)
+        for s in self.node_sites:
+            if s not in lab.sites:
+                raise ServiceError(f"sites: {s} is not a site of this lab (1..{len(lab.sites)})")
+        self.opts = options or GaleraOptions()
+        if self.opts.sst not in ("seed", "rsync"):
+            raise ServiceError(f"sst: expected seed or rsync, got {self.opts.sst!r}")
+        self.parallel = parallel_joins and self.opts.sst == "seed"
+        ips = [lab.site_ip(s) for s in self.node_sites]
+        self.nodes: dict[int, MariaDBServer] = {}
+        for i, s in enumerate(self.node_sites, start=1):
+            opts = ServerOptions(bind=lab.site_ip(s), buffer_pool_mb=self.opts.buffer_pool_mb,
+                                 extra=wsrep_args(ips, i, self.opts))
+            self.nodes[s] = MariaDBServer(lab, s, "galera", opts)
+        self.timings: dict[str, float] = {}
+
+    @property
+    def first(self) -> MariaDBServer:
+        return self.nodes[self.node_sites[0]]
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def configure(self) -> None:
+        t0 = time.monotonic()
+        for node in self.nodes.values():
+            shutil.rmtree(node.home, ignore_errors=True)
+        if self.opts.sst == "seed":
+            template = self.lab.workdir / "galera-template"
+            shutil.rmtree(template, ignore_errors=True)
+            install_datadir(template, self.progress)
+            self._galera_template(template)
+            for node in self.nodes.values():
+                node.home.mkdir(parents=True, exist_ok=True)
+                proc_cp(template / "data", node.home / "data")
+            shutil.rmtree(template, ignore_errors=True)
+        else:
+            install_datadir(self.first.home, self.progress)
+            for node in list(self.nodes.values())[1:]:
+                (node.home / "data").mkdir(parents=True, exist_ok=True)
+        for node in self.nodes.values():
+            node.write_config()
+        self.timings["configure_s"] = time.monotonic() - t0
+        self.progress(f"galera datadirs ready ({self.opts.sst}) in {self.timings['configure_s']:.1f} s")
+
+    def _galera_template(self, home: Path) -> None:
+        """Turn a fresh datadir into a one-node-cluster state (uuid:seqno in grastate+InnoDB)."""
+        site = self.node_sites[0]
+        ip = self.lab.site_ip(site)
+        data, sock, pid, log = home / "data", home / "mysqld.sock", home / "mysqld.pid", home / "error.log"
+        argv = [MARIADBD, "--no-defaults", "--user=mysql", f"--datadir={data}", f"--socket={sock}",
+                f"--pid-file={pid}", f"--log-error={log}", "--skip-networking", "--skip-log-bin",
+                "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M",
+                "--performance-schema=OFF", "--wsrep-on=ON", f"--wsrep-provider={PROVIDER}",
+                "--wsrep-cluster-address=gcomm://", "--wsrep-new-cluster",
+                f"--wsrep-cluster-name={self.opts.cluster_name}", "--binlog-format=ROW",
+                f"--wsrep-provider-options=gmcast.listen_addr=tcp://{ip}:{GCOMM_PORT};"
+                f"gcache.size={self.opts.gcache_mb}M", "--innodb-autoinc-lock-mode=2"]
+        pid.unlink(missing_ok=True)
+        child = self.lab.popen(site, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            tmpl = MariaDBServer(self.lab, site, "galera-template")
+            tmpl.child = child
+            wait_for(tmpl.ping, 60, "galera template node", log, fail=tmpl.exited)
+            # A replicated write, so the position is past the bootstrap (seqno >= 1).
+            tmpl.query("CREATE TABLE IF NOT EXISTS juice.juice_seed (id INT PRIMARY KEY)")
+        finally:
+            stop_pid(read_pidfile(pid) or child.pid, None, grace_s=60)
+            reap(child)
+        state = read_grastate(data)
+        if state.get("seqno", "-1") == "-1":
+            raise ServiceError(f"galera template did not save its position (grastate: {state})")
+        self.timings["template_seqno"] = float(state["seqno"])
+
+    def start(self) -> None:
+        t0 = time.monotonic()
+        self.first.start(["--wsrep-new-cluster"])
+        self.progress(f"galera node s{self.first.site} bootstrapping (--wsrep-new-cluster)")
+        self._wait_synced(self.first, 90)
+        self.timings["bootstrap_s"] = time.monotonic() - t0
+        self.progress(f"galera node s{self.first.site} primary in {self.timings['bootstrap_s']:.1f} s")
+        rest = [n for s, n in self.nodes.items() if s != self.first.site]
+        if self.parallel:
+            for n in rest:
+                n.start()
+            with ThreadPoolExecutor(max_workers=max(1, len(rest))) as ex:
+                for _ in ex.map(lambda n: self._wait_synced(n, 180), rest):
+                    pass
+        else:
+            for n in rest:
+                n.start()
+                self._wait_synced(n, 300)
+                self.progress(f"galera node s{n.site} joined")
+        self.timings["start_s"] = time.monotonic() - t0
+
+    def _wait_synced(self, node: MariaDBServer, timeout: float) -> None:
+        node.wait_pid(timeout)
+        wait_for(lambda: _synced(node), timeout, f"galera node in site {node.site}", node.log,
+                 interval=0.2, fail=node.exited)
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        n = len(self.nodes)
+        for node in self.nodes.values():
+            wait_for(lambda node=node: self.cluster_size(node) == n, timeout,  # type: ignore[misc]
+                     f"galera node s{node.site}: wsrep_cluster_size != {n}", node.log, interval=0.2,
+                     fail=node.exited)
+        self.progress(f"galera cluster of {n} ready: wsrep_cluster_size={n}, wsrep_ready=ON everywhere")
+
+    def cluster_size(self, node: MariaDBServer) -> int:
+        try:
+            return int(node.status("wsrep_cluster_size") or 0)
+        except Exception:
+            return 0
+
+    def stop(self) -> None:
+        # Joiners first, the bootstrap node last (it then holds safe_to_bootstrap).
+        live = [n for n in self.nodes.values() if n.child is not None or n.pid is not None]
+        others = [n for n in live if n is not self.first]
+        if others:
+            with ThreadPoolExecutor(max_workers=len(others)) as ex:
+                list(ex.map(lambda n: n.stop(), others))
+        if self.first in live:
+            self.first.stop()
+        if live:
+            self.progress(f"galera: {len(live)} node(s) stopped")
+
+    def endpoint(self, site: int) -> Endpoints:
+        local = site if site in self.nodes else self.first.site
+        ep = endpoint_of(self.lab, local)
+        return Endpoints(read=ep, write=ep)
+
+    def records(self) -> list[ServerRecord]:
+        return [n.record(self.kind) for n in self.nodes.values()]
+
+    def log_files(self) -> list[Path]:
+        return [n.log for n in self.nodes.values()]
+
+
+def _synced(node: MariaDBServer) -> bool:
+    try:
+        rows = dict((str(k), str(v)) for k, v in node.query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready','wsrep_local_state_comment')"))
+    except Exception:
+        return False
+    return rows.get("wsrep_ready") == "ON" and rows.get("wsrep_local_state_comment") == "Synced"
+
+
+def proc_cp(src: Path, dst: Path) -> None:
+    """Copy a datadir keeping owners and modes (cp -a; reflinks when the fs has them)."""
+    from juice.util import proc
+
+    proc.run(["cp", "-a", "--reflink=auto", str(src), str(dst)], timeout=120)
+    chown_tree(dst, "mysql")

@@ -1,0 +1,279 @@
+"""MariaDB: one server process (also the building block of Galera) and the centralized
+deployment — a single server in site 1 that clients of every site reach across the WAN.
+
+The server runs as the ``mysql`` user (``--user=mysql``; its dirs are chowned), with
+``--no-defaults`` and every option on the command line (rendered by ``server_args``, a pure
+function), so nothing from /etc/mysql leaks in. Its datadir, socket, pid file and log live
+in ``<lab.workdir>/s<site>/<name>/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymysql
+
+from juice.errors import ServiceError
+from juice.services.base import (
+    Endpoint,
+    Endpoints,
+    Progress,
+    ServerRecord,
+    Service,
+    Sites,
+    chown_tree,
+    log_tail,
+    quiet,
+    read_pidfile,
+    reap,
+    stop_pid,
+    wait_for,
+)
+from juice.util import proc
+
+MARIADBD = "/usr/sbin/mariadbd"
+INSTALL_DB = "/usr/bin/mariadb-install-db"
+PORT = 3306
+USER = "juice"
+PASSWORD = "juice"
+DATABASE = "juice"
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What varies between MariaDB servers (pure data; rendered by ``server_args``)."""
+
+    bind: str
+    port: int = PORT
+    buffer_pool_mb: int = 64
+    max_connections: int = 500
+    extra: tuple[tuple[str, str], ...] = ()  # further --key=value options (e.g. wsrep)
+
+
+def server_args(opts: ServerOptions, home: Path) -> list[str]:
+    """The mariadbd command line (``--no-defaults``: every option is explicit)."""
+    args = [
+        MARIADBD, "--no-defaults", "--user=mysql",
+        f"--datadir={home / 'data'}", f"--socket={home / 'mysqld.sock'}",
+        f"--pid-file={home / 'mysqld.pid'}", f"--log-error={home / 'error.log'}",
+        f"--bind-address={opts.bind}", f"--port={opts.port}",
+        f"--innodb-buffer-pool-size={opts.buffer_pool_mb}M",
+        "--innodb-log-file-size=48M", "--innodb-flush-log-at-trx-commit=2",
+        f"--max-connections={opts.max_connections}",
+        "--skip-name-resolve", "--character-set-server=utf8mb4",
+        "--collation-server=utf8mb4_general_ci", "--performance-schema=OFF",
+        "--skip-log-bin",
+    ]
+    args += [f"--{k}={v}" if v != "" else f"--{k}" for k, v in opts.extra]
+    return args
+
+
+def render_mycnf(opts: ServerOptions, home: Path) -> str:
+    """The same options as a my.cnf ``[mariadbd]`` section (written for humans/debugging)."""
+    lines = ["# rendered by juice; the server runs with --no-defaults and these options", "[mariadbd]"]
+    for arg in server_args(opts, home)[1:]:
+        if arg == "--no-defaults":
+            continue
+        lines.append(arg.removeprefix("--"))
+    return "\n".join(lines) + "\n"
+
+
+def bootstrap_sql(user: str = USER, password: str = PASSWORD, database: str = DATABASE) -> str:
+    """Users and database every Juice MariaDB gets (clients connect over TCP from any site)."""
+    return (
+        f"CREATE DATABASE IF NOT EXISTS `{database}`;\n"
+        f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{password}';\n"
+        f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'%' WITH GRANT OPTION;\n"
+        "FLUSH PRIVILEGES;\n"
+    )
+
+
+def install_datadir(home: Path, progress: Progress = quiet) -> None:
+    """A fresh datadir with the Juice user, made by a short-lived server on a socket only.
+
+    Used once per deployment; Galera copies the result to every node (pre-seeding).
+    """
+    data = home / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    chown_tree(home, "mysql")
+    t0 = time.monotonic()
+    proc.run([INSTALL_DB, f"--datadir={data}", "--user=mysql", "--auth-root-authentication-method=normal",
+              "--skip-test-db", "--skip-name-resolve"], timeout=120)
+    # Create users/database with networking off, then shut down cleanly.
+    sock, pid = home / "mysqld.sock", home / "mysqld.pid"
+    log = home / "error.log"
+    child = subprocess.Popen(
+        [MARIADBD, "--no-defaults", "--user=mysql", f"--datadir={data}", f"--socket={sock}",
+         f"--pid-file={pid}", f"--log-error={log}", "--skip-networking", "--skip-log-bin",
+         "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M", "--performance-schema=OFF"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: _socket_ok(sock), 60, "mariadb template server", log,
+                 fail=lambda: f"exited with {child.returncode}" if child.poll() is not None else None)
+        conn = pymysql.connect(unix_socket=str(sock), user="root", autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                for stmt in bootstrap_sql().strip().splitlines():
+                    cur.execute(stmt)
+        finally:
+            conn.close()
+    finally:
+        stop_pid(read_pidfile(pid) or child.pid, None, grace_s=30)
+        reap(child)
+    progress(f"initialized MariaDB datadir in {time.monotonic() - t0:.1f} s")
+
+
+def _socket_ok(sock: Path) -> bool:
+    if not sock.exists():
+        return False
+    try:
+        pymysql.connect(unix_socket=str(sock), user="root", connect_timeout=2).close()
+        return True
+    except pymysql.err.MySQLError:
+        return False
+
+
+def connect(ep: Endpoint, *, timeout: float = 10.0, autocommit: bool = True) -> pymysql.Connection:  # type: ignore[type-arg]
+    """A PyMySQL connection to ``ep`` (a client must run inside the right site namespace
+    to see the lab network; tests and benchmarks do that with ``juice.services.client``)."""
+    return pymysql.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
+                           database=ep.database or None, connect_timeout=int(timeout),
+                           read_timeout=int(max(timeout, 30)), write_timeout=int(max(timeout, 30)),
+                           autocommit=autocommit)
+
+
+@dataclass
+class MariaDBServer:
+    """One mariadbd in one site. ``home`` = <workdir>/s<site>/<name>."""
+
+    lab: Sites
+    site: int
+    name: str = "mariadb"
+    opts: ServerOptions | None = None
+    child: subprocess.Popen[bytes] | None = None
+    pid: int | None = None
+    pid_start: int | None = None
+    extra_record: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Path:
+        return self.lab.workdir / f"s{self.site}" / self.name
+
+    @property
+    def log(self) -> Path:
+        return self.home / "error.log"
+
+    @property
+    def options(self) -> ServerOptions:
+        return self.opts or ServerOptions(bind=self.lab.site_ip(self.site))
+
+    def write_config(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "my.cnf").write_text(render_mycnf(self.options, self.home))
+        chown_tree(self.home, "mysql")
+
+    def start(self, extra_args: list[str] | None = None) -> None:
+        argv = server_args(self.options, self.home) + (extra_args or [])
+        (self.home / "mysqld.pid").unlink(missing_ok=True)
+        with open(self.home / "stdout.log", "ab") as out:
+            self.child = self.lab.popen(self.site, argv, stdout=out, stderr=out)
+
+    def exited(self) -> str | None:
+        if self.child is not None and self.child.poll() is not None:
+            return f"mariadbd in site {self.site} exited with code {self.child.returncode}"
+        return None
+
+    def wait_pid(self, timeout: float) -> None:
+        pidfile = self.home / "mysqld.pid"
+        wait_for(lambda: read_pidfile(pidfile) is not None, timeout,
+                 f"mariadbd in site {self.site}", self.log, fail=self.exited)
+        self.pid = read_pidfile(pidfile)
+        self.pid_start = proc.start_time(self.pid) if self.pid else None
+
+    def ping(self) -> bool:
+        """True when the server answers over its own socket (root, no network needed)."""
+        return _socket_ok(self.home / "mysqld.sock")
+
+    def query(self, sql: str) -> list[tuple[object, ...]]:
+        """Run ``sql`` over the local socket as root (admin queries, health checks)."""
+        conn = pymysql.connect(unix_socket=str(self.home / "mysqld.sock"), user="root",
+                               connect_timeout=5, read_timeout=60, autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                return list(cur.fetchall())
+        finally:
+            conn.close()
+
+    def status(self, variable: str) -> str | None:
+        rows = self.query(f"SHOW GLOBAL STATUS LIKE '{variable}'")
+        return str(rows[0][1]) if rows else None
+
+    def stop(self, grace_s: float = 60.0) -> None:
+        pid = self.pid or read_pidfile(self.home / "mysqld.pid")
+        if pid is None and self.child is not None and self.child.poll() is None:
+            pid = self.child.pid
+        stop_pid(pid, self.pid_start, grace_s=grace_s)
+        reap(self.child)
+        self.child, self.pid = None, None
+
+    def record(self, kind: str) -> ServerRecord:
+        return ServerRecord(kind=kind, site=self.site, pid=self.pid or 0, pid_start=self.pid_start,
+                            datadir=str(self.home / "data"), log=str(self.log),
+                            port=self.options.port,
+                            extra={"socket": str(self.home / "mysqld.sock"), **self.extra_record})
+
+
+def endpoint_of(lab: Sites, site: int, port: int = PORT) -> Endpoint:
+    return Endpoint("mysql", lab.site_ip(site), port, USER, PASSWORD, DATABASE, site)
+
+
+class MariaDBCentral(Service):
+    """A single MariaDB in ``site`` (default 1); every site's clients use it."""
+
+    kind = "mariadb"
+
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
+                 buffer_pool_mb: int = 128) -> None:
+        super().__init__(lab, progress)
+        if site not in lab.sites:
+            raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
+        self.server = MariaDBServer(lab, site, "mariadb",
+                                    ServerOptions(bind=lab.site_ip(site), buffer_pool_mb=buffer_pool_mb))
+
+    def configure(self) -> None:
+        shutil.rmtree(self.server.home, ignore_errors=True)
+        install_datadir(self.server.home, self.progress)
+        self.server.write_config()
+
+    def start(self) -> None:
+        self.server.start()
+        self.progress(f"mariadbd starting in site {self.server.site} on {self.server.options.bind}")
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        self.server.wait_pid(timeout)
+        wait_for(self.server.ping, timeout, f"mariadbd in site {self.server.site}", self.server.log,
+                 fail=self.server.exited)
+        self.progress(f"mariadbd ready: {self.server.options.bind}:{self.server.options.port}")
+
+    def stop(self) -> None:
+        if self.server.child is not None or self.server.pid is not None:
+            self.server.stop()
+            self.progress(f"mariadbd in site {self.server.site} stopped")
+
+    def endpoint(self, site: int) -> Endpoints:
+        ep = endpoint_of(self.lab, self.server.site)
+        return Endpoints(read=ep, write=ep)
+
+    def records(self) -> list[ServerRecord]:
+        return [self.server.record(self.kind)]
+
+    def log_files(self) -> list[Path]:
+        return [self.server.log]
+
+    def describe_failure(self) -> str:
+        return log_tail(self.server.log)
