@@ -1,0 +1,98 @@
+"""One directory per run, made atomically: files are written into ``.<run>.partial`` and the
+directory is renamed into place only when the run completes. A crash leaves complete runs
+plus at most one ``.partial`` directory, which the next ``RunDir`` in that place removes.
+
+Every run carries ``manifest.json``: what was asked (spec), what ran (versions, host facts,
+WAN backend), and when.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from juice import __version__
+from juice.util import atomic
+
+MANIFEST_VERSION = 1
+
+
+def host_facts() -> dict[str, Any]:
+    """What the numbers depend on: kernel, CPUs, memory, Python."""
+    mem_kib = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    except OSError:
+        pass
+    return {"hostname": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+            "mem_gib": round(mem_kib / 1024 / 1024, 1), "python": platform.python_version(),
+            "machine": platform.machine()}
+
+
+def tool_version(argv: list[str]) -> str:
+    """First line of ``argv`` (e.g. ``mariadbd --version``), or 'absent'."""
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return "absent"
+    return (cp.stdout or cp.stderr).strip().splitlines()[0] if (cp.stdout or cp.stderr) else "?"
+
+
+class RunDir:
+    """``with RunDir(root, "quickstart") as run: run.write_json("x.json", ...)``.
+
+    On success the run is at ``run.path``; on failure it is kept as ``<name>.failed`` with
+    whatever was written (errors are data too), never as a half-written success.
+    """
+
+    def __init__(self, root: Path, name: str) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.root = root
+        self.name = f"{name}-{stamp}"
+        self.path = root / self.name
+        self.partial = root / f".{self.name}.partial"
+        self.started = time.time()
+
+    def __enter__(self) -> RunDir:
+        self.root.mkdir(parents=True, exist_ok=True)
+        for old in self.root.glob(".*.partial"):
+            shutil.rmtree(old, ignore_errors=True)
+        self.partial.mkdir()
+        return self
+
+    def file(self, rel: str) -> Path:
+        """Where to write ``rel`` inside the (still partial) run."""
+        p = self.partial / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def write_json(self, rel: str, data: Any) -> Path:
+        atomic.write_json(self.file(rel), data)
+        return self.path / rel
+
+    def write_text(self, rel: str, text: str) -> Path:
+        atomic.write_text(self.file(rel), text)
+        return self.path / rel
+
+    def manifest(self, **fields: Any) -> None:
+        data = {"version": MANIFEST_VERSION, "run": self.name, "juice": __version__,
+                "started_at": self.started, "host": host_facts(), **fields}
+        self.write_json("manifest.json", data)
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if et is None:
+            os.replace(self.partial, self.path)
+            return
+        failed = self.root / f"{self.name}.failed"
+        atomic.write_text(self.partial / "error.txt", f"{et.__name__}: {ev}\n")
+        os.replace(self.partial, failed)
+        self.path = failed
