@@ -40,6 +40,7 @@ def run(results: Path, *, sites: int = 3, delay_ms: float = 50.0, queries: int =
 
 def _db_latency(lab: LocalLab, queries: int, logs: Path, progress: Progress) -> dict[str, Any]:
     from juice.services import client
+    from juice.services.base import Endpoint
     from juice.services.mariadb import MariaDBCentral, connect
 
     out: dict[str, Any] = {"queries_per_site": queries, "unit": "ms", "sites": {}}
@@ -47,7 +48,7 @@ def _db_latency(lab: LocalLab, queries: int, logs: Path, progress: Progress) -> 
         for site in lab.sites:
             ep = db.endpoint(site).write
 
-            def probe() -> list[float]:
+            def probe(ep: Endpoint = ep) -> list[float]:
                 conn = connect(ep)
                 try:
                     with conn.cursor() as cur:
