@@ -158,7 +158,8 @@ def check_cmd(
                   "-" if p.median_rtt_ms is None else f"{p.median_rtt_ms:.3f}",
                   "-" if p.p99_rtt_ms is None else f"{p.p99_rtt_ms:.3f}",
                   f"{p.received}/{p.sent}", f"±{p.tolerance_ms:g}",
-                  "[green]pass[/green]" if p.ok else "[red]FAIL[/red]")
+                  ("[green]pass[/green]" if p.ok else "[red]FAIL[/red]")
+                  + (" (partitioned)" if p.partitioned else ""))
     out.print(t)
     if save is not None:
         atomic.write_json(save, rep.to_dict())
