@@ -57,9 +57,10 @@ def quickstart(
 
 
 def _register() -> None:
-    from juice import cli_lab
+    from juice import cli_db, cli_lab
 
     app.add_typer(cli_lab.lab_app, name="lab")
+    app.add_typer(cli_db.db_app, name="db")
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -45,6 +45,8 @@ from juice.services.mariadb import (
     ServerOptions,
     endpoint_of,
     install_datadir,
+    socket_ok,
+    socket_query,
 )
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
@@ -189,11 +191,10 @@ class Galera(Service):
         pid.unlink(missing_ok=True)
         child = self.lab.popen(site, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            tmpl = MariaDBServer(self.lab, site, "galera-template")
-            tmpl.child = child
-            wait_for(tmpl.ping, 60, "galera template node", log, fail=tmpl.exited)
+            wait_for(lambda: socket_ok(sock), 60, "galera template node", log,
+                     fail=lambda: f"exited ({child.returncode})" if child.poll() is not None else None)
             # A replicated write, so the position is past the bootstrap (seqno >= 1).
-            tmpl.query("CREATE TABLE IF NOT EXISTS juice.juice_seed (id INT PRIMARY KEY)")
+            socket_query(sock, "CREATE TABLE IF NOT EXISTS juice.juice_seed (id INT PRIMARY KEY)")
         finally:
             stop_pid(read_pidfile(pid) or child.pid, None, grace_s=60)
             reap(child)

@@ -112,7 +112,7 @@ def install_datadir(home: Path, progress: Progress = quiet) -> None:
          "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M", "--performance-schema=OFF"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: _socket_ok(sock), 60, "mariadb template server", log,
+        wait_for(lambda: socket_ok(sock), 60, "mariadb template server", log,
                  fail=lambda: f"exited with {child.returncode}" if child.poll() is not None else None)
         conn = pymysql.connect(unix_socket=str(sock), user="root", autocommit=True)
         try:
@@ -127,7 +127,7 @@ def install_datadir(home: Path, progress: Progress = quiet) -> None:
     progress(f"initialized MariaDB datadir in {time.monotonic() - t0:.1f} s")
 
 
-def _socket_ok(sock: Path) -> bool:
+def socket_ok(sock: Path) -> bool:
     if not sock.exists():
         return False
     try:
@@ -135,6 +135,18 @@ def _socket_ok(sock: Path) -> bool:
         return True
     except pymysql.err.MySQLError:
         return False
+
+
+def socket_query(sock: Path, sql: str) -> list[tuple[object, ...]]:
+    """Run ``sql`` as root over a server's unix socket (no network namespace needed)."""
+    conn = pymysql.connect(unix_socket=str(sock), user="root", connect_timeout=5, read_timeout=60,
+                           autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return list(cur.fetchall())
+    finally:
+        conn.close()
 
 
 def connect(ep: Endpoint, *, timeout: float = 10.0, autocommit: bool = True) -> pymysql.Connection:  # type: ignore[type-arg]
@@ -196,18 +208,11 @@ class MariaDBServer:
 
     def ping(self) -> bool:
         """True when the server answers over its own socket (root, no network needed)."""
-        return _socket_ok(self.home / "mysqld.sock")
+        return socket_ok(self.home / "mysqld.sock")
 
     def query(self, sql: str) -> list[tuple[object, ...]]:
         """Run ``sql`` over the local socket as root (admin queries, health checks)."""
-        conn = pymysql.connect(unix_socket=str(self.home / "mysqld.sock"), user="root",
-                               connect_timeout=5, read_timeout=60, autocommit=True)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql)
-                return list(cur.fetchall())
-        finally:
-            conn.close()
+        return socket_query(self.home / "mysqld.sock", sql)
 
     def status(self, variable: str) -> str | None:
         rows = self.query(f"SHOW GLOBAL STATUS LIKE '{variable}'")

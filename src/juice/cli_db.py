@@ -1,0 +1,115 @@
+"""``juice db``: deploy a real database into a running lab, show it, stop it."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import juice.services.deploy as deploymod
+from juice.errors import UserError
+from juice.lab.local import LocalLab, require_root
+from juice.services.base import stop_pid
+from juice.util import proc
+
+db_app = typer.Typer(help="Real databases inside the lab sites (MariaDB, Galera, PostgreSQL...).",
+                     no_args_is_help=True)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.")
+
+
+def _progress(msg: str) -> None:
+    err.print(f"[dim]·[/dim] {msg}")
+
+
+def _parse_opts(pairs: list[str]) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    for p in pairs:
+        if "=" not in p:
+            raise UserError(f"--opt: expected key=value, got {p!r}")
+        k, v = p.split("=", 1)
+        val: object = v
+        if v.isdigit():
+            val = int(v)
+        elif v.lower() in ("true", "false"):
+            val = v.lower() == "true"
+        opts[k.strip().replace("-", "_")] = val
+    return opts
+
+
+@db_app.command()
+def up(
+    kind: str = typer.Option(..., "--kind", "-k", help=f"One of: {', '.join(deploymod.KINDS)}."),
+    lab_name: str = LAB_OPT,
+    opt: list[str] = typer.Option([], "--opt", "-o",
+                                  help="Service option key=value, e.g. sync_quorum=1, sst=rsync."),
+) -> None:
+    """Deploy a database into a running lab and print the endpoint each site should use.
+
+    juice db up --kind galera --lab lab        (one node per site)
+    juice db up --kind postgres-readlocal -o sync_quorum=1
+    """
+    if kind not in deploymod.KINDS:
+        raise UserError(f"--kind: unknown database {kind!r} (choose one of {', '.join(deploymod.KINDS)})")
+    require_root()
+    lab = LocalLab.get(lab_name)
+    rec = deploymod.load_record(lab.workdir)
+    if rec is not None:
+        raise UserError(f"--lab: lab {lab_name!r} already runs {rec['kind']}: "
+                        f"`juice db down --lab {lab_name}` first")
+    svc = deploymod.deploy(lab, kind, _progress, **_parse_opts(opt))
+    rec = deploymod.load_record(lab.workdir) or {}
+    _print_endpoints(rec)
+    out.print(f"{kind} up in {rec.get('bringup_s', 0):.1f} s; stop it with `juice db down --lab {lab_name}`")
+    del svc  # servers keep running inside the lab namespaces
+
+
+def _print_endpoints(rec: dict[str, object]) -> None:
+    t = Table("site", "read endpoint", "write endpoint")
+    eps = rec.get("endpoints", {})
+    assert isinstance(eps, dict)
+    for site, e in sorted(eps.items(), key=lambda kv: int(kv[0])):
+        r, w = e["read"], e["write"]
+        t.add_row(site, f"{r['driver']}://{r['host']}:{r['port']} (site {r['site']})",
+                  f"{w['driver']}://{w['host']}:{w['port']} (site {w['site']})")
+    out.print(t)
+
+
+@db_app.command()
+def status(lab_name: str = LAB_OPT) -> None:
+    """Which database runs in the lab, its servers (alive or not) and endpoints."""
+    lab = LocalLab.get(lab_name)
+    rec = deploymod.load_record(lab.workdir)
+    if rec is None:
+        out.print(f"no database deployed in lab {lab_name!r} (`juice db up --kind ... --lab {lab_name}`)")
+        return
+    t = Table("kind", "site", "pid", "alive", "port", "log")
+    for s in rec["servers"]:
+        t.add_row(s["kind"], str(s["site"]), str(s["pid"]),
+                  "yes" if proc.alive(s["pid"], s["pid_start"]) else "NO", str(s["port"]), s["log"])
+    out.print(t)
+    _print_endpoints(rec)
+
+
+@db_app.command()
+def down(lab_name: str = LAB_OPT) -> None:
+    """Stop the lab's database servers gracefully (their data goes with `juice lab down`)."""
+    require_root()
+    lab = LocalLab.get(lab_name)
+    rec = deploymod.load_record(lab.workdir)
+    if rec is None:
+        out.print(f"no database deployed in lab {lab_name!r}")
+        return
+    servers = rec["servers"]
+    # Galera joiners / PostgreSQL standbys first, the bootstrap node / primary last.
+    first = servers[0]["site"] if servers else 0
+    for s in sorted(servers, key=lambda x: (x["site"] == first, x["site"])):
+        sig = signal.SIGINT if s["kind"].startswith("postgres") else signal.SIGTERM
+        stop_pid(s["pid"], s["pid_start"], sig=sig, grace_s=60)
+        _progress(f"{s['kind']} in site {s['site']} stopped")
+    deploymod.forget(lab.workdir)
+    out.print(f"{rec['kind']} stopped in lab {lab_name!r}")

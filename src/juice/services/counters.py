@@ -1,0 +1,171 @@
+"""Statement counters: how many reads and writes the database served during a window.
+
+MariaDB/Galera: ``SHOW GLOBAL STATUS`` ``Com_select`` (reads) and ``Com_insert``,
+``Com_update``, ``Com_delete``, ``Com_replace`` (+ their ``*_select``/``*_multi`` forms)
+(writes) — the seed study's method. They count statements clients sent to that server
+(replicated Galera write-sets are not counted again by the nodes that apply them), so the
+window total is the sum over every server. The probe reads them over the server's unix
+socket with ``SHOW`` statements, which are not counted as reads or writes.
+
+PostgreSQL: ``pg_stat_statements`` (loaded by every Juice server), ``calls`` summed by the
+statement's command keyword, excluding the probe's own role ``juice_probe``. It counts
+statements that completed (an erroring statement is not counted, unlike Com_*), and it can
+evict entries when more than ``pg_stat_statements.max`` distinct statements run — the
+probe reports ``exact = False`` when that happened in the window.
+
+    probe = counters.probe_for(service)
+    with probe.window() as w:
+        ... run the workload ...
+    w.result.reads, w.result.writes, w.result.pct_reads
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from juice.errors import ServiceError
+from juice.services.base import Service
+from juice.services.galera import Galera
+from juice.services.mariadb import MariaDBCentral, MariaDBServer
+from juice.services.postgres import PgServer, Postgres
+
+MYSQL_READS = ("Com_select",)
+MYSQL_WRITES = ("Com_insert", "Com_insert_select", "Com_update", "Com_update_multi", "Com_delete",
+                "Com_delete_multi", "Com_replace", "Com_replace_select")
+PROBE_ROLE = "juice_probe"
+PG_READS = ("select",)
+PG_WRITES = ("insert", "update", "delete", "merge")
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Statement counts of a window. ``per_command`` has every counted command."""
+
+    reads: int
+    writes: int
+    per_command: dict[str, int] = field(default_factory=dict)
+    exact: bool = True
+
+    @property
+    def total(self) -> int:
+        return self.reads + self.writes
+
+    @property
+    def ratio(self) -> float | None:
+        """reads per write (None without writes)."""
+        return self.reads / self.writes if self.writes else None
+
+    @property
+    def pct_reads(self) -> float:
+        return 100.0 * self.reads / self.total if self.total else 0.0
+
+    @property
+    def pct_writes(self) -> float:
+        return 100.0 * self.writes / self.total if self.total else 0.0
+
+
+def delta(before: dict[str, int], after: dict[str, int], reads: tuple[str, ...],
+          writes: tuple[str, ...], exact: bool = True) -> Counts:
+    """Pure: the window's counts from two snapshots (missing keys count as 0)."""
+    keys = sorted(set(before) | set(after))
+    per = {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+    per = {k: v for k, v in per.items() if v}
+    return Counts(reads=sum(per.get(k, 0) for k in reads), writes=sum(per.get(k, 0) for k in writes),
+                  per_command=per, exact=exact)
+
+
+_LEADING = re.compile(r"^(\s+|--[^\n]*\n|/\*.*?\*/|\()+", re.S)
+_WORD = re.compile(r"[A-Za-z]+")
+_DML = re.compile(r"\b(insert|update|delete|merge)\b", re.I)
+
+
+def command_of(query: str) -> str:
+    """Pure: the command of a (normalized) SQL statement, lower case: select, insert, ...
+
+    ``WITH`` queries count as the data-modifying command they contain, else as ``select``.
+    """
+    text = _LEADING.sub("", query)
+    m = _WORD.match(text)
+    word = m.group(0).lower() if m else "other"
+    if word == "with":
+        dml = _DML.search(text)
+        return dml.group(1).lower() if dml else "select"
+    if word in ("table", "values"):
+        return "select"
+    return word
+
+
+class Probe:
+    """Snapshots of statement counters of every server of a deployment."""
+
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    def snapshot(self) -> tuple[dict[str, int], int]:
+        """(counters summed over servers, eviction counter)."""
+        raise NotImplementedError
+
+    @contextmanager
+    def window(self) -> Iterator[Window]:
+        w = Window()
+        before, ev0 = self.snapshot()
+        yield w
+        after, ev1 = self.snapshot()
+        w.result = delta(before, after, self.reads, self.writes, exact=ev0 == ev1)
+
+
+@dataclass
+class Window:
+    result: Counts = field(default_factory=lambda: Counts(0, 0))
+
+
+class MySQLProbe(Probe):
+    reads, writes = MYSQL_READS, MYSQL_WRITES
+
+    def __init__(self, servers: list[MariaDBServer]) -> None:
+        self.servers = servers
+
+    def snapshot(self) -> tuple[dict[str, int], int]:
+        names = ",".join(f"'{n}'" for n in (*MYSQL_READS, *MYSQL_WRITES))
+        total: dict[str, int] = {}
+        for s in self.servers:
+            for k, v in s.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"):
+                total[str(k)] = total.get(str(k), 0) + int(str(v))
+        return total, 0
+
+
+class PgProbe(Probe):
+    reads, writes = PG_READS, PG_WRITES
+
+    def __init__(self, servers: list[PgServer], dbname: str = "juice") -> None:
+        self.servers, self.dbname = servers, dbname
+
+    def snapshot(self) -> tuple[dict[str, int], int]:
+        total: dict[str, int] = {}
+        evictions = 0
+        for s in self.servers:
+            with s.connect_admin(self.dbname) as conn:
+                conn.execute(f"SET ROLE {PROBE_ROLE}".encode())
+                rows = conn.execute(
+                    b"SELECT query, calls FROM pg_stat_statements "
+                    b"WHERE userid <> (SELECT oid FROM pg_roles WHERE rolname = 'juice_probe')").fetchall()
+                info = conn.execute(b"SELECT dealloc FROM pg_stat_statements_info").fetchone()
+            for query, calls in rows:
+                cmd = command_of(str(query))
+                total[cmd] = total.get(cmd, 0) + int(str(calls))
+            evictions += int(str(info[0])) if info else 0
+        return total, evictions
+
+
+def probe_for(service: Service) -> Probe:
+    """The counter probe of a deployed database service."""
+    if isinstance(service, MariaDBCentral):
+        return MySQLProbe([service.server])
+    if isinstance(service, Galera):
+        return MySQLProbe(list(service.nodes.values()))
+    if isinstance(service, Postgres):
+        return PgProbe(service.servers())
+    raise ServiceError(f"no statement counter probe for {service.kind!r}")

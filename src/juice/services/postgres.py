@@ -1,0 +1,328 @@
+"""PostgreSQL 15: centralized (one server in site 1) and read-local (primary in site 1, a
+hot standby in every other site fed by streaming replication).
+
+Read-local: a client in site k reads from its own site's standby (LAN latency) and writes to
+the primary in site 1 (one WAN round trip, plus the round trip to the synchronous quorum when
+``sync_quorum`` > 0: ``synchronous_standby_names = 'ANY k (s2, s3, ...)'``; 0 = async).
+
+Servers run as ``postgres`` (initdb refuses root): commands go through ``setpriv`` so the
+process started in the site namespace IS the postmaster (no forking wrapper). Every server
+loads ``pg_stat_statements`` so the counter probe can count statements by command.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from juice.errors import ServiceError
+from juice.services.base import (
+    Endpoint,
+    Endpoints,
+    Progress,
+    ServerRecord,
+    Service,
+    Sites,
+    chown_tree,
+    quiet,
+    read_pidfile,
+    reap,
+    stop_pid,
+    wait_for,
+)
+from juice.util import proc
+
+BIN = Path("/usr/lib/postgresql/15/bin")
+PORT = 5432
+USER = "juice"
+PASSWORD = "juice"
+DATABASE = "juice"
+AS_POSTGRES = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
+LAB_NET = "10.210.0.0/16"
+
+
+@dataclass(frozen=True)
+class PgOptions:
+    """What varies between deployments (pure data; rendered by ``render_conf``)."""
+
+    shared_buffers_mb: int = 64
+    max_connections: int = 300
+    sync_quorum: int = 0  # read-local only: standbys that must confirm each commit
+    synchronous_commit: str = "on"  # with a quorum: on | remote_write | remote_apply
+
+
+def sync_standby_names(opts: PgOptions, standby_names: list[str]) -> str:
+    """The ``synchronous_standby_names`` value ('' = asynchronous replication)."""
+    if opts.sync_quorum <= 0:
+        return ""
+    if opts.sync_quorum > len(standby_names):
+        raise ServiceError(f"sync_quorum: {opts.sync_quorum} exceeds the number of standbys "
+                           f"({len(standby_names)})")
+    return f"ANY {opts.sync_quorum} ({', '.join(standby_names)})"
+
+
+def render_conf(listen: str, port: int, sockdir: Path, opts: PgOptions) -> str:
+    """postgresql.conf additions (appended to initdb's file; later settings win)."""
+    lines = [
+        "# rendered by juice",
+        f"listen_addresses = '{listen}'",
+        f"port = {port}",
+        f"unix_socket_directories = '{sockdir}'",
+        f"max_connections = {opts.max_connections}",
+        f"shared_buffers = {opts.shared_buffers_mb}MB",
+        "shared_preload_libraries = 'pg_stat_statements'",
+        "pg_stat_statements.track = top",
+        "pg_stat_statements.track_utility = on",
+        "pg_stat_statements.max = 10000",
+        "wal_level = replica",
+        "max_wal_senders = 64",
+        "max_replication_slots = 64",
+        "hot_standby = on",
+        "hot_standby_feedback = on",
+        "wal_keep_size = 256MB",
+        "fsync = off",  # lab data is throw-away; replication/commit round trips still happen
+        "full_page_writes = off",
+        "logging_collector = off",
+        "log_min_messages = warning",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_hba(net: str = LAB_NET) -> str:
+    """pg_hba.conf: trust on the socket and the lab network (throw-away lab servers)."""
+    return ("# rendered by juice\n"
+            "local all all trust\n"
+            "local replication all trust\n"
+            f"host all all {net} trust\n"
+            f"host replication all {net} trust\n"
+            "host all all 127.0.0.1/32 trust\n")
+
+
+def primary_conninfo(host: str, port: int, app_name: str) -> str:
+    return f"host={host} port={port} user=postgres application_name={app_name}"
+
+
+class PgServer:
+    """One PostgreSQL server in one site. ``home`` = <workdir>/s<site>/postgres."""
+
+    def __init__(self, lab: Sites, site: int, port: int = PORT) -> None:
+        self.lab, self.site, self.port = lab, site, port
+        self.child: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        self.pid_start: int | None = None
+        self.role = "primary"
+
+    @property
+    def home(self) -> Path:
+        return self.lab.workdir / f"s{self.site}" / "postgres"
+
+    @property
+    def data(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "server.log"
+
+    def initdb(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+        self.home.mkdir(parents=True)
+        chown_tree(self.home, "postgres")
+        proc.run([*AS_POSTGRES, str(BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U",
+                  "postgres", "-E", "UTF8", "--no-sync"], timeout=120)
+
+    def write_conf(self, opts: PgOptions) -> None:
+        conf = render_conf(self.lab.site_ip(self.site), self.port, self.home, opts)
+        with open(self.data / "postgresql.conf", "a") as f:
+            f.write(conf)
+        (self.data / "pg_hba.conf").write_text(render_hba())
+        chown_tree(self.home, "postgres")
+
+    def start(self) -> None:
+        (self.data / "postmaster.pid").unlink(missing_ok=True)
+        with open(self.log, "ab") as out:
+            self.child = self.lab.popen(self.site, [*AS_POSTGRES, str(BIN / "postgres"), "-D",
+                                                    str(self.data)], stdout=out, stderr=out)
+
+    def exited(self) -> str | None:
+        if self.child is not None and self.child.poll() is not None:
+            return f"postgres in site {self.site} exited with code {self.child.returncode}"
+        return None
+
+    def connect_admin(self, dbname: str = "postgres") -> psycopg.Connection[tuple[object, ...]]:
+        """Superuser connection over the unix socket (no network namespace needed)."""
+        return psycopg.connect(host=str(self.home), port=self.port, user="postgres", dbname=dbname,
+                               autocommit=True, connect_timeout=5)
+
+    def query(self, sql: str, dbname: str = "postgres") -> list[tuple[object, ...]]:
+        with self.connect_admin(dbname) as conn:
+            cur = conn.execute(sql.encode())
+            return list(cur.fetchall()) if cur.description else []
+
+    def ping(self) -> bool:
+        try:
+            self.query("SELECT 1")
+            return True
+        except psycopg.Error:
+            return False
+
+    def wait_ready(self, timeout: float) -> None:
+        wait_for(self.ping, timeout, f"postgres ({self.role}) in site {self.site}", self.log,
+                 fail=self.exited)
+        self.pid = read_pidfile(self.data / "postmaster.pid")
+        self.pid_start = proc.start_time(self.pid) if self.pid else None
+
+    def stop(self) -> None:
+        pid = self.pid or read_pidfile(self.data / "postmaster.pid")
+        if pid is None and self.child is not None and self.child.poll() is None:
+            pid = self.child.pid
+        stop_pid(pid, self.pid_start, sig=signal.SIGINT, grace_s=30)  # SIGINT = fast shutdown
+        reap(self.child)
+        self.child, self.pid = None, None
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint("postgresql", self.lab.site_ip(self.site), self.port, USER, PASSWORD,
+                        DATABASE, self.site)
+
+    def record(self, kind: str) -> ServerRecord:
+        return ServerRecord(kind=kind, site=self.site, pid=self.pid or 0, pid_start=self.pid_start,
+                            datadir=str(self.data), log=str(self.log), port=self.port,
+                            extra={"role": self.role, "socket_dir": str(self.home)})
+
+
+BOOTSTRAP_SQL = [
+    f"CREATE ROLE {USER} LOGIN SUPERUSER PASSWORD '{PASSWORD}'",
+    f"CREATE DATABASE {DATABASE} OWNER {USER}",
+    # The counter probe's own role: its statements are excluded from the counts.
+    "CREATE ROLE juice_probe LOGIN",
+    "GRANT pg_read_all_stats TO juice_probe",
+]
+
+
+class Postgres(Service):
+    """Centralized PostgreSQL in ``site`` (default 1); with ``read_local`` a hot standby in
+    every other site (see the module doc)."""
+
+    kind = "postgres"
+
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
+                 read_local: bool = False, options: PgOptions | None = None) -> None:
+        super().__init__(lab, progress)
+        if site not in lab.sites:
+            raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
+        self.read_local = read_local
+        self.kind = "postgres-readlocal" if read_local else "postgres"
+        self.opts = options or PgOptions()
+        self.primary = PgServer(lab, site)
+        self.standbys: dict[int, PgServer] = {}
+        if read_local:
+            for s in lab.sites:
+                if s != site:
+                    sb = PgServer(lab, s)
+                    sb.role = "standby"
+                    self.standbys[s] = sb
+        if self.opts.sync_quorum and not read_local:
+            raise ServiceError("sync_quorum: only meaningful with read-local (standbys)")
+        if self.opts.sync_quorum > len(self.standbys):
+            raise ServiceError(f"sync_quorum: {self.opts.sync_quorum} exceeds the number of "
+                               f"standbys ({len(self.standbys)})")
+        self.timings: dict[str, float] = {}
+
+    def servers(self) -> list[PgServer]:
+        return [self.primary, *self.standbys.values()]
+
+    def configure(self) -> None:
+        t0 = time.monotonic()
+        self.primary.initdb()
+        self.primary.write_conf(self.opts)
+        self.timings["initdb_s"] = time.monotonic() - t0
+
+    def start(self) -> None:
+        t0 = time.monotonic()
+        self.primary.start()
+        self.primary.wait_ready(60)
+        for stmt in BOOTSTRAP_SQL:
+            self.primary.query(stmt)
+        self.primary.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", DATABASE)
+        self.progress(f"postgres primary ready in site {self.primary.site}")
+        if self.standbys:
+            with ThreadPoolExecutor(max_workers=len(self.standbys)) as ex:
+                list(ex.map(self._start_standby, self.standbys.values()))
+            # Synchronous quorum only once the standbys exist (else the bootstrap would wait).
+            names = sync_standby_names(self.opts, [f"s{s}" for s in self.standbys])
+            if names:
+                self.primary.query(f"ALTER SYSTEM SET synchronous_standby_names = '{names}'")
+                self.primary.query(f"ALTER SYSTEM SET synchronous_commit = '{self.opts.synchronous_commit}'")
+                self.primary.query("SELECT pg_reload_conf()")
+        self.timings["start_s"] = time.monotonic() - t0
+
+    def _start_standby(self, sb: PgServer) -> None:
+        shutil.rmtree(sb.home, ignore_errors=True)
+        sb.home.mkdir(parents=True)
+        chown_tree(sb.home, "postgres")
+        p = self.primary
+        # pg_basebackup runs IN the standby's site: the copy crosses the WAN like replication.
+        self.lab.run(sb.site, [*AS_POSTGRES, str(BIN / "pg_basebackup"), "-h", self.lab.site_ip(p.site),
+                               "-p", str(p.port), "-U", "postgres", "-D", str(sb.data), "-X", "stream",
+                               "--checkpoint=fast", "--no-sync"], timeout=300)
+        # initdb's postgresql.conf came along; point this copy at its own address and primary.
+        (sb.data / "postgresql.auto.conf").write_text(
+            f"primary_conninfo = '{primary_conninfo(self.lab.site_ip(p.site), p.port, f's{sb.site}')}'\n"
+            f"listen_addresses = '{self.lab.site_ip(sb.site)}'\n"
+            f"unix_socket_directories = '{sb.home}'\n")
+        (sb.data / "standby.signal").touch()
+        chown_tree(sb.home, "postgres")
+        sb.start()
+        sb.wait_ready(120)
+        self.progress(f"postgres standby ready in site {sb.site}")
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        self.primary.wait_ready(timeout)
+        if not self.standbys:
+            return
+        want = {f"s{s}" for s in self.standbys}
+
+        def streaming() -> bool:
+            rows = self.primary.query("SELECT application_name FROM pg_stat_replication "
+                                      "WHERE state = 'streaming'")
+            return want <= {str(r[0]) for r in rows}
+        wait_for(streaming, timeout, "postgres standbys streaming", self.primary.log)
+        for sb in self.standbys.values():
+            rows = sb.query("SELECT pg_is_in_recovery()")
+            if rows[0][0] is not True:
+                raise ServiceError(f"postgres in site {sb.site} is not a standby")
+        mode = f"sync quorum ANY {self.opts.sync_quorum}" if self.opts.sync_quorum else "async"
+        self.progress(f"postgres read-local ready: {len(self.standbys)} standbys streaming, {mode}")
+
+    def stop(self) -> None:
+        live = [s for s in self.servers() if s.child is not None or s.pid is not None]
+        # Standbys first so the primary does not wait on them while shutting down.
+        for s in sorted(live, key=lambda x: x.role == "primary"):
+            s.stop()
+        if live:
+            self.progress(f"postgres: {len(live)} server(s) stopped")
+
+    def endpoint(self, site: int) -> Endpoints:
+        write = self.primary.endpoint()
+        local = self.standbys.get(site)
+        return Endpoints(read=local.endpoint() if local else write, write=write)
+
+    def records(self) -> list[ServerRecord]:
+        return [s.record(self.kind) for s in self.servers()]
+
+    def log_files(self) -> list[Path]:
+        return [s.log for s in self.servers()]
+
+
+def connect(ep: Endpoint, *, timeout: float = 10.0,
+            autocommit: bool = True) -> psycopg.Connection[tuple[object, ...]]:
+    """A psycopg connection to ``ep`` (open it inside the client's site, see ``client``)."""
+    return psycopg.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
+                           dbname=ep.database, connect_timeout=int(timeout), autocommit=autocommit)

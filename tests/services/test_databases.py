@@ -1,0 +1,213 @@
+"""Real servers inside a real 3-site lab (10 ms one-way). Every test stops what it starts
+(the service context manager), and the module's lab is removed afterwards.
+
+No timing thresholds: the only latency check is a lower bound the WAN guarantees
+(a query from site 3 to site 1 cannot take less than one RTT)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from juice.errors import UserError
+from juice.lab import LocalLab
+from juice.services import client, counters, deploy
+from juice.services import mariadb as mdb
+from juice.services import postgres as pg
+from juice.services.galera import Galera
+from juice.services.postgres import Postgres
+from tests.services.conftest import needs_lab
+
+pytestmark = needs_lab
+
+
+def no_servers_left(lab: LocalLab) -> bool:
+    """True when no mariadbd/postgres runs in any site namespace of ``lab``."""
+    pids = []
+    for s in lab.sites:
+        cp = lab.run(s, ["ip", "netns", "pids", lab.site_ns(s)], check=False)
+        pids += cp.stdout.split()
+    comms = []
+    for p in pids:
+        try:
+            comms.append(Path(f"/proc/{p}/comm").read_text().strip())
+        except FileNotFoundError:
+            pass
+    return not any(c in ("mariadbd", "postgres") for c in comms)
+
+
+def test_central_mariadb_is_read_across_the_wan(lab3: LocalLab) -> None:
+    with deploy(lab3, "mariadb") as db:
+        ep = db.endpoint(3).read
+        assert ep.host == lab3.site_ip(1) and ep == db.endpoint(1).write
+        n = 10
+
+        def reads() -> tuple[float, list[tuple[object, ...]]]:
+            conn = mdb.connect(ep)
+            try:
+                with conn.cursor() as cur:
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        cur.execute("SELECT @@hostname, 1")
+                        rows = list(cur.fetchall())
+                    return time.perf_counter() - t0, rows
+            finally:
+                conn.close()
+
+        elapsed, rows = client.in_site(lab3.site_ns(3), reads)
+        assert rows[0][1] == 1
+        rtt_s = (lab3.links[(3, 1)].delay_ms + lab3.links[(1, 3)].delay_ms) / 1000
+        # Each query is one round trip across the WAN: n of them take at least n RTTs.
+        assert elapsed / rtt_s >= n * 0.95
+    assert no_servers_left(lab3)
+
+
+def test_galera_three_nodes_replicate(lab3: LocalLab) -> None:
+    with deploy(lab3, "galera") as db:
+        assert isinstance(db, Galera)
+        assert [db.cluster_size(n) for n in db.nodes.values()] == [3, 3, 3]
+        assert all(n.status("wsrep_ready") == "ON" for n in db.nodes.values())
+        assert db.endpoint(2).write.host == lab3.site_ip(2)  # clients use their local node
+
+        def write() -> None:
+            conn = mdb.connect(db.endpoint(1).write)
+            with conn.cursor() as cur:
+                cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
+                cur.execute("INSERT INTO t VALUES (1, 'from s1')")
+            conn.close()
+
+        client.in_site(lab3.site_ns(1), write)
+
+        def read() -> list[tuple[object, ...]]:
+            conn = mdb.connect(db.endpoint(3).read)
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION wsrep_sync_wait = 1")  # causal read
+                cur.execute("SELECT v FROM t WHERE id = 1")
+                rows = list(cur.fetchall())
+            conn.close()
+            return rows
+
+        assert client.in_site(lab3.site_ns(3), read) == [("from s1",)]
+    assert no_servers_left(lab3)
+
+
+def test_postgres_central_and_read_local(lab3: LocalLab) -> None:
+    with deploy(lab3, "postgres") as db:
+        assert db.endpoint(3).read.host == lab3.site_ip(1)
+        got = client.in_site(lab3.site_ns(2), lambda: _pg_one(db.endpoint(2).read, "SELECT 41 + 1"))
+        assert got == 42
+    with deploy(lab3, "postgres-readlocal", sync_quorum=1) as db:
+        assert isinstance(db, Postgres)
+        ep3 = db.endpoint(3)
+        assert ep3.read.host == lab3.site_ip(3) and ep3.write.host == lab3.site_ip(1)
+
+        def write() -> None:
+            with pg.connect(ep3.write) as conn:
+                conn.execute("CREATE TABLE t (id int primary key, v text)")
+                conn.execute("INSERT INTO t VALUES (1, 'from primary')")
+
+        client.in_site(lab3.site_ns(3), write)
+        # The write becomes visible on the standby of site 3 (bounded wait: replication lag).
+        deadline = time.monotonic() + 20
+        seen = None
+        while time.monotonic() < deadline:
+            try:
+                seen = client.in_site(lab3.site_ns(3), lambda: _pg_one(ep3.read, "SELECT v FROM t"))
+                break
+            except psycopg.errors.UndefinedTable:
+                time.sleep(0.1)
+        assert seen == "from primary"
+
+        def write_standby() -> None:
+            with pg.connect(ep3.read) as conn:
+                conn.execute("INSERT INTO t VALUES (2, 'from standby')")
+
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            client.in_site(lab3.site_ns(3), write_standby)
+    assert no_servers_left(lab3)
+
+
+def _pg_one(ep: object, sql: str) -> object:
+    assert isinstance(ep, pg.Endpoint)
+    with pg.connect(ep) as conn:
+        row = conn.execute(sql.encode()).fetchone()
+        assert row is not None
+        return row[0]
+
+
+KNOWN = {"select": 7, "insert": 3, "update": 2, "delete": 1}
+
+
+def test_counters_are_exact_on_mariadb(lab3: LocalLab) -> None:
+    with deploy(lab3, "mariadb") as db:
+        ep = db.endpoint(2).write
+        ddl = ["CREATE TABLE c (id INT PRIMARY KEY, v INT)"]
+        client.in_site(lab3.site_ns(2), lambda: _mysql_run(ep, ddl))
+        probe = counters.probe_for(db)
+        with probe.window() as w:
+            client.in_site(lab3.site_ns(2), lambda: _mysql_run(ep, _known_statements()))
+        c = w.result
+        assert (c.reads, c.writes) == (7, 6)
+        assert c.per_command == {"Com_select": 7, "Com_insert": 3, "Com_update": 2, "Com_delete": 1}
+        assert c.exact
+
+
+def test_counters_are_exact_on_postgres_read_local(lab3: LocalLab) -> None:
+    with deploy(lab3, "postgres-readlocal") as db:
+        ep = db.endpoint(2)
+        ddl = ["CREATE TABLE c (id int primary key, v int)"]
+        client.in_site(lab3.site_ns(2), lambda: _pg_run(ep.write, ddl))
+        probe = counters.probe_for(db)
+        with probe.window() as w:
+            stmts = _known_statements()
+            writes = [s for s in stmts if "SELECT" not in s]
+            client.in_site(lab3.site_ns(2), lambda: _pg_run(ep.write, writes))
+            # Reads go to the local standby: the probe sums every server.
+            time.sleep(0.5)
+            client.in_site(lab3.site_ns(2), lambda: _pg_run(ep.read, [s for s in stmts if "SELECT" in s]))
+        c = w.result
+        assert {k: c.per_command.get(k, 0) for k in KNOWN} == KNOWN
+        assert (c.reads, c.writes, c.exact) == (7, 6, True)
+
+
+def _known_statements() -> list[str]:
+    return ([f"INSERT INTO c VALUES ({i}, {i})" for i in range(3)]
+            + [f"SELECT v FROM c WHERE id = {i % 3}" for i in range(7)]
+            + ["UPDATE c SET v = v + 1 WHERE id = 0", "UPDATE c SET v = v + 1 WHERE id = 1",
+               "DELETE FROM c WHERE id = 2"])
+
+
+def _mysql_run(ep: mdb.Endpoint, stmts: list[str]) -> None:
+    conn = mdb.connect(ep)
+    try:
+        with conn.cursor() as cur:
+            for s in stmts:
+                cur.execute(s)
+                cur.fetchall()
+    finally:
+        conn.close()
+
+
+def _pg_run(ep: pg.Endpoint, stmts: list[str]) -> None:
+    with pg.connect(ep) as conn:
+        for s in stmts:
+            conn.execute(s.encode())
+
+
+def test_cockroach_missing_binary_is_a_clear_error(lab3: LocalLab) -> None:
+    if shutil.which("cockroach") is not None:
+        pytest.skip("a cockroach binary is on PATH: the missing-binary message cannot be shown")
+    with pytest.raises(UserError, match="cockroach binary not found on PATH"):
+        deploy(lab3, "cockroach")
+
+
+@pytest.mark.skipif(shutil.which("cockroach") is None,
+                    reason="cockroach binary not on PATH (CockroachDB is not packaged for Debian)")
+def test_cockroach_cluster(lab3: LocalLab) -> None:
+    with deploy(lab3, "cockroach") as db:
+        assert client.in_site(lab3.site_ns(2), lambda: _pg_one(db.endpoint(2).read, "SELECT 1")) == 1
+
