@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-import juice.services.deploy as deploymod
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
+from juice.services import registry as deploymod
 from juice.services.base import stop_pid
 from juice.util import proc
 

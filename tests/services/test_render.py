@@ -8,7 +8,7 @@ import pytest
 
 from juice.errors import ServiceError, UserError
 from juice.services import cockroach, counters, galera, mariadb, postgres
-from juice.services.deploy import build
+from juice.services.registry import build
 
 
 def test_mariadb_args_are_explicit_and_run_as_mysql() -> None:
