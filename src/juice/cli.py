@@ -6,6 +6,7 @@ import signal
 import sys
 from types import FrameType
 
+import click
 import typer
 from rich.console import Console
 
@@ -78,7 +79,7 @@ def main() -> None:
     try:
         # Without standalone mode, click returns (not raises) the code of typer.Exit and
         # of Ctrl-C (130): pass it on as the process exit code.
-        rc = app(standalone_mode=False)
+        rc = app(standalone_mode=False, prog_name="juice")
         if rc == 130:
             err.print("[yellow]interrupted[/yellow]: cleaned up what this command created")
         if isinstance(rc, int) and rc:
@@ -92,14 +93,29 @@ def main() -> None:
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except Exception as e:  # click usage errors and aborts
-        import click
-
+        if isinstance(e, click.exceptions.UsageError):
+            _suggest(e)
         if isinstance(e, click.exceptions.ClickException):
             e.show()
             sys.exit(e.exit_code)
         if isinstance(e, click.exceptions.Abort):
             sys.exit(130)
         raise
+
+
+def _suggest(e: click.exceptions.UsageError) -> None:
+    """Add "did you mean" to an unknown-command error."""
+    import difflib
+
+    prefix = "No such command '"
+    if not e.message.startswith(prefix) or e.ctx is None:
+        return
+    typed = e.message[len(prefix):].rstrip(".'")
+    group = e.ctx.command
+    if isinstance(group, click.Group):
+        close = difflib.get_close_matches(typed, group.list_commands(e.ctx), n=1)
+        if close:
+            e.message += f" Did you mean '{close[0]}'?"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,41 @@
+"""The CLI's help and error paths (no root needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["lab", "down"],
+            ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
+            ["db"], ["quickstart"]]
+
+
+def juice(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "juice.cli", *args], capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "juice")
+def test_every_command_has_help(cmd: list[str]) -> None:
+    cp = juice(*cmd, "--help")
+    assert cp.returncode == 0, cp.stderr
+    assert "Usage: juice" in cp.stdout
+
+
+def test_version() -> None:
+    cp = juice("--version")
+    assert cp.returncode == 0 and cp.stdout.startswith("juice ")
+
+
+def test_unknown_command_suggests_and_exits_2() -> None:
+    cp = juice("lab", "chek")
+    assert cp.returncode == 2
+    assert "chek" in cp.stderr
+
+
+def test_missing_sites_is_a_one_line_usage_error() -> None:
+    cp = juice("lab", "up", "--delay", "5")
+    assert cp.returncode == 2
+    assert "--sites" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
