@@ -104,6 +104,7 @@ type QueueReport struct {
 	Depth           int64   `json:"depth"`
 	MaxDepth        int64   `json:"max_depth"`
 	LateUsP99       float64 `json:"late_us_p99"`
+	LateUsP50       float64 `json:"late_us_p50"`
 }
 
 // Report is the stats file document.
@@ -166,10 +167,11 @@ func BuildQueueReport(s *QueueStats, hist []uint64, kdrop uint64) QueueReport {
 		Depth:           s.Depth.Load(),
 		MaxDepth:        s.MaxDepth.Load(),
 		LateUsP99:       Percentile(hist, 0.99),
+		LateUsP50:       Percentile(hist, 0.50),
 	}
 }
 
-// SumReports adds up queue reports; late_us_p99 of the totals is the maximum
+// SumReports adds up queue reports; late_us_p99/p50 of the totals are the maximum
 // over the queues (percentiles do not add).
 func SumReports(qs map[string]QueueReport) QueueReport {
 	var t QueueReport
@@ -189,6 +191,9 @@ func SumReports(qs map[string]QueueReport) QueueReport {
 		t.MaxDepth += q.MaxDepth
 		if q.LateUsP99 > t.LateUsP99 {
 			t.LateUsP99 = q.LateUsP99
+		}
+		if q.LateUsP50 > t.LateUsP50 {
+			t.LateUsP50 = q.LateUsP50
 		}
 	}
 	return t

@@ -18,7 +18,7 @@ import (
 // DefaultOffsetUs is used when the table has no "offset_us" field. It was
 // measured on the reference machine (see README.md): the fixed per-direction
 // overhead of the NFQUEUE round trip plus event-loop wake-up.
-const DefaultOffsetUs = 60
+const DefaultOffsetUs = 100
 
 // MaxDelayUs bounds delay_us and jitter_us (1 hour) to keep arithmetic sane.
 const MaxDelayUs = 3600 * 1000 * 1000
@@ -195,6 +195,7 @@ func ParseTable(data []byte) (*Table, error) {
 		return nil, ferr("pairs", "must be a JSON array")
 	}
 	t.Pairs = make([]PairParams, 0, len(list))
+	seen := map[uint16]bool{}
 	for i, raw := range list {
 		f := fmt.Sprintf("pairs[%d]", i)
 		m, err := decodeObject(raw, f)
@@ -232,9 +233,10 @@ func ParseTable(data []byte) (*Table, error) {
 			return nil, ferr(f+".loss", "must be in [0, 1], got %s", string(m["loss"]))
 		}
 		key := PairKey(uint8(src), uint8(dst))
-		if _, dup := t.byKey[key]; dup {
+		if seen[key] {
 			return nil, ferr(f, "duplicate pair src=%d dst=%d", src, dst)
 		}
+		seen[key] = true
 		t.Pairs = append(t.Pairs, PairParams{
 			Src: int(src), Dst: int(dst), Queue: uint16(q),
 			DelayNs: delay * 1000, JitterNs: jitter * 1000, Loss: loss,

@@ -27,7 +27,7 @@ DELAYER = "juice-wan-delay"
 # Per-direction overhead of the NFQUEUE round trip and timer wake-up, removed from every
 # delay (measured on the 2-core CI machine: see native/README.md). JUICE_WAN_OFFSET_US
 # overrides it.
-DEFAULT_OFFSET_US = 250
+DEFAULT_OFFSET_US = 100
 
 
 def offset_us() -> int:

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Build juice-wan-delay into OUTDIR (default /var/cache/juice/bin).
+#
+#   native/build.sh [OUTDIR]
+#
+# Idempotent: the binary is rebuilt only when the hash of its sources
+# (*.go except tests, go.mod, go.sum) or the Go version changed; the hash is
+# kept in OUTDIR/.juice-wan-delay.stamp. Go caches live under
+# /var/cache/juice/go (override with JUICE_GO_CACHE) so CI can cache them.
+set -euo pipefail
+
+OUTDIR=${1:-/var/cache/juice/bin}
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/wan-delay" && pwd)
+BIN=juice-wan-delay
+CACHE=${JUICE_GO_CACHE:-/var/cache/juice/go}
+
+GO=$(command -v go 2>/dev/null || true)
+if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then
+    GO=/usr/local/go/bin/go
+fi
+if [ -z "$GO" ]; then
+    echo "build.sh: Go toolchain not found (need 'go' on PATH or /usr/local/go/bin/go) -- cannot build $BIN" >&2
+    exit 3
+fi
+
+export GOFLAGS=-mod=readonly
+export GOCACHE="$CACHE/cache"
+export GOMODCACHE="$CACHE/mod"
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+
+mkdir -p "$OUTDIR" "$GOCACHE" "$GOMODCACHE"
+
+goversion=$("$GO" env GOVERSION)
+stamp=$(
+    cd "$SRC"
+    {
+        echo "$goversion"
+        find . -maxdepth 1 -type f \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \) \
+            -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done
+    } | sha256sum | cut -d' ' -f1
+)
+stampfile="$OUTDIR/.$BIN.stamp"
+if [ -x "$OUTDIR/$BIN" ] && [ -f "$stampfile" ] && [ "$(cat "$stampfile")" = "$stamp" ]; then
+    echo "build.sh: $OUTDIR/$BIN is up to date"
+    exit 0
+fi
+
+tmp="$OUTDIR/.$BIN.tmp.$$"
+trap 'rm -f "$tmp"' EXIT
+(cd "$SRC" && "$GO" build -trimpath -ldflags='-s -w' -o "$tmp" .) || {
+    echo "build.sh: go build of $BIN failed" >&2
+    exit 1
+}
+mv -f "$tmp" "$OUTDIR/$BIN"
+echo "$stamp" > "$stampfile"
+echo "build.sh: built $OUTDIR/$BIN ($goversion)"
