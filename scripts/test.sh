@@ -9,7 +9,7 @@ export PATH="$cache/venv/bin:$PATH"
 cd "$here"
 echo "== ruff"; ruff check src tests benchmarks
 echo "== mypy (strict, src)"; mypy src
-echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/build" GOMODCACHE="$cache/go/mod" PATH="/usr/local/go/bin:$PATH" go test ./...)
+echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/cache" GOMODCACHE="$cache/go/mod" GOTOOLCHAIN=local PATH="/usr/local/go/bin:$PATH" go test ./...)
 echo "== pytest"
 # Leftovers of an earlier crashed run are removed first (and checked again at the end).
 juice lab down --all >/dev/null 2>&1 || true
