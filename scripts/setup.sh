@@ -62,4 +62,4 @@ fi
 # Native helpers.
 "$here/native/build.sh" "$cache/bin"
 ln -sf "$cache/venv/bin/juice" /usr/local/bin/juice
-log "ready: juice $("$cache/venv/bin/juice" --version)"
+log "ready: $("$cache/venv/bin/juice" --version)"
