@@ -62,6 +62,9 @@ WAN_EVS = {
     "evs.install_timeout": "PT1M",
     "evs.send_window": "512",
     "evs.user_send_window": "512",
+    # Joiners wait this long for a primary component: 8 parallel joins across a 75-150 ms
+    # WAN can take longer than the 30 s default.
+    "pc.wait_prim_timeout": "PT150S",
 }
 
 
