@@ -51,6 +51,7 @@ def up(
     """Deploy a database into a running lab and print the endpoint each site should use.
 
     juice db up --kind galera --lab lab        (one node per site)
+
     juice db up --kind postgres-readlocal -o sync_quorum=1
     """
     if kind not in deploymod.KINDS:

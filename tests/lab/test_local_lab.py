@@ -93,7 +93,13 @@ def test_zones_partition_heal_and_runtime_reload(lab_name: str) -> None:
         assert cut.ok and {(p.a, p.b) for p in cut.pairs if p.partitioned} == {(1, 3), (2, 3), (3, 4)}
         lab.heal(3)
         assert ping(lab, 1, 3)
+        # Reload while traffic flows: not one packet may be lost.
+        flow = lab.popen(1, ["ping", "-n", "-q", "-c", "150", "-i", "0.01", "-W", "2",
+                             lab.site_ip(4)], stdout=subprocess.PIPE)
+        time.sleep(0.5)
         lab.set_wan(spec.parse({"sites": 4, "delay_ms": 2}))
+        out, _ = flow.communicate(timeout=60)
+        assert b"150 received" in out, out
         rep2 = check(lab, probes=10)
         assert rep2.ok and {p.expected_rtt_ms for p in rep2.pairs} == {4}
         assert state.load(lab_name) is not None and state.load(lab_name).spec["delay_ms"] == 2  # type: ignore[union-attr]
