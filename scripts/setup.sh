@@ -34,7 +34,6 @@ fi
 for svc in mariadb postgresql; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
-pkill -x mariadbd >/dev/null 2>&1 || true
 
 # Python venv (python3.11), cached outside the clone and refreshed when pyproject changes.
 mkdir -p "$cache"
