@@ -11,8 +11,11 @@ echo "== ruff"; ruff check src tests benchmarks
 echo "== mypy (strict, src)"; mypy src
 echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/cache" GOMODCACHE="$cache/go/mod" GOTOOLCHAIN=local PATH="/usr/local/go/bin:$PATH" go test ./...)
 echo "== pytest"
-# Leftovers of an earlier crashed run are removed first (and checked again at the end).
-juice lab down --all >/dev/null 2>&1 || true
+# Leftovers of an earlier crashed run are removed first; a user's own labs are kept, and
+# any juice- namespace the tests add and do not remove fails the run.
+juice lab sweep >/dev/null
+before=$(ip netns list | awk '{print $1}' | grep '^juice-' | sort || true)
 pytest -q -p no:cacheprovider "$@"
-left=$(ip netns list | awk '{print $1}' | grep '^juice-' || true)
+after=$(ip netns list | awk '{print $1}' | grep '^juice-' | sort || true)
+left=$(comm -13 <(echo "$before") <(echo "$after") | grep . || true)
 if [ -n "$left" ]; then echo "tests left namespaces behind: $left" >&2; exit 1; fi

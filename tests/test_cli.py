@@ -8,7 +8,7 @@ import sys
 import pytest
 
 COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["lab", "down"],
-            ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
+            ["lab", "sweep"], ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
             ["db"], ["quickstart"]]
 
 

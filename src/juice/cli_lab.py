@@ -191,6 +191,18 @@ def down(name: str = NAME_OPT,
 
 
 @lab_app.command()
+def sweep() -> None:
+    """Remove leftovers of crashed or killed runs and tests (every juice command does this
+    first); labs made with `juice lab up` are kept."""
+    locallab.require_root()
+    from juice.lab import state
+
+    with state.locked():
+        removed = locallab.sweep(_progress)
+    out.print(f"removed {len(removed)} stale lab(s)" if removed else "nothing stale")
+
+
+@lab_app.command()
 def partition(site: int = typer.Argument(..., help="Site to cut off."), name: str = NAME_OPT) -> None:
     """Cut SITE off from every other site (both directions) until `juice lab heal`."""
     locallab.require_root()
