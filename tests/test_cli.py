@@ -32,10 +32,17 @@ def test_version() -> None:
 def test_unknown_command_suggests_and_exits_2() -> None:
     cp = juice("lab", "chek")
     assert cp.returncode == 2
-    assert "chek" in cp.stderr
+    assert "chek" in cp.stderr and "Did you mean 'check'" in cp.stderr
 
 
 def test_missing_sites_is_a_one_line_usage_error() -> None:
     cp = juice("lab", "up", "--delay", "5")
     assert cp.returncode == 2
     assert "--sites" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+
+
+def test_a_malformed_flag_value_is_one_line_naming_the_option() -> None:
+    cp = juice("lab", "up", "--sites", "3", "--delay", "fast")
+    assert cp.returncode == 2
+    lines = cp.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--delay" in lines[0] and "juice lab up --help" in lines[0]

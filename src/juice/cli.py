@@ -9,6 +9,7 @@ from types import FrameType
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from juice import __version__
 from juice.errors import JuiceError
@@ -85,7 +86,7 @@ def main() -> None:
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except JuiceError as e:
-        err.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        err.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: cleaned up what this command created")
@@ -95,6 +96,10 @@ def main() -> None:
     except Exception as e:  # click usage errors and aborts
         if isinstance(e, click.exceptions.UsageError):
             _suggest(e)
+            where = e.ctx.command_path if e.ctx is not None else "juice"
+            err.print(f"[red]error:[/red] {escape(e.format_message())} (see `{where} --help`)",
+                      soft_wrap=True)
+            sys.exit(2)
         if isinstance(e, click.exceptions.ClickException):
             e.show()
             sys.exit(e.exit_code)
