@@ -35,6 +35,22 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Juice: a laboratory for the OpenStack control plane."""
+    _sweep_leftovers()
+
+
+def _sweep_leftovers() -> None:
+    """Every command first removes what crashed or killed runs left (namespaces, servers,
+    delayers, work dirs): see ``juice.lab.state``. Labs made by `juice lab up` are kept."""
+    import os
+
+    from juice.lab import state
+    from juice.lab.local import sweep
+
+    if os.geteuid() != 0 or not state.labs_dir().is_dir():
+        return
+    with state.locked():
+        for name in sweep():
+            err.print(f"[dim]·[/dim] removed leftovers of lab {name!r} (its owner had died)")
 
 
 @app.command()
