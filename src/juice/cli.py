@@ -8,10 +8,10 @@ from types import FrameType
 
 import click
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from juice import __version__
+from juice.cli_common import err, progress
 from juice.errors import JuiceError
 
 app = typer.Typer(
@@ -22,7 +22,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True, highlight=False)
 
 
 def _version(value: bool) -> None:
@@ -70,7 +69,7 @@ def quickstart(
 
     require_root()
     report = qs.run(Path(results), sites=sites, delay_ms=delay,
-                    progress=lambda m: err.print(f"[dim]·[/dim] {m}"))
+                    progress=progress)
     typer.echo(f"report: {report.resolve()}")
 
 

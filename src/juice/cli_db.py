@@ -6,9 +6,9 @@ import signal
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from juice.cli_common import out, progress
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
 from juice.services import registry as deploymod
@@ -17,13 +17,7 @@ from juice.util import proc
 
 db_app = typer.Typer(help="Real databases inside the lab sites (MariaDB, Galera, PostgreSQL...).",
                      no_args_is_help=True)
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
 LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.")
-
-
-def _progress(msg: str) -> None:
-    err.print(f"[dim]·[/dim] {msg}")
 
 
 def _parse_opts(pairs: list[str]) -> dict[str, Any]:
@@ -62,7 +56,7 @@ def up(
     if rec is not None:
         raise UserError(f"--lab: lab {lab_name!r} already runs {rec['kind']}: "
                         f"`juice db down --lab {lab_name}` first")
-    svc = deploymod.deploy(lab, kind, _progress, **_parse_opts(opt))
+    svc = deploymod.deploy(lab, kind, progress, **_parse_opts(opt))
     rec = deploymod.load_record(lab.workdir) or {}
     _print_endpoints(rec)
     out.print(f"{kind} up in {rec.get('bringup_s', 0):.1f} s; stop it with `juice db down --lab {lab_name}`")
@@ -111,6 +105,6 @@ def down(lab_name: str = LAB_OPT) -> None:
     for s in sorted(servers, key=lambda x: (x["site"] == first, x["site"])):
         sig = signal.SIGINT if s["kind"].startswith("postgres") else signal.SIGTERM
         stop_pid(s["pid"], s["pid_start"], sig=sig, grace_s=60)
-        _progress(f"{s['kind']} in site {s['site']} stopped")
+        progress(f"{s['kind']} in site {s['site']} stopped")
     deploymod.forget(lab.workdir)
     out.print(f"{rec['kind']} stopped in lab {lab_name!r}")

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from juice.cli_common import err, out, progress
 from juice.errors import UserError
 from juice.lab import local as locallab
 from juice.lab import spec as specmod
@@ -20,14 +20,8 @@ from juice.util import atomic
 
 lab_app = typer.Typer(help="The lab: N sites (network namespaces) with an emulated WAN.",
                       no_args_is_help=True)
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
 
 NAME_OPT = typer.Option("lab", "--name", "-n", help="Lab name (several labs may coexist).")
-
-
-def _progress(msg: str) -> None:
-    err.print(f"[dim]·[/dim] {msg}")
 
 
 def _spec_from_flags(name: str, sites: int | None, delay: float | None, jitter: float,
@@ -86,7 +80,7 @@ def up(
     lab_spec = _spec_from_flags(name, sites, delay, jitter, loss, zones, intra, inter, backend,
                                 spec_file)
     locallab.require_root()
-    lab = LocalLab.up(lab_spec, replace=replace, progress=_progress)
+    lab = LocalLab.up(lab_spec, replace=replace, progress=progress)
     out.print(f"lab [bold]{lab.topo.name}[/bold] is up: {lab.topo.sites} sites, "
               f"backend {lab.state.backend}. Next: `juice lab check"
               f"{'' if name == 'lab' else ' --name ' + name}`")
@@ -177,17 +171,17 @@ def down(name: str = NAME_OPT,
     """Remove the lab: its servers, delayer, namespaces and work files."""
     locallab.require_root()
     if all_labs:
-        locallab.down_all(_progress)
+        locallab.down_all(progress)
         return
     from juice.lab import state
 
     with state.locked():
-        locallab.sweep(_progress)
+        locallab.sweep(progress)
         st = state.load(name)
         if st is None:
             err.print(f"lab {name!r} is not up: nothing to remove")
             return
-        locallab.destroy(st, _progress)
+        locallab.destroy(st, progress)
 
 
 @lab_app.command()
@@ -198,7 +192,7 @@ def sweep() -> None:
     from juice.lab import state
 
     with state.locked():
-        removed = locallab.sweep(_progress)
+        removed = locallab.sweep(progress)
     out.print(f"removed {len(removed)} stale lab(s)" if removed else "nothing stale")
 
 
