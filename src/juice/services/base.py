@@ -17,7 +17,6 @@ processes run inside the site namespaces so teardown (or the crash sweep) kills 
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -203,19 +202,11 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str, log: Path | N
 
 def stop_pid(pid: int | None, started: int | None, sig: int = signal.SIGTERM,
              grace_s: float = 30.0) -> None:
-    """Graceful stop: ``sig``, wait up to ``grace_s`` (bounded), then SIGKILL."""
-    if not pid or not proc.alive(pid, started):
-        return
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not proc.alive(pid, started):
-            return
-        time.sleep(0.05)
-    proc.terminate([pid], grace_s=1.0)
+    """Graceful stop: ``sig``, wait up to ``grace_s`` (bounded), then SIGKILL.
+
+    ``started`` (the kernel start time) guards against signalling a recycled pid."""
+    if pid and proc.alive(pid, started):
+        proc.terminate([pid], grace_s=grace_s, sig=sig)
 
 
 def reap(child: subprocess.Popen[bytes] | None) -> None:

@@ -50,12 +50,12 @@ def alive(pid: int, started: int | None = None) -> bool:
     return started is None or st == started
 
 
-def terminate(pids: Sequence[int], grace_s: float = 5.0) -> None:
-    """SIGTERM ``pids``, wait up to ``grace_s`` (bounded), then SIGKILL the survivors."""
+def terminate(pids: Sequence[int], grace_s: float = 5.0, sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to ``pids``, wait up to ``grace_s`` (bounded), then SIGKILL the survivors."""
     live = [p for p in pids if alive(p)]
     for p in live:
         try:
-            os.kill(p, signal.SIGTERM)
+            os.kill(p, sig)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + grace_s
