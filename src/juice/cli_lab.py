@@ -175,8 +175,7 @@ def down(name: str = NAME_OPT,
         return
     from juice.lab import state
 
-    with state.locked():
-        locallab.sweep(progress)
+    with state.locked():  # stale labs were already swept by the root command
         st = state.load(name)
         if st is None:
             err.print(f"lab {name!r} is not up: nothing to remove")
@@ -193,7 +192,7 @@ def sweep() -> None:
 
     with state.locked():
         removed = locallab.sweep(progress)
-    out.print(f"removed {len(removed)} stale lab(s)" if removed else "nothing stale")
+    out.print(f"removed {len(removed)} stale lab(s)" if removed else "no stale labs left")
 
 
 @lab_app.command()

@@ -52,14 +52,14 @@ def netem_available(ns: str) -> bool:
 
 def detect_backend(ns: str, requested: str) -> str:
     """Resolve ``auto`` to netem or userspace; refuse netem where the kernel lacks it."""
+    if requested == "userspace":
+        return requested
     has_netem = netem_available(ns)
     if requested == "netem" and not has_netem:
         from juice.errors import UserError
 
         raise UserError("backend: this kernel has no sch_netem; use backend: userspace (or auto)")
-    if requested == "auto":
-        return "netem" if has_netem else "userspace"
-    return requested
+    return "netem" if has_netem else "userspace"
 
 
 class Wan:
