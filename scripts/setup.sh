@@ -15,7 +15,8 @@ fi
 
 APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync socat
           mariadb-server mariadb-client galera-4 mariadb-backup
-          postgresql postgresql-client python3-venv)
+          postgresql postgresql-client python3-venv
+          memcached redis-server)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -31,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The packaged servers must not hold ports or data dirs Juice uses.
-for svc in mariadb postgresql; do
+for svc in mariadb postgresql memcached redis-server; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 
@@ -56,6 +57,18 @@ if [ ! -x "$cache/venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wan
 else
   # editable install points at this clone (CI clones elsewhere): re-point cheaply.
   "$cache/venv/bin/pip" install -q --no-deps -e "$here" >/dev/null
+fi
+
+# OpenStack services (Keystone, nova) in their own venv, refreshed when the pins change.
+ostamp="$cache/openstack/.juice-stamp"
+owant=$(sha256sum "$here/scripts/requirements-openstack.txt" | cut -d' ' -f1)
+if [ ! -x "$cache/openstack/bin/python" ] || [ "$(cat "$ostamp" 2>/dev/null)" != "$owant" ]; then
+  log "creating the OpenStack venv in $cache/openstack (keystone, nova; ~2 min)"
+  rm -rf "$cache/openstack"
+  "$py" -m venv "$cache/openstack"
+  "$cache/openstack/bin/pip" install -q --upgrade pip
+  "$cache/openstack/bin/pip" install -q -r "$here/scripts/requirements-openstack.txt"
+  echo "$owant" > "$ostamp"
 fi
 
 # Native helpers.
