@@ -71,6 +71,18 @@ if [ ! -x "$cache/openstack/bin/python" ] || [ "$(cat "$ostamp" 2>/dev/null)" !=
   echo "$owant" > "$ostamp"
 fi
 
+# Real Rally (for format checks and the Juice-vs-Rally benchmark), in its own venv too.
+rstamp="$cache/rally/.juice-stamp"
+rwant=$(sha256sum "$here/scripts/requirements-rally.txt" | cut -d' ' -f1)
+if [ ! -x "$cache/rally/bin/rally" ] || [ "$(cat "$rstamp" 2>/dev/null)" != "$rwant" ]; then
+  log "creating the Rally venv in $cache/rally (rally, rally-openstack; ~1 min)"
+  rm -rf "$cache/rally"
+  "$py" -m venv "$cache/rally"
+  "$cache/rally/bin/pip" install -q --upgrade pip
+  "$cache/rally/bin/pip" install -q -r "$here/scripts/requirements-rally.txt"
+  echo "$rwant" > "$rstamp"
+fi
+
 # Native helpers.
 "$here/native/build.sh" "$cache/bin"
 ln -sf "$cache/venv/bin/juice" /usr/local/bin/juice
