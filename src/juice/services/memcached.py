@@ -1,0 +1,204 @@
+"""memcached: one server per listed site (default every site), bound to the site address.
+
+    mc = Memcached(lab, progress, sites=[1])     # pure: nothing started
+    mc.up()                                       # configure + start + wait_healthy (bounded)
+    mc.address(1)                                 # "10.210.1.2:11211" (what a client in site 1 uses)
+    mc.stats(1)["curr_items"]                     # the server's `stats`, read from inside site 1
+    mc.stop()                                     # TERM, then KILL after a grace period
+
+Each server runs in its site's namespace (``lab.popen``) as the ``memcache`` user (``nobody``
+where that user does not exist), in the foreground, with its log in
+``<lab.workdir>/s<site>/memcached/memcached.log``. ``ip netns exec`` execs the server, so the
+started process IS memcached: its pid is recorded directly (no pid file needed).
+"""
+
+from __future__ import annotations
+
+import pwd
+import shutil
+import socket
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from juice.errors import ServiceError
+from juice.services.base import (
+    Endpoint,
+    Endpoints,
+    Progress,
+    ServerRecord,
+    Service,
+    Sites,
+    chown_tree,
+    quiet,
+    reap,
+    wait_for,
+)
+from juice.util import proc
+
+MEMCACHED = "/usr/bin/memcached"
+PORT = 11211
+
+
+def run_user() -> str:
+    """The unprivileged user memcached drops to: ``memcache`` (Debian), else ``nobody``."""
+    try:
+        pwd.getpwnam("memcache")
+        return "memcache"
+    except KeyError:
+        return "nobody"
+
+
+def server_args(ip: str, port: int, memory_mb: int, user: str, max_conns: int = 4096) -> list[str]:
+    """The memcached command line (foreground, TCP only on ``ip:port``, UDP off)."""
+    return [MEMCACHED, "-u", user, "-l", ip, "-p", str(port), "-U", "0", "-m", str(memory_mb),
+            "-c", str(max_conns), "-t", "2", "-v"]
+
+
+def version() -> str:
+    """memcached's version string (e.g. ``1.6.18``), or ``unknown``."""
+    try:
+        cp = proc.run([MEMCACHED, "-V"], check=False, timeout=10)
+    except Exception:
+        return "unknown"
+    parts = cp.stdout.split()
+    return parts[1] if len(parts) > 1 else "unknown"
+
+
+def _in_site(lab: Sites, site: int) -> str | None:
+    """The namespace name of ``site`` when the lab exposes it (``LocalLab.site_ns``)."""
+    fn = getattr(lab, "site_ns", None)
+    return str(fn(site)) if callable(fn) else None
+
+
+def query_stats(host: str, port: int, timeout: float = 3.0) -> dict[str, str]:
+    """``stats`` over the text protocol (run it where ``host`` is reachable)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(b"stats\r\n")
+        buf = b""
+        for _ in range(1000):  # bounded: the answer is a few kB
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+            if buf.endswith(b"END\r\n"):
+                break
+    out: dict[str, str] = {}
+    for line in buf.decode(errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "STAT":
+            out[parts[1]] = parts[2]
+    return out
+
+
+class Memcached(Service):
+    """One memcached per site in ``sites`` (default every site of the lab)."""
+
+    kind = "memcached"
+
+    def __init__(self, lab: Sites, progress: Progress = quiet, sites: Sequence[int] | None = None,
+                 port: int = PORT, memory_mb: int = 64) -> None:
+        super().__init__(lab, progress)
+        self.server_sites = list(sites) if sites is not None else list(lab.sites)
+        if not self.server_sites:
+            raise ServiceError("sites: memcached needs at least one site")
+        for s in self.server_sites:
+            if s not in lab.sites:
+                raise ServiceError(f"sites: {s} is not a site of this lab (1..{len(lab.sites)})")
+        if not 0 < port < 65536:
+            raise ServiceError(f"port: {port} is not a TCP port")
+        if memory_mb < 1:
+            raise ServiceError(f"memory_mb: must be >= 1, got {memory_mb}")
+        self.port = port
+        self.memory_mb = memory_mb
+        self.user = run_user()
+        self.children: dict[int, subprocess.Popen[bytes]] = {}
+        self.pids: dict[int, tuple[int, int | None]] = {}
+
+    def home(self, site: int) -> Path:
+        return self.lab.workdir / f"s{site}" / "memcached"
+
+    def log(self, site: int) -> Path:
+        return self.home(site) / "memcached.log"
+
+    def address(self, site: int) -> str:
+        """``ip:port`` of the memcached a client in ``site`` uses (its own, else the first)."""
+        s = site if site in self.server_sites else self.server_sites[0]
+        return f"{self.lab.site_ip(s)}:{self.port}"
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def configure(self) -> None:
+        if not Path(MEMCACHED).exists():
+            raise ServiceError(f"{MEMCACHED} is missing: run scripts/setup.sh")
+        for s in self.server_sites:
+            shutil.rmtree(self.home(s), ignore_errors=True)
+            self.home(s).mkdir(parents=True)
+            (self.home(s) / "cmdline").write_text(
+                " ".join(server_args(self.lab.site_ip(s), self.port, self.memory_mb, self.user)) + "\n")
+            chown_tree(self.home(s), self.user)
+
+    def start(self) -> None:
+        for s in self.server_sites:
+            with open(self.log(s), "ab") as out:
+                child = self.lab.popen(s, server_args(self.lab.site_ip(s), self.port, self.memory_mb,
+                                                      self.user), stdout=out, stderr=out)
+            self.children[s] = child
+            self.pids[s] = (child.pid, proc.start_time(child.pid))
+        self.progress(f"memcached starting in site(s) {','.join(map(str, self.server_sites))} "
+                      f"on port {self.port}")
+
+    def _exited(self, site: int) -> str | None:
+        child = self.children.get(site)
+        if child is not None and child.poll() is not None:
+            return f"memcached in site {site} exited with code {child.returncode}"
+        return None
+
+    def ping(self, site: int) -> bool:
+        try:
+            return "pid" in self.stats(site)
+        except (OSError, ServiceError):
+            return False
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        for s in self.server_sites:
+            wait_for(lambda s=s: self.ping(s), timeout, f"memcached in site {s}", self.log(s),  # type: ignore[misc]
+                     interval=0.05, fail=lambda s=s: self._exited(s))  # type: ignore[misc]
+        self.progress(f"memcached ready in {len(self.server_sites)} site(s)")
+
+    def stats(self, site: int) -> dict[str, str]:
+        """The ``stats`` of the memcached serving ``site``, queried from inside that site."""
+        s = site if site in self.server_sites else self.server_sites[0]
+        host = self.lab.site_ip(s)
+        ns = _in_site(self.lab, site)
+        if ns is None:
+            return query_stats(host, self.port)
+        from juice.services.client import in_site
+
+        return in_site(ns, lambda: query_stats(host, self.port), timeout=10)
+
+    def stop(self) -> None:
+        live = list(self.pids.items())
+        if not live:
+            return
+        # TERM all first (memcached exits at once), then wait/kill each (bounded).
+        proc.terminate([pid for _, (pid, st) in live if proc.alive(pid, st)], grace_s=10)
+        for s, _ in live:
+            reap(self.children.get(s))
+        self.children.clear()
+        self.pids.clear()
+        self.progress(f"memcached stopped in {len(live)} site(s)")
+
+    def endpoint(self, site: int) -> Endpoints:
+        host, port = self.address(site).rsplit(":", 1)
+        s = site if site in self.server_sites else self.server_sites[0]
+        ep = Endpoint("memcached", host, int(port), "", site=s)
+        return Endpoints(read=ep, write=ep)
+
+    def records(self) -> list[ServerRecord]:
+        return [ServerRecord(kind=self.kind, site=s, pid=pid, pid_start=st, datadir=str(self.home(s)),
+                             log=str(self.log(s)), port=self.port)
+                for s, (pid, st) in self.pids.items()]
+
+    def log_files(self) -> list[Path]:
+        return [self.log(s) for s in self.server_sites]
+

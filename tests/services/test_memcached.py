@@ -1,0 +1,74 @@
+"""memcached: real servers in an ephemeral lab; stats seen from a site; nothing left running."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from juice.errors import ServiceError
+from juice.lab import LocalLab, spec
+from juice.services.client import in_site
+from juice.services.memcached import Memcached, server_args
+from juice.util import proc
+from tests.services.conftest import needs_lab
+
+
+def test_server_args_bind_site_and_drop_root() -> None:
+    argv = server_args("10.210.2.2", 11311, 32, "memcache")
+    assert argv[argv.index("-l") + 1] == "10.210.2.2"
+    assert argv[argv.index("-p") + 1] == "11311"
+    assert argv[argv.index("-u") + 1] == "memcache"
+    assert argv[argv.index("-U") + 1] == "0"
+
+
+class _FakeSites:
+    """Only what the constructor checks (no server is started)."""
+
+    sites = range(1, 3)
+
+    def site_ip(self, site: int) -> str:
+        return f"10.210.{site}.2"
+
+
+def test_rejects_unknown_site() -> None:
+    with pytest.raises(ServiceError, match="sites: 5"):
+        Memcached(_FakeSites(), sites=[5])  # type: ignore[arg-type]
+
+
+def _set_get(host: str, port: int) -> bytes:
+    with socket.create_connection((host, port), timeout=3) as s:
+        s.sendall(b"set k 0 0 2\r\nhi\r\nget k\r\n")
+        buf = b""
+        while not buf.endswith(b"END\r\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            buf += chunk
+        return buf
+
+
+@needs_lab[0]
+@needs_lab[1]
+@needs_lab[2]
+def test_memcached_per_site_real(lab_name: str) -> None:
+    with LocalLab.up(spec.parse({"name": lab_name, "sites": 2, "delay_ms": 5}), ephemeral=True) as lab:
+        mc = Memcached(lab, sites=[1, 2], memory_mb=16)
+        try:
+            mc.up(timeout=30)
+            assert mc.address(2) == f"{lab.site_ip(2)}:11211"
+            host, port = mc.address(2).rsplit(":", 1)
+            # A client in site 1 reaches site 2's memcached across the WAN.
+            reply = in_site(lab.site_ns(1), lambda: _set_get(host, int(port)))
+            assert b"VALUE k 0 2\r\nhi" in reply
+            st = mc.stats(2)
+            assert int(st["curr_items"]) == 1 and int(st["get_hits"]) == 1
+            assert int(mc.stats(1)["curr_items"]) == 0
+            pids = [r.pid for r in mc.records()]
+            assert len(pids) == 2 and all(proc.alive(p) for p in pids)
+            assert all(Path(f"/proc/{p}/comm").read_text().strip() == "memcached" for p in pids)
+        finally:
+            mc.stop()
+        assert not any(proc.alive(p) for p in pids)
+        assert mc.records() == []
