@@ -50,7 +50,8 @@ class RunDir:
     """``with RunDir(root, "quickstart") as run: run.write_json("x.json", ...)``.
 
     On success the run is at ``run.path``; on failure it is kept as ``<name>.failed`` with
-    whatever was written (errors are data too), never as a half-written success.
+    whatever was written (errors are data too), never as a half-written success. On Ctrl-C
+    (or SIGTERM, which Juice turns into the same) nothing is kept.
     """
 
     def __init__(self, root: Path, name: str) -> None:
@@ -91,6 +92,10 @@ class RunDir:
                  tb: TracebackType | None) -> None:
         if et is None:
             os.replace(self.partial, self.path)
+            return
+        if issubclass(et, KeyboardInterrupt):
+            # Interrupted, not failed: leave nothing, so a resumed sweep simply redoes it.
+            shutil.rmtree(self.partial, ignore_errors=True)
             return
         failed = self.root / f"{self.name}.failed"
         atomic.write_text(self.partial / "error.txt", f"{et.__name__}: {ev}\n")

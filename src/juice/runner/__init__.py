@@ -1,0 +1,1 @@
+"""Executes experiment specs: the Keystone study runner (resumable sweeps)."""

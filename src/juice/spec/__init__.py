@@ -1,0 +1,1 @@
+"""The experiment spec: typed models, the run matrix, duration estimates."""

@@ -1,0 +1,184 @@
+"""The experiment spec of the Keystone study (seed 000): one YAML file, typed, strict.
+
+Every list is an axis; the run matrix is their product (see ``juice.spec.matrix``)::
+
+    name: quickstart
+    workload: keystone            # the default; `scheduler-db` selects the other study
+    seed: 1
+    repetitions: 1
+    rdbms: [mariadb, galera]      # mariadb | galera | postgres | postgres-readlocal | cockroach
+    sites: [3]
+    wan:
+      delay_ms: [0, 50]           # ONE-WAY, uniform between every pair of sites
+      # zones: [{count: 3, intra_ms: 10, inter_ms: 75}]   # hierarchical zones
+      # matrices: [[[0, 10], [10, 0]]]                    # full one-way matrices
+    load: [light]                 # light = one driver in site 1; high = one driver per site
+    scenarios:
+      - authenticate_user_and_validate_token
+      - {name: create_user_update_password, args: {}}
+    runner: {times: 20, concurrency: 2}          # closed loop, like Rally's `constant`
+    # runner: {rate: 50, times: 500, arrival: poisson}   # open loop
+    keystone: {cache: [true], workers: 1, password_hash_rounds: 4}
+
+Unknown keys are rejected; errors name the field path and the file (exit 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from juice.errors import UserError
+
+RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ZonesPoint(Strict):
+    """Hierarchical zones: ``count`` zones of contiguous sites (seed: 3 zones of 3 sites)."""
+
+    count: int = Field(ge=1)
+    intra_ms: float = Field(ge=0, description="one-way delay between sites of a zone")
+    inter_ms: float = Field(ge=0, description="one-way delay between zones")
+
+
+class Wan(Strict):
+    """The WAN axis. Each entry of each list is one point of the axis."""
+
+    delay_ms: list[float] = Field(default_factory=list)
+    zones: list[ZonesPoint] = Field(default_factory=list)
+    matrices: list[list[list[float]]] = Field(default_factory=list)
+    jitter_ms: float = Field(default=0.0, ge=0)
+    loss_pct: float = Field(default=0.0, ge=0, le=100)
+
+    @field_validator("delay_ms")
+    @classmethod
+    def _non_negative(cls, v: list[float]) -> list[float]:
+        for d in v:
+            if d < 0:
+                raise ValueError(f"one-way delay must be >= 0 ms, got {d:g}")
+        return v
+
+    @model_validator(mode="after")
+    def _some(self) -> Wan:
+        if not (self.delay_ms or self.zones or self.matrices):
+            raise ValueError("give at least one point: delay_ms: [0], zones: [...] or matrices: [...]")
+        return self
+
+
+class ScenarioRef(Strict):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Runner(Strict):
+    """Closed loop (``times`` × ``concurrency``) unless ``rate`` is set (open loop)."""
+
+    times: int = Field(default=10, ge=1, le=10_000_000)
+    concurrency: int = Field(default=1, ge=1, le=10_000)
+    rate: float | None = Field(default=None, gt=0, description="open loop: iterations per second")
+    arrival: Literal["constant", "poisson"] = "constant"
+    max_in_flight: int = Field(default=1000, ge=1)
+    timeout_s: float = Field(default=300.0, gt=0, description="per-iteration bound")
+
+
+class KeystoneAxis(Strict):
+    cache: list[bool] = Field(default_factory=lambda: [True], min_length=1)
+    workers: int = Field(default=1, ge=1, le=32)
+    password_hash_rounds: int = Field(default=4, ge=4, le=31)
+
+
+class Experiment(Strict):
+    """A Keystone study. See the module doc for the meaning of every field."""
+
+    name: str = Field(pattern=NAME_RE)
+    workload: Literal["keystone"] = "keystone"
+    description: str = ""
+    seed: int = 1
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    rdbms: list[str] = Field(min_length=1)
+    sites: list[int] = Field(min_length=1)
+    wan: Wan = Field(default_factory=lambda: Wan(delay_ms=[0.0]))
+    load: list[Literal["light", "high"]] = Field(default_factory=lambda: ["light"], min_length=1)
+    scenarios: list[ScenarioRef] = Field(min_length=1)
+    runner: Runner = Field(default_factory=Runner)
+    keystone: KeystoneAxis = Field(default_factory=KeystoneAxis)
+    check_wan: bool = Field(default=True, description="ping every pair after each WAN change")
+    results: str | None = Field(default=None, description="results root (default results/<name>)")
+
+    @field_validator("scenarios", mode="before")
+    @classmethod
+    def _scenario_shorthand(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"name": s} if isinstance(s, str) else s for s in v]
+        return v
+
+    @field_validator("rdbms")
+    @classmethod
+    def _known_rdbms(cls, v: list[str]) -> list[str]:
+        for r in v:
+            if r not in RDBMS:
+                raise ValueError(f"unknown rdbms {r!r} (choose from {', '.join(RDBMS)})")
+        return v
+
+    @field_validator("sites")
+    @classmethod
+    def _site_counts(cls, v: list[int]) -> list[int]:
+        for n in v:
+            if not 1 <= n <= 250:
+                raise ValueError(f"a site count must be between 1 and 250, got {n}")
+        return v
+
+    @model_validator(mode="after")
+    def _wan_fits_sites(self) -> Experiment:
+        for i, z in enumerate(self.wan.zones):
+            for n in self.sites:
+                if z.count > n:
+                    raise ValueError(f"wan.zones.{i}.count: {z.count} zones need at least "
+                                     f"{z.count} sites, but sites has {n}")
+        for i, m in enumerate(self.wan.matrices):
+            if any(len(m) != n for n in self.sites):
+                raise ValueError(f"wan.matrices.{i}: a {len(m)}×{len(m)} matrix needs sites: [{len(m)}]")
+        return self
+
+
+def format_error(e: ValidationError, source: str) -> str:
+    """One line: ``file: field.path: message``."""
+    first = e.errors()[0]
+    loc = ".".join(str(x) for x in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key (see the examples/ directory for the spec format)"
+    elif first["type"] == "missing":
+        msg = "required field is missing"
+    more = f" (+{len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"{source}: {loc + ': ' if loc else ''}{msg}{more}"
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """The mapping in a YAML spec file, or a one-line UserError."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such spec file (see examples/ for specs to start from)") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, expected a YAML spec file") from None
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping of keys (name, rdbms, sites, ...)")
+    return data
+
+
+def parse(data: dict[str, Any], source: str = "spec") -> Experiment:
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as e:
+        raise UserError(format_error(e, source)) from None
