@@ -1,0 +1,413 @@
+"""Tidy tables: one row per atomic action per iteration, for every run, in one DataFrame.
+
+A run directory (see ``juice.results.store``) holds ``manifest.json`` (with ``params``) and
+``iterations.jsonl`` (one :class:`juice.load.api.IterationRecord` per line).
+:func:`build_run_table` turns them into ``actions.parquet`` next to them, written atomically:
+
+- one row per atomic action per iteration, children included (``depth`` 1, 2... and the name
+  of their ``parent``), so stacked sums use ``depth == 0`` only;
+- a failed iteration that recorded no atomic action still gets one row (``operation`` NULL):
+  failures are never dropped;
+- every run parameter is a column (nested dicts flattened as ``a.b``, lists as JSON text),
+  constant over the run's rows; unknown extra parameters become extra columns.
+
+:func:`load` reads run directories, results roots (searched for complete runs: names starting
+with ``.`` or ending in ``.partial``/``.failed`` are skipped and counted) and external Rally
+JSON files (see ``juice.results.rally_import``) into one pandas DataFrame. String columns are
+categoricals; cached ``actions.parquet`` files are used when newer than their sources.
+
+    df = tidy.load([Path("results/quickstart")])
+    df[df.depth == 0].groupby("operation", observed=True).duration_s.mean()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from juice.errors import UserError
+
+TIDY_VERSION = "1"
+TABLE_NAME = "actions.parquet"
+ITERATIONS = "iterations.jsonl"
+MANIFEST = "manifest.json"
+MAX_SEARCH_DEPTH = 4  # results root -> study -> ... -> run directory
+
+# The measurement columns, in order; every other column of a tidy table is a run parameter.
+MEASURES: tuple[str, ...] = (
+    "run", "site", "iteration", "seq", "operation", "parent", "depth", "started_at", "duration_s",
+    "action_failed", "iteration_failed", "error_type", "error_message", "timestamp",
+    "iteration_duration_s", "latency_s", "dispatch_lag_s",
+)
+ITERATION_KEY: tuple[str, ...] = ("run", "site", "iteration")
+_DICT_COLUMNS = ("run", "operation", "parent", "error_type", "error_message")
+
+
+def param_columns(df: pd.DataFrame) -> list[str]:
+    """The run-parameter columns of a tidy DataFrame (everything that is not a measure)."""
+    return [str(c) for c in df.columns if c not in MEASURES]
+
+
+# --------------------------------------------------------------------------- building rows
+
+
+def flatten_params(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}, "z": [1, 2]}`` -> ``{"a.b": 1, "z": "[1, 2]"}`` (scalars kept)."""
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten_params(v, f"{key}."))
+        elif isinstance(v, list | tuple):
+            out[key] = json.dumps(list(v), sort_keys=True)
+        else:
+            out[key] = v
+    return out
+
+
+def _f(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _error(err: Any) -> tuple[bool, str | None, str | None]:
+    """Rally's ``error``: [] or [type, message, traceback] (a bare string is tolerated)."""
+    if not err:
+        return False, None, None
+    if isinstance(err, str):
+        return True, "Error", err
+    if isinstance(err, list | tuple):
+        etype = str(err[0]) if len(err) > 0 else "Error"
+        msg = str(err[1]) if len(err) > 1 else ""
+        return True, etype, msg
+    return True, "Error", str(err)
+
+
+@dataclass
+class _Columns:
+    """Column-wise accumulator (one list per measure column)."""
+
+    cols: dict[str, list[Any]] = field(default_factory=lambda: {m: [] for m in MEASURES})
+
+    def add(self, **row: Any) -> None:
+        for m in MEASURES:
+            self.cols[m].append(row.get(m))
+
+    def __len__(self) -> int:
+        return len(self.cols["run"])
+
+
+def _action_rows(cols: _Columns, base: dict[str, Any], actions: Sequence[Any]) -> int:
+    """Append the rows of ``actions`` (pre-order, children after their parent); returns count."""
+    stack: list[tuple[Any, str | None, int]] = [(a, None, 0) for a in reversed(actions)]
+    seq = 0
+    guard = 1_000_000  # a bounded walk, whatever the input
+    while stack and guard > 0:
+        guard -= 1
+        a, parent, depth = stack.pop()
+        if not isinstance(a, Mapping):
+            continue
+        start, end = _f(a.get("started_at")), _f(a.get("finished_at"))
+        if start is not None and end is not None:
+            dur: float | None = end - start
+        else:
+            dur = _f(a.get("duration"))
+        cols.add(**base, seq=seq, operation=str(a.get("name")), parent=parent, depth=depth,
+                 started_at=start, duration_s=dur, action_failed=bool(a.get("failed", False)))
+        seq += 1
+        kids = a.get("children") or []
+        stack.extend((c, str(a.get("name")), depth + 1) for c in reversed(kids))
+    return seq
+
+
+def iterations_table(run: str, params: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> Any:
+    """The tidy ``pyarrow.Table`` of one run: ``records`` are iteration dicts as in
+    ``iterations.jsonl`` (``atomic_actions`` in Rally's list form)."""
+    cols = _Columns()
+    for rec in records:
+        failed, etype, emsg = _error(rec.get("error"))
+        site = rec.get("site")
+        base = {"run": run, "site": int(site) if isinstance(site, int | float) else 0,
+                "iteration": int(rec.get("index", 0) or 0),
+                "iteration_failed": failed, "error_type": etype, "error_message": emsg,
+                "timestamp": _f(rec.get("timestamp")),
+                "iteration_duration_s": _f(rec.get("duration")),
+                "latency_s": _f(rec.get("latency")), "dispatch_lag_s": _f(rec.get("dispatch_lag"))}
+        if _action_rows(cols, base, rec.get("atomic_actions") or []) == 0:
+            # no atomic action at all (failed before the first one, or a scenario without
+            # actions): one row so the iteration is counted
+            cols.add(**base, seq=0, operation=None, parent=None, depth=0, started_at=None,
+                     duration_s=None, action_failed=failed)
+    return _to_arrow(cols, flatten_params(params))
+
+
+_TYPES: dict[str, Any] = {
+    "site": pa.int32(), "iteration": pa.int64(), "seq": pa.int32(), "depth": pa.int16(),
+    "action_failed": pa.bool_(), "iteration_failed": pa.bool_(),
+}
+
+
+def _to_arrow(cols: _Columns, params: Mapping[str, Any]) -> Any:
+    n = len(cols)
+    arrays: dict[str, Any] = {}
+    for name, value in params.items():
+        if name in MEASURES:
+            name = f"param.{name}"
+        arr = pa.array([value] * n) if n else pa.array([], type=pa.null())
+        if pa.types.is_string(arr.type):
+            arr = arr.dictionary_encode()
+        arrays[name] = arr
+    for m in MEASURES:
+        if m in _DICT_COLUMNS:
+            arrays[m] = pa.array(cols.cols[m], type=pa.string()).dictionary_encode()
+        else:
+            arrays[m] = pa.array(cols.cols[m], type=_TYPES.get(m, pa.float64()))
+    table = pa.table(arrays)
+    return table.replace_schema_metadata({"juice_tidy_version": TIDY_VERSION})
+
+
+# ------------------------------------------------------------------------ run directories
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest (a UserError naming the file if it is missing or not JSON)."""
+    path = run_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no manifest.json: not a Juice run directory") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: unreadable manifest ({e}): re-run or remove this run") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: the manifest is not a JSON object")
+    return data
+
+
+def run_params(run_dir: Path, manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest's ``params`` (``{}`` when absent)."""
+    m = manifest if manifest is not None else read_manifest(run_dir)
+    params = m.get("params") or {}
+    return dict(params) if isinstance(params, Mapping) else {}
+
+
+def _read_iterations(path: Path) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    try:
+        with path.open() as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    raise UserError(f"{path}:{lineno}: not a JSON object: the run is corrupt, "
+                                    "re-run it or remove its directory") from None
+                if isinstance(rec, dict):
+                    records.append(rec)
+    except FileNotFoundError:
+        pass  # a run without iterations (e.g. every iteration skipped): an empty table
+    return records
+
+
+def _table_of(run_dir: Path) -> Any:
+    manifest = read_manifest(run_dir)
+    params = run_params(run_dir, manifest)
+    return iterations_table(run_dir.name, params, _read_iterations(run_dir / ITERATIONS))
+
+
+def write_parquet_atomic(table: Any, path: Path) -> None:
+    """Write ``table`` to ``path`` so readers see the old file or the new one, never half."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_run_table(run_dir: Path) -> Path:
+    """Write ``<run_dir>/actions.parquet`` from the run's manifest and iterations; its path."""
+    out = run_dir / TABLE_NAME
+    write_parquet_atomic(_table_of(run_dir), out)
+    return out
+
+
+def _cache_fresh(run_dir: Path) -> bool:
+    table = run_dir / TABLE_NAME
+    try:
+        t = table.stat().st_mtime
+        for src in (MANIFEST, ITERATIONS):
+            p = run_dir / src
+            if p.exists() and p.stat().st_mtime > t:
+                return False
+        meta = pq.read_schema(table).metadata or {}
+    except (OSError, pa.ArrowInvalid):
+        return False
+    return bool(meta.get(b"juice_tidy_version") == TIDY_VERSION.encode())
+
+
+def run_table(run_dir: Path) -> Any:
+    """The run's tidy ``pyarrow.Table``: the cached parquet when fresh, else built (and cached
+    when the directory is writable)."""
+    if _cache_fresh(run_dir):
+        return pq.read_table(run_dir / TABLE_NAME)
+    table = _table_of(run_dir)
+    try:
+        write_parquet_atomic(table, run_dir / TABLE_NAME)
+    except OSError:
+        pass  # read-only results (an archive): analyse in memory
+    return table
+
+
+# ------------------------------------------------------------------------------ discovery
+
+
+def is_run_dir(p: Path) -> bool:
+    return p.is_dir() and (p / MANIFEST).is_file() and not _incomplete(p.name)
+
+
+def _incomplete(name: str) -> bool:
+    return name.startswith(".") or name.endswith(".partial") or name.endswith(".failed")
+
+
+@dataclass
+class Discovery:
+    """What :func:`discover` found: complete runs, Rally files, and what it skipped."""
+
+    runs: list[Path] = field(default_factory=list)
+    rally_files: list[Path] = field(default_factory=list)
+    failed: list[Path] = field(default_factory=list)
+    partial: list[Path] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.runs and not self.rally_files
+
+
+def _walk(d: Path, depth: int, found: Discovery) -> None:
+    if depth > MAX_SEARCH_DEPTH:
+        return
+    try:
+        children = sorted(d.iterdir())
+    except OSError as e:
+        raise UserError(f"{d}: cannot list this directory ({e.strerror})") from None
+    for c in children:
+        if not c.is_dir():
+            continue
+        if c.name.endswith(".failed"):
+            found.failed.append(c)
+        elif c.name.startswith(".") or c.name.endswith(".partial"):
+            if c.name.endswith(".partial"):
+                found.partial.append(c)
+        elif is_run_dir(c):
+            found.runs.append(c)
+        else:
+            _walk(c, depth + 1, found)
+
+
+def discover(paths: Sequence[Path]) -> Discovery:
+    """Resolve ``paths`` (run dirs, results roots, Rally JSON files) into complete runs.
+
+    A directory that is neither a run nor holds runs, but holds ``*.json`` files, is read as
+    a directory of Rally result files (like the seed's ``rally_home/``).
+    """
+    found = Discovery()
+    for p in paths:
+        if not p.exists():
+            raise UserError(f"{p}: no such file or directory: give a results directory, a run "
+                            "directory or a Rally JSON file")
+        if p.is_file():
+            if p.suffix != ".json":
+                raise UserError(f"{p}: not a run directory nor a Rally .json file")
+            found.rally_files.append(p)
+        elif _incomplete(p.name):
+            (found.failed if p.name.endswith(".failed") else found.partial).append(p)
+        elif is_run_dir(p):
+            found.runs.append(p)
+        else:
+            before = len(found.runs) + len(found.failed) + len(found.partial)
+            _walk(p, 0, found)
+            if len(found.runs) + len(found.failed) + len(found.partial) == before:
+                found.rally_files.extend(sorted(q for q in p.glob("*.json") if q.is_file()))
+    return found
+
+
+# ---------------------------------------------------------------------------------- load
+
+
+def unify_tables(tables: list[Any]) -> Any:
+    """Concatenate tables whose parameter columns differ (missing -> NULL, types promoted)."""
+    if len(tables) == 1:
+        return tables[0]
+    schema = pa.unify_schemas([t.schema for t in tables], promote_options="permissive")
+    out = []
+    for t in tables:
+        cols = []
+        for f in schema:
+            if f.name in t.column_names:
+                col = t.column(f.name)
+                if col.type != f.type:
+                    col = _cast(col, f.type)
+            else:
+                col = pa.nulls(t.num_rows, type=f.type)
+            cols.append(col)
+        out.append(pa.Table.from_arrays(cols, schema=schema))
+    return pa.concat_tables(out)
+
+
+def _cast(col: Any, to: Any) -> Any:
+    try:
+        return col.cast(to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        return col.cast(pa.string()).cast(to)
+
+
+def to_frame(table: Any) -> pd.DataFrame:
+    """A tidy ``pyarrow.Table`` as pandas: dictionary strings become categoricals."""
+    df: pd.DataFrame = table.to_pandas(self_destruct=True, split_blocks=True)
+    for c in df.columns:
+        if df[c].dtype == object and c not in ("error_message",):
+            df[c] = df[c].astype("category")
+    return df
+
+
+def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """One tidy DataFrame over run dirs, results roots and Rally JSON files.
+
+    ``params`` fill parameters of imported Rally files (e.g. ``{"rdbms": "galera"}``); Juice
+    runs carry theirs in their manifests. ``df.attrs`` holds ``runs``, ``failed_runs`` and
+    ``partial_runs`` (counts). Raises UserError when nothing usable is found.
+    """
+    from juice.results import rally_import
+
+    found = discover(paths)
+    if found.empty:
+        where = ", ".join(str(p) for p in paths) or "(no path)"
+        extra = f" ({len(found.failed)} failed runs skipped)" if found.failed else ""
+        raise UserError(f"{where}: no complete run found{extra}: give a results directory "
+                        "such as results/quickstart, a run directory or a Rally JSON file")
+    tables = [run_table(r) for r in found.runs]
+    for f in found.rally_files:
+        tables.extend(rally_import.tables(f, params or {}))
+    table = unify_tables(tables) if tables else None
+    if table is None or table.num_rows == 0:
+        raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration")
+    df = to_frame(table)
+    df.attrs.update(runs=len(found.runs) + len(found.rally_files), failed_runs=len(found.failed),
+                    partial_runs=len(found.partial))
+    return df
