@@ -27,8 +27,10 @@ durations never jump with NTP.
 
 from __future__ import annotations
 
+import asyncio
+import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -74,7 +76,16 @@ class Iteration:
         self.ctx = ctx
         self.clock = clock
         self.actions: list[AtomicAction] = []
+        self.idle_duration = 0.0  # s spent in sleep_between (Rally's idle_duration)
         self._stack: list[AtomicAction] = []
+
+    async def sleep_between(self, min_s: float, max_s: float | None = None) -> None:
+        """Rally's ``sleep_between``: sleep a uniform time in [min_s, max_s) and count it as
+        idle (excluded from the iteration's ``duration``, reported as ``idle_duration``)."""
+        s = min_s if max_s is None else random.uniform(min_s, max_s)
+        t0 = time.perf_counter()
+        await asyncio.sleep(s)
+        self.idle_duration += time.perf_counter() - t0
 
     @contextmanager
     def atomic(self, name: str) -> Iterator[AtomicAction]:
@@ -89,6 +100,21 @@ class Iteration:
         finally:
             action.finished_ns = self.clock.ns()
             self._stack.pop()
+
+
+class DictEnv:
+    """The plain ``Env``: a site number and a mapping (endpoints, credentials...)."""
+
+    def __init__(self, site: int, values: Mapping[str, Any] | None = None) -> None:
+        self._site = site
+        self.values = dict(values or {})
+
+    @property
+    def site(self) -> int:
+        return self._site
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
 
 
 class Env(Protocol):
@@ -136,3 +162,99 @@ class IterationRecord:
                                "output": {"additive": [], "complete": []},
                                "atomic_actions": self.atomic_actions}
         return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready (Juice's own per-iteration format)."""
+        return {"index": self.index, "site": self.site, "timestamp": self.timestamp,
+                "duration": self.duration, "idle_duration": self.idle_duration,
+                "error": self.error, "atomic_actions": self.atomic_actions,
+                "intended_at": self.intended_at, "dispatch_lag": self.dispatch_lag,
+                "latency": self.latency}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> IterationRecord:
+        return cls(index=int(d["index"]), site=int(d["site"]), timestamp=float(d["timestamp"]),
+                   duration=float(d["duration"]), idle_duration=float(d.get("idle_duration", 0.0)),
+                   error=[str(e) for e in d.get("error") or []],
+                   atomic_actions=list(d.get("atomic_actions") or []),
+                   intended_at=d.get("intended_at"), dispatch_lag=d.get("dispatch_lag"),
+                   latency=d.get("latency"))
+
+
+@dataclass
+class Dropped:
+    """Open-loop arrivals that could not start because ``max_in_flight`` was reached.
+
+    Never silently lost: ``count`` of them, and each one's index and intended start (epoch s).
+    """
+
+    count: int = 0
+    indexes: list[int] = field(default_factory=list)
+    intended_at: list[float] = field(default_factory=list)
+
+    def add(self, index: int, intended_at: float) -> None:
+        self.count += 1
+        self.indexes.append(index)
+        self.intended_at.append(intended_at)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "indexes": self.indexes, "intended_at": self.intended_at}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Dropped:
+        return cls(count=int(d.get("count", 0)), indexes=[int(i) for i in d.get("indexes", [])],
+                   intended_at=[float(t) for t in d.get("intended_at", [])])
+
+
+@dataclass
+class LoadResult:
+    """One scenario run by one driver (one site): its iterations, failed ones included.
+
+    ``started_at``/``finished_at`` (epoch s) bound the load window (setup and cleanup are
+    outside it, timed as ``setup_s``/``cleanup_s``). ``cpu_s`` is the client process CPU time
+    (user+system) used during the window. ``args`` holds the scenario args and the runner
+    parameters (``{"scenario": {...}, "runner": {...}}``); ``failure`` is set when the
+    driver itself failed (crash, timeout, setup error): its records may then be partial.
+    ``achieved_rate`` is iterations started per second of window (open loop's real rate).
+    """
+
+    scenario: str
+    site: int
+    records: list[IterationRecord]
+    dropped: Dropped
+    started_at: float
+    finished_at: float
+    setup_s: float
+    cleanup_s: float
+    cpu_s: float
+    args: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+
+    @property
+    def load_duration(self) -> float:
+        return max(0.0, self.finished_at - self.started_at)
+
+    @property
+    def achieved_rate(self) -> float:
+        return len(self.records) / self.load_duration if self.load_duration > 0 else 0.0
+
+    @property
+    def failed_count(self) -> int:
+        return sum(1 for r in self.records if r.failed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "site": self.site,
+                "records": [r.to_dict() for r in self.records], "dropped": self.dropped.to_dict(),
+                "started_at": self.started_at, "finished_at": self.finished_at,
+                "setup_s": self.setup_s, "cleanup_s": self.cleanup_s, "cpu_s": self.cpu_s,
+                "args": self.args, "failure": self.failure}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LoadResult:
+        return cls(scenario=str(d["scenario"]), site=int(d["site"]),
+                   records=[IterationRecord.from_dict(r) for r in d.get("records", [])],
+                   dropped=Dropped.from_dict(d.get("dropped") or {}),
+                   started_at=float(d["started_at"]), finished_at=float(d["finished_at"]),
+                   setup_s=float(d.get("setup_s", 0.0)), cleanup_s=float(d.get("cleanup_s", 0.0)),
+                   cpu_s=float(d.get("cpu_s", 0.0)), args=dict(d.get("args") or {}),
+                   failure=d.get("failure"))

@@ -1,0 +1,295 @@
+"""Run load drivers in sites and gather their results: ``run_drivers(lab, jobs, ui)``.
+
+Light load = one job (one driver in one site); high load = one job per site, all at once.
+Each job becomes a process ``python -m juice.load.driver JOB_FILE`` started with
+``lab.popen(site, ...)``, i.e. INSIDE the site's network namespace::
+
+    from juice.load.drivers import DriverJob, run_drivers
+    from juice.load.runner import RunnerSpec
+    jobs = [DriverJob(site=s, scenario="KeystoneBasic.create_user", env={"auth_url": ...},
+                      runner=RunnerSpec(times=100, concurrency=10)) for s in lab.sites]
+    results = run_drivers(lab, jobs, RichProgress())   # one LoadResult per job, same order
+
+The job file (with ``env``: credentials) is written 0600 into the lab's work dir and removed
+when the driver has read it (and again, whatever happens, when ``run_drivers`` returns); it
+never reaches the results. A driver that crashes, exits non-zero or outlives ``timeout_s``
+does not stop the run: its ``LoadResult`` carries ``failure`` (and whatever records it wrote),
+and the UI shows the failed site. Ctrl-C (or any exception) in the parent kills every driver's
+process group before it propagates: no orphan driver.
+
+``lab=None`` runs every job in this process, on one event loop, against loopback (tests,
+benchmarks). ``LoopbackSites(workdir)`` runs real driver processes without namespaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from juice.load.api import DictEnv, Dropped, LoadResult
+from juice.load.driver import resolve_scenario
+from juice.load.engine import Counters
+from juice.load.progress import NullProgress, ProgressUI
+from juice.load.runner import RunnerSpec, run_scenario
+from juice.util import atomic
+
+KILL_GRACE_S = 3.0
+POLL_S = 0.1
+
+
+class SiteLauncher(Protocol):
+    """What ``run_drivers`` needs from a lab (``LocalLab`` has it)."""
+
+    @property
+    def workdir(self) -> Path: ...
+
+    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
+              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> subprocess.Popen[bytes]: ...
+
+
+class LoopbackSites:
+    """Driver processes on this host, no namespace: every 'site' is the host's loopback."""
+
+    def __init__(self, workdir: Path) -> None:
+        self._workdir = workdir
+
+    @property
+    def workdir(self) -> Path:
+        return self._workdir
+
+    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
+              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(list(argv), stdout=stdout, stderr=stderr,
+                                stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                                start_new_session=True)
+
+
+@dataclass
+class DriverJob:
+    """One driver: ``scenario`` (a registered name or ``"module:Class"``) with ``args``, in
+    ``site``, with ``env`` (endpoints, credentials; never stored), driven by ``runner``.
+    ``timeout_s`` bounds the whole driver (setup + window + cleanup). ``pythonpath`` is
+    prepended to the driver's PYTHONPATH (so tests can name ``tests.load.fakes:...``)."""
+
+    site: int
+    scenario: str
+    runner: RunnerSpec
+    args: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 3600.0
+    pythonpath: list[str] = field(default_factory=list)
+
+
+def _failed_result(job: DriverJob, reason: str) -> LoadResult:
+    now = time.time()
+    return LoadResult(scenario=job.scenario, site=job.site, records=[], dropped=Dropped(),
+                      started_at=now, finished_at=now, setup_s=0.0, cleanup_s=0.0, cpu_s=0.0,
+                      args={"scenario": job.args, "runner": job.runner.to_dict()},
+                      failure=reason)
+
+
+def run_drivers(lab: SiteLauncher | None, jobs: Sequence[DriverJob],
+                progress_ui: ProgressUI | None = None) -> list[LoadResult]:
+    """Run ``jobs`` at once (one driver each); one ``LoadResult`` per job, in job order."""
+    ui = progress_ui if progress_ui is not None else NullProgress()
+    try:
+        if lab is None:
+            return asyncio.run(_in_process(jobs, ui))
+        return _with_processes(lab, jobs, ui)
+    finally:
+        ui.close()
+
+
+# ---- in process (lab=None) ---------------------------------------------------------------
+async def _in_process(jobs: Sequence[DriverJob], ui: ProgressUI) -> list[LoadResult]:
+    counters = [Counters() for _ in jobs]
+
+    async def one(job: DriverJob, c: Counters) -> LoadResult:
+        try:
+            async with asyncio.timeout(job.timeout_s):
+                scenario = resolve_scenario(job.scenario, job.args)
+                return await run_scenario(scenario, DictEnv(job.site, job.env), job.runner,
+                                          args=job.args, counters=c)
+        except TimeoutError:
+            reason = f"driver timed out after {job.timeout_s:g} s (timeout_s)"
+        except Exception as e:
+            reason = f"{type(e).__name__}: {e}"
+        ui.site_failed(job.site, reason)
+        return _failed_result(job, reason)
+
+    async def report() -> None:
+        while True:
+            for job, c in zip(jobs, counters, strict=True):
+                ui.update(job.site, c.snapshot())
+            await asyncio.sleep(0.25)
+
+    reporter = asyncio.create_task(report())
+    try:
+        return list(await asyncio.gather(*(one(j, c) for j, c in zip(jobs, counters, strict=True))))
+    finally:
+        reporter.cancel()
+        for job, c in zip(jobs, counters, strict=True):
+            ui.update(job.site, c.snapshot())
+
+
+# ---- driver processes --------------------------------------------------------------------
+@dataclass
+class _Running:
+    job: DriverJob
+    job_file: Path
+    result_file: Path
+    log_file: Path
+    proc: subprocess.Popen[bytes]
+    deadline: float
+    reader: threading.Thread
+    timed_out: bool = False
+    eof: bool = False
+    exited_at: float | None = None
+
+
+def _read_lines(idx: int, stream: IO[bytes], q: queue.Queue[tuple[int, dict[str, Any] | None]]
+                ) -> None:
+    for raw in stream:
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            q.put((idx, msg))
+    q.put((idx, None))
+
+
+def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(runs: Sequence[_Running]) -> None:
+    """TERM every live driver's process group, wait (bounded), then KILL; reap all."""
+    live = [r for r in runs if r.proc.poll() is None]
+    for r in live:
+        _kill_group(r.proc, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE_S
+    for r in live:
+        try:
+            r.proc.wait(timeout=max(0.01, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for r in runs:
+        _kill_group(r.proc, signal.SIGKILL)  # also reaches anything the driver forked
+        try:
+            r.proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _start(lab: SiteLauncher, idx: int, job: DriverJob,
+           q: queue.Queue[tuple[int, dict[str, Any] | None]]) -> _Running:
+    tag = f"driver-{job.site}-{uuid.uuid4().hex[:8]}"
+    wd = lab.workdir
+    job_file, result_file, log_file = (wd / f"{tag}.job.json", wd / f"{tag}.result.json",
+                                       wd / f"{tag}.log")
+    payload = {"site": job.site, "scenario": job.scenario, "args": job.args, "env": job.env,
+               "runner": job.runner.to_dict(), "result_path": str(result_file)}
+    atomic.write_text(job_file, json.dumps(payload), mode=0o600)
+    env = dict(os.environ)
+    paths = [*job.pythonpath, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    with open(log_file, "wb") as log:
+        proc = lab.popen(job.site, [sys.executable, "-m", "juice.load.driver", str(job_file)],
+                         stdout=subprocess.PIPE, stderr=log, env=env)
+    assert proc.stdout is not None
+    reader = threading.Thread(target=_read_lines, args=(idx, proc.stdout, q), daemon=True)
+    reader.start()
+    return _Running(job, job_file, result_file, log_file, proc,
+                    time.monotonic() + job.timeout_s, reader)
+
+
+def _tail(path: Path, n: int = 3) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])
+
+
+def _collect(r: _Running) -> LoadResult:
+    rc = r.proc.returncode
+    result: LoadResult | None = None
+    try:
+        result = LoadResult.from_dict(json.loads(r.result_file.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        result = None
+    if r.timed_out:
+        reason = f"driver timed out after {r.job.timeout_s:g} s (timeout_s) and was killed"
+    elif result is not None and result.failure:
+        return result
+    elif rc != 0 or result is None:
+        why = f"signal {-rc}" if rc is not None and rc < 0 else f"exit code {rc}"
+        tail = _tail(r.log_file)
+        reason = f"driver crashed ({why})" + (f": {tail}" if tail else "")
+    else:
+        return result
+    if result is None:
+        return _failed_result(r.job, reason)
+    result.failure = reason
+    return result
+
+
+def _with_processes(lab: SiteLauncher, jobs: Sequence[DriverJob],
+                    ui: ProgressUI) -> list[LoadResult]:
+    q: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
+    runs: list[_Running] = []
+    try:
+        for idx, job in enumerate(jobs):
+            runs.append(_start(lab, idx, job, q))
+        reported: set[int] = set()
+        while not all(r.eof and r.proc.poll() is not None for r in runs):
+            try:
+                idx, msg = q.get(timeout=POLL_S)
+                if msg is None:
+                    runs[idx].eof = True
+                elif msg.get("event") == "progress":
+                    ui.update(jobs[idx].site, {k: int(v) for k, v in msg.items()
+                                               if k != "event" and isinstance(v, int)})
+            except queue.Empty:
+                pass
+            now = time.monotonic()
+            for idx, r in enumerate(runs):
+                if r.proc.poll() is None and now > r.deadline and not r.timed_out:
+                    r.timed_out = True
+                    _stop([r])
+                if r.proc.poll() is not None and r.exited_at is None:
+                    r.exited_at = now
+                if r.exited_at is not None and not r.eof and now > r.exited_at + 5.0:
+                    r.eof = True  # a grandchild holds the pipe: stop waiting for it
+                if r.proc.returncode is not None and idx not in reported and (
+                        r.timed_out or r.proc.returncode != 0):
+                    reported.add(idx)
+                    ui.site_failed(r.job.site, "timed out" if r.timed_out
+                                   else f"driver exited with {r.proc.returncode}")
+        return [_collect(r) for r in runs]
+    finally:
+        _stop(runs)
+        for r in runs:
+            for f in (r.job_file, r.result_file, r.log_file):
+                f.unlink(missing_ok=True)
+            if r.proc.stdout is not None:
+                r.proc.stdout.close()

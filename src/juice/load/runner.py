@@ -1,0 +1,137 @@
+"""Runner parameters and ``run_scenario``: setup → load window → cleanup → ``LoadResult``.
+
+Two runner types::
+
+    RunnerSpec(type="constant", times=100, concurrency=10)            # Rally's constant runner
+    RunnerSpec(type="open", rate=200, arrival="poisson", duration_s=60, max_in_flight=500)
+
+``timeout_s`` bounds every iteration (Rally's default, 600 s); ``setup_timeout_s`` and
+``cleanup_timeout_s`` bound the scenario's ``setup``/``cleanup``. ``cpu_s`` in the result is
+the client process CPU time used during the load window (``time.process_time``): with one
+scenario per process (the drivers) it is that scenario's client cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from juice.errors import UserError
+from juice.load.api import Clock, Dropped, Env, LoadResult, Scenario
+from juice.load.engine import Counters, closed_loop
+from juice.load.openloop import open_loop
+
+RUNNER_TYPES = ("constant", "open")
+ARRIVALS = ("constant", "poisson")
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """How to drive a scenario (see the module docstring)."""
+
+    type: str = "constant"
+    times: int | None = 1
+    concurrency: int = 1
+    timeout_s: float | None = 600.0
+    rate: float | None = None
+    arrival: str = "constant"
+    duration_s: float | None = None
+    max_in_flight: int = 1000
+    seed: int = 0
+    setup_timeout_s: float = 600.0
+    cleanup_timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        where = "runner"
+        if self.type not in RUNNER_TYPES:
+            raise UserError(f"{where}.type: {self.type!r} is not one of {', '.join(RUNNER_TYPES)}")
+        if self.times is not None and self.times < 0:
+            raise UserError(f"{where}.times: must be >= 0 (got {self.times})")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise UserError(f"{where}.timeout_s: must be > 0 or null (got {self.timeout_s})")
+        if self.type == "constant":
+            if self.times is None:
+                raise UserError(f"{where}.times: the constant runner needs a number of iterations")
+            if self.concurrency < 1:
+                raise UserError(f"{where}.concurrency: must be >= 1 (got {self.concurrency})")
+        else:
+            if self.rate is None or self.rate <= 0:
+                raise UserError(f"{where}.rate: the open loop needs a rate > 0 (requests/s)")
+            if self.arrival not in ARRIVALS:
+                raise UserError(f"{where}.arrival: {self.arrival!r} is not one of "
+                                f"{', '.join(ARRIVALS)}")
+            if self.times is None and self.duration_s is None:
+                raise UserError(f"{where}: the open loop needs times or duration_s")
+            if self.duration_s is not None and self.duration_s <= 0:
+                raise UserError(f"{where}.duration_s: must be > 0 (got {self.duration_s})")
+            if self.max_in_flight < 1:
+                raise UserError(f"{where}.max_in_flight: must be >= 1 (got {self.max_in_flight})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "runner") -> RunnerSpec:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(sorted(known))}")
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise UserError(f"{where}: {e}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def _bounded(what: str, aw: Any, timeout_s: float) -> Any:
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await aw
+    except TimeoutError:
+        raise TimeoutError(f"{what} took longer than {timeout_s:g} s") from None
+
+
+async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
+                       args: dict[str, Any] | None = None,
+                       counters: Counters | None = None) -> LoadResult:
+    """Set up, run the load window, clean up (even when the window failed). A setup error
+    propagates (there is nothing to measure); a cleanup error is recorded in ``failure``."""
+    clock = Clock()
+    counters = counters if counters is not None else Counters()
+    t = time.perf_counter()
+    ctx = await _bounded("setup", scenario.setup(env), runner.setup_timeout_s)
+    setup_s = time.perf_counter() - t
+    failure: str | None = None
+    dropped = Dropped()
+    cpu0 = time.process_time()
+    started = clock.epoch(clock.ns())
+    try:
+        if runner.type == "constant":
+            assert runner.times is not None
+            records = await closed_loop(scenario, ctx, site=env.site, times=runner.times,
+                                        concurrency=runner.concurrency,
+                                        timeout_s=runner.timeout_s, clock=clock,
+                                        counters=counters)
+        else:
+            assert runner.rate is not None
+            records, dropped = await open_loop(
+                scenario, ctx, site=env.site, rate=runner.rate, arrival=runner.arrival,
+                times=runner.times, duration_s=runner.duration_s,
+                max_in_flight=runner.max_in_flight, seed=runner.seed,
+                timeout_s=runner.timeout_s, clock=clock, counters=counters)
+    finally:
+        finished = clock.epoch(clock.ns())
+        cpu_s = time.process_time() - cpu0
+        t = time.perf_counter()
+        try:
+            await _bounded("cleanup", scenario.cleanup(env, ctx), runner.cleanup_timeout_s)
+        except Exception as e:
+            failure = f"cleanup failed: {type(e).__name__}: {e}"
+        cleanup_s = time.perf_counter() - t
+    return LoadResult(scenario=scenario.name, site=env.site, records=records, dropped=dropped,
+                      started_at=started, finished_at=finished, setup_s=setup_s,
+                      cleanup_s=cleanup_s, cpu_s=cpu_s,
+                      args={"scenario": dict(args or {}), "runner": runner.to_dict()},
+                      failure=failure)
