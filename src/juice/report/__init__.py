@@ -1,0 +1,11 @@
+"""Reports re-made from stored results: one self-contained HTML file (see ``html.render``).
+
+Extra sections: ``render(paths, out, sections=[fn])`` with ``fn(paths) -> str | None``; build
+fragments with ``figure_html(fig)`` and ``table_html(df)``.
+"""
+
+from juice.report.figures import figure_html
+from juice.report.html import Section, render
+from juice.report.tables import table_html
+
+__all__ = ["Section", "figure_html", "render", "table_html"]

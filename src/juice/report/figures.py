@@ -1,0 +1,143 @@
+"""Figures for reports: stacked-bar tiles and CDFs, drawn with matplotlib's object API (no
+pyplot global state, Agg/SVG canvases only), and embedded as self-contained ``<img>`` tags.
+
+    fig = tiles_figure("create_user_update_password, by sites", [Tile("galera", means, notes)],
+                       xlabel="sites", ylabel="mean completion time (s)")
+    html = figure_html(fig)     # <figure><img src="data:image/svg+xml;base64,..."></figure>
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+           "#9c755f", "#bab0ac")
+LINESTYLES = ("-", "--", ":", "-.")
+_RC = {"svg.fonttype": "none", "svg.hashsalt": None, "font.size": 9, "axes.titlesize": 10,
+       "axes.spines.top": False, "axes.spines.right": False}
+
+
+def figure_html(fig: Figure, caption: str | None = None, fmt: str = "svg") -> str:
+    """``fig`` as one self-contained ``<figure>`` (base64 SVG or PNG in an ``<img>``: ids and
+    styles of several figures cannot clash); the figure is closed afterwards."""
+    buf = io.BytesIO()
+    with matplotlib.rc_context(_RC):
+        fig.savefig(buf, format=fmt, dpi=110 if fmt == "png" else 72)
+    mime = "image/svg+xml" if fmt == "svg" else "image/png"
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    alt = escape(caption or (fig.get_suptitle() if hasattr(fig, "get_suptitle") else "") or "figure")
+    cap = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
+    return f'<figure><img alt="{alt}" src="data:{mime};base64,{data}">{cap}</figure>'
+
+
+def op_colors(ops: Sequence[str]) -> dict[str, str]:
+    """A stable colour per operation (same operation, same colour, in every figure)."""
+    return {op: PALETTE[i % len(PALETTE)] for i, op in enumerate(ops)}
+
+
+@dataclass
+class Tile:
+    """One tile: a bar per row of ``means`` (index = x labels), stacked by its columns
+    (operations); ``notes[i]`` is written above bar ``i`` (e.g. "λ 0.00\\nσ 0.012")."""
+
+    title: str
+    means: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def _new(width: float, height: float, bottom: float = 0.6, top: float = 0.45) -> Figure:
+    """A figure with fixed margins in inches (no constrained layout, no tight bbox: one draw
+    per figure, which keeps large reports fast)."""
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(left=0.75 / width, right=1 - 0.2 / width, bottom=bottom / height,
+                        top=1 - top / height, wspace=0.08)
+    return fig
+
+
+def tiles_figure(title: str, tiles: Sequence[Tile], xlabel: str, ylabel: str,
+                 colors: dict[str, str] | None = None) -> Figure:
+    """Side-by-side stacked-bar tiles sharing the y axis (the seed's per-RDBMS tiles)."""
+    ops: list[str] = []
+    for t in tiles:
+        ops.extend(str(c) for c in t.means.columns if str(c) not in ops)
+    colors = colors or op_colors(ops)
+    n = max(len(tiles), 1)
+    with matplotlib.rc_context(_RC):
+        fig = _new(min(3.0 * n + 1.0, 16.0), 4.0, bottom=0.95)
+        axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
+        top = max([float(t.means.sum(axis=1).max()) for t in tiles if len(t.means)] + [0.0])
+        for ax, t in zip(axes, tiles, strict=False):
+            _stacked(ax, t, colors, top)
+            ax.set_title(t.title)
+            ax.set_xlabel(xlabel)
+        axes[0].set_ylabel(ylabel)
+        if top > 0:
+            axes[0].set_ylim(0, top * 1.25)
+        handles = [Patch(color=colors[o], label=o) for o in ops]
+        if handles:
+            fig.legend(handles=handles, loc="lower center", ncols=min(len(handles), 3),
+                       frameon=False, fontsize=8)
+        fig.suptitle(title)
+    return fig
+
+
+def _stacked(ax: Any, tile: Tile, colors: dict[str, str], top: float) -> None:
+    m = tile.means
+    if m.empty:
+        ax.text(0.5, 0.5, "no successful iteration", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
+        return
+    x = np.arange(len(m))
+    bottom = np.zeros(len(m))
+    for op in m.columns:
+        vals = m[op].to_numpy(dtype=float)
+        ax.bar(x, vals, bottom=bottom, color=colors.get(str(op), "#888888"), width=0.6)
+        bottom += np.nan_to_num(vals)
+    ax.set_xticks(x, [str(i) for i in m.index])
+    for i, note in enumerate(tile.notes[: len(m)]):
+        ax.text(x[i], bottom[i] + top * 0.02, note, ha="center", va="bottom", fontsize=7)
+
+
+def cdf_figure(title: str, curves: Sequence[tuple[str, np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+               xlabel: str = "completion time (s)",
+               styles: Sequence[tuple[int, int]] | None = None) -> Figure:
+    """One step line per curve ``(label, x, P[X <= x])``; ``styles[i]`` = (colour index,
+    line-style index) of curve ``i`` (e.g. colour per rdbms, style per number of sites). A log
+    x axis when values span more than two decades (the seed's long tails)."""
+    with matplotlib.rc_context(_RC):
+        fig = _new(7.0, 3.8)
+        ax = fig.subplots()
+        lo, hi = np.inf, 0.0
+        for i, (label, x, y) in enumerate(curves):
+            if len(x) == 0:
+                continue
+            ci, si = styles[i] if styles else (i, i // len(PALETTE))
+            ax.step(x, y * 100, where="post", label=label, color=PALETTE[ci % len(PALETTE)],
+                    linestyle=LINESTYLES[si % len(LINESTYLES)], linewidth=1.2)
+            pos = x[x > 0]
+            if len(pos):
+                lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
+        if not curves or hi == 0.0:
+            ax.text(0.5, 0.5, "no successful iteration", ha="center", va="center", transform=ax.transAxes)
+        elif hi / lo > 100:
+            ax.set_xscale("log")
+        ax.set_ylim(0, 101)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("cumulative percent")
+        ax.grid(True, alpha=0.3)
+        if curves:
+            ax.legend(loc="lower right", fontsize=7, frameon=False)
+        fig.suptitle(title)
+    return fig

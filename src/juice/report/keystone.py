@@ -1,0 +1,226 @@
+"""The seed study's report sections (000: Keystone on MariaDB / Galera / CockroachDB), made
+generic over whatever parameters vary in the results:
+
+- outline tables: (scenario, rdbms, other varying params) × sites / delay / zones, each cell
+  "mean total (λ, σ)";
+- %reads/%writes per scenario and rdbms from the manifests' ``rwratio``;
+- per scenario: one tile per rdbms with a stacked bar per number of sites (stacked by
+  operation, λ and σ above each bar), the same per delay and per zones layout when they vary,
+  and a CDF of per-iteration totals with one line per rdbms × value;
+- per scenario: the describe table per operation.
+
+Every other varying parameter (load, cache, times...) splits figures into facets, so no bar
+ever pools different settings. Repetitions (``repetition``, ``seed``, ``run_id``) are pooled,
+as the seed pooled its runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from juice.analysis.describe import describe
+from juice.analysis.stats import cdfs, group_summary, stacked_means, varying
+from juice.report.figures import Tile, cdf_figure, figure_html, tiles_figure
+from juice.report.tables import fmt, table_html
+
+DIMS: tuple[str, ...] = ("sites", "delay_ms", "zones")
+DIM_LABEL = {"sites": "sites", "delay_ms": "one-way delay (ms)", "zones": "zones"}
+POOLED = frozenset({"run_id", "repetition", "seed", "study", "run", "source", "task", "workload"})
+RDBMS_ORDER = ("mariadb", "galera", "cockroachdb", "cockroach", "postgres", "postgres-readlocal")
+
+
+@dataclass
+class Data:
+    """What the sections draw from: ``df``/``it`` (all iterations) and ``df_f``/``it_f``
+    (after the percentile filter used for bars and CDFs)."""
+
+    df: pd.DataFrame
+    it: pd.DataFrame
+    df_f: pd.DataFrame
+    it_f: pd.DataFrame
+    rw: pd.DataFrame  # run, pct_reads, pct_writes, reads, writes (may be empty)
+
+
+def _key(v: Any) -> tuple[int, float, str]:
+    """Sort key: numbers numerically, then text, unknown last."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return (2, 0.0, "")
+    if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool):
+        return (0, float(v), "")
+    s = str(v)
+    return (1, float(RDBMS_ORDER.index(s)) if s in RDBMS_ORDER else 99.0, s)
+
+
+def _tuples(index: pd.Index[Any]) -> list[tuple[Any, ...]]:
+    return [k if isinstance(k, tuple) else (k,) for k in index]
+
+
+def dims_to_show(df: pd.DataFrame) -> list[str]:
+    """The x dimensions with more than one value; ``sites`` (or the first present) otherwise."""
+    present = [d for d in DIMS if d in df.columns]
+    return varying(df, present) or present[:1]
+
+
+def facets_for(df: pd.DataFrame, dim: str | None) -> list[str]:
+    """Varying parameters that split a figure about ``dim`` into several."""
+    skip = POOLED | {"scenario", "rdbms", dim}
+    return [c for c in varying(df) if c not in skip]
+
+
+def value_label(col: str, v: Any) -> str:
+    """``9 sites``, ``50 ms``, ``zones Z1Z1Z3``, ``load=high``."""
+    if col == "sites":
+        return f"{fmt(v)} sites"
+    if col == "delay_ms":
+        return f"{fmt(v)} ms"
+    return f"{col}={fmt(v)}"
+
+
+def _label(cols: Sequence[str], values: Sequence[Any]) -> str:
+    return ", ".join(value_label(c, v) for c, v in zip(cols, values, strict=True))
+
+
+def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str]:
+    """Stacked-bar tiles and CDFs of one scenario, per shown dimension and facet."""
+    sel = d.df_f["scenario"] == scenario if "scenario" in d.df_f.columns else slice(None)
+    sub = d.df_f[sel]
+    tsel = d.it["scenario"] == scenario if "scenario" in d.it.columns else slice(None)
+    it_all, it_f = d.it[tsel], d.it_f[d.it_f["scenario"] == scenario] if "scenario" in d.it_f else d.it_f
+    has_rdbms = "rdbms" in d.df.columns
+    out: list[str] = []
+    shown: list[str | None] = [*dims_to_show(d.df)] or [None]
+    for dim in shown:
+        facets = facets_for(d.df, dim)
+        by = [*facets, *(["rdbms"] if has_rdbms else []), *([dim] if dim else [])]
+        means = stacked_means(sub, by)
+        lam = group_summary(it_all, by).set_index(by) if by else group_summary(it_all, by)
+        sig = group_summary(it_f, by).set_index(by) if by else group_summary(it_f, by)
+        curves = cdfs(it_f, by)
+        nf = len(facets)
+        combos = sorted({k[:nf] for k in _tuples(means.index)} | {k[:nf] for k, _, _ in curves},
+                        key=lambda t: [_key(v) for v in t])
+        for combo in combos:
+            tiles = []
+            rows = [k for k in _tuples(means.index) if k[:nf] == combo]
+            rdbmss = sorted({k[nf] for k in rows}, key=_key) if has_rdbms else [None]
+            for r in rdbmss:
+                mine = sorted([k for k in rows if not has_rdbms or _same(k[nf], r)],
+                              key=lambda k: _key(k[-1]) if dim else 0)
+                m = means.loc[mine] if mine else means.iloc[0:0]
+                m.index = pd.Index([fmt(k[-1]) if dim else "all" for k in mine])
+                notes = [_note(lam, sig, k, by) for k in mine]
+                tiles.append(Tile(fmt(r) if has_rdbms else "all runs", m, notes))
+            what = {"delay_ms": "delay"}.get(dim, dim) if dim else "all runs"
+            title = f"{scenario}: mean completion time by {what}"
+            if facets:
+                title += f" ({_label(facets, combo)})"
+            fig = tiles_figure(title, tiles, xlabel=what, ylabel="completion time (s)", colors=colors)
+            out.append(figure_html(fig, caption=title))
+            mine_c = [(k, x, y) for k, x, y in curves if k[:nf] == combo]
+            mine_c.sort(key=lambda c: [_key(v) for v in c[0][nf:]])
+            rest = by[nf:]
+            labels = [" · ".join(value_label(c, v) if c != "rdbms" else fmt(v)
+                                 for c, v in zip(rest, k[nf:], strict=True)) or "all" for k, _, _ in mine_c]
+            styles = _styles([k[nf:] for k, _, _ in mine_c], has_rdbms)
+            ctitle = f"{scenario}: CDF of completion time by {what}"
+            if facets:
+                ctitle += f" ({_label(facets, combo)})"
+            cfig = cdf_figure(ctitle, [(lab, x, y) for lab, (_, x, y) in zip(labels, mine_c, strict=True)],
+                              styles=styles)
+            out.append(figure_html(cfig, caption=ctitle))
+    return out
+
+
+def _styles(keys: list[tuple[Any, ...]], has_rdbms: bool) -> list[tuple[int, int]]:
+    """Colour per rdbms, line style per value of the dimension."""
+    if not has_rdbms or not keys or len(keys[0]) < 2:
+        return [(i, i // 10) for i in range(len(keys))]
+    rs = sorted({k[0] for k in keys}, key=_key)
+    vs = sorted({k[1] for k in keys}, key=_key)
+    return [(rs.index(k[0]), vs.index(k[1])) for k in keys]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return _key(a) == _key(b)
+
+
+def _note(lam: pd.DataFrame, sig: pd.DataFrame, k: tuple[Any, ...], by: list[str]) -> str:
+    key: Any = k if len(k) > 1 else k[0]
+    try:
+        lv = float(lam.loc[key, "lam"]) if by else float(lam["lam"].iloc[0])
+        sv = float(sig.loc[key, "sigma"]) if by else float(sig["sigma"].iloc[0])
+    except (KeyError, TypeError):
+        return ""
+    s = "–" if math.isnan(sv) else f"{sv:.3f}"
+    return f"λ {lv:.2f}\nσ {s}"
+
+
+def outline_tables(d: Data) -> str:
+    """(scenario, rdbms, facets) × dimension value: "mean s (λ, σ)" over all iterations."""
+    parts: list[str] = []
+    for dim in dims_to_show(d.df):
+        facets = facets_for(d.df, dim)
+        rows = [c for c in ("scenario", "rdbms") if c in d.it.columns] + facets
+        s = group_summary(d.it, [*rows, dim])
+        if s.empty:
+            continue
+        s["cell"] = [f"{fmt(m, 4)} s (λ {lam:.2f}, σ {fmt(sg, 3)})"
+                     for m, lam, sg in zip(s["mean"], s["lam"], s["sigma"], strict=True)]
+        s[dim] = s[dim].map(lambda v: fmt(v))
+        wide = s.pivot_table(index=rows, columns=dim, values="cell", aggfunc="first",
+                             observed=True, dropna=False) if rows else None
+        if wide is None:
+            wide = s.set_index(dim)[["cell"]].T
+        cols = sorted(wide.columns, key=lambda v: _key(_num(v)))
+        wide = wide[cols].reset_index()
+        if rows:
+            wide = wide.sort_values(rows, key=lambda s: s.map(_rank(s)), kind="stable")
+        parts.append(f"<h3>By {escape(DIM_LABEL[dim])}</h3>" + table_html(wide, na="–"))
+    return "".join(parts)
+
+
+def _num(v: Any) -> Any:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def rwratio_table(d: Data) -> str | None:
+    """Mean %reads/%writes per scenario and rdbms (and facets) from the manifests."""
+    if d.rw.empty:
+        return None
+    runs = d.it.drop_duplicates("run")
+    keys = [c for c in ("scenario", "rdbms") if c in runs.columns]
+    facets = [c for c in facets_for(d.df, None) if c not in DIMS]
+    cols = [*keys, *facets]
+    j = d.rw.merge(runs[["run", *cols]].astype({"run": str}), on="run", how="inner")
+    if j.empty:
+        return None
+    g = j.groupby(cols, observed=True, dropna=False, sort=True) if cols else j.groupby(lambda _: 0)
+    t = g.agg(runs=("run", "size"), pct_reads=("pct_reads", "mean"), pct_writes=("pct_writes", "mean"),
+              reads=("reads", "sum"), writes=("writes", "sum")).reset_index()
+    return table_html(t.rename(columns={"pct_reads": "%reads", "pct_writes": "%writes"}), na="–", digits=4)
+
+
+def describe_tables(d: Data, scenario: Any) -> str:
+    """The describe table of one scenario, by rdbms, shown dimensions and facets."""
+    sub = d.df[d.df["scenario"] == scenario] if "scenario" in d.df.columns else d.df
+    dims = dims_to_show(d.df)
+    by = [*(["rdbms"] if "rdbms" in d.df.columns else []), *dims,
+          *[f for f in facets_for(d.df, None) if f not in dims]]
+    t = describe(sub, by=by)
+    if by and len(t):
+        t = t.sort_values(by, key=lambda s: s.map(_rank(s)), kind="stable")
+    return table_html(t, na="–", digits=4)
+
+
+def _rank(s: pd.Series[Any]) -> dict[Any, int]:
+    return {v: i for i, v in enumerate(sorted(s.drop_duplicates().tolist(), key=_key))}
