@@ -6,7 +6,7 @@ credentials)::
 
     {"site": 2, "scenario": "KeystoneBasic.authenticate_user_and_validate_token",
      "args": {...}, "env": {"auth_url": ..., "password": ...}, "runner": {RunnerSpec fields},
-     "result_path": "/.../driver-2.result.json", "progress_interval_s": 0.25}
+     "result_path": "/.../driver-2.result.json", "progress_interval_s": 0.25, "nice": 0}
 
 ``scenario`` is resolved by ``resolve_scenario``: a registered name goes through
 ``juice.workloads.registry.get(name, args)``; ``"package.module:Class"`` imports the class and
@@ -99,6 +99,8 @@ def main(argv: list[str]) -> int:
     job_path = Path(argv[0])
     job = json.loads(job_path.read_text())
     job_path.unlink(missing_ok=True)  # it may hold credentials
+    if job.get("nice"):
+        os.nice(int(job["nice"]))
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the scenario's prints go to stderr
     _emit(proto, "started", pid=os.getpid(), site=job.get("site"))

@@ -83,7 +83,9 @@ class DriverJob:
     """One driver: ``scenario`` (a registered name or ``"module:Class"``) with ``args``, in
     ``site``, with ``env`` (endpoints, credentials; never stored), driven by ``runner``.
     ``timeout_s`` bounds the whole driver (setup + window + cleanup). ``pythonpath`` is
-    prepended to the driver's PYTHONPATH (so tests can name ``tests.load.fakes:...``)."""
+    prepended to the driver's PYTHONPATH (so tests can name ``tests.load.fakes:...``).
+    ``nice`` (e.g. -5, needs root) raises the driver's CPU priority so an open loop keeps its
+    schedule on a host shared with the servers under test (see benchmarks/load.md)."""
 
     site: int
     scenario: str
@@ -92,6 +94,7 @@ class DriverJob:
     env: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 3600.0
     pythonpath: list[str] = field(default_factory=list)
+    nice: int = 0
 
 
 def _failed_result(job: DriverJob, reason: str) -> LoadResult:
@@ -206,7 +209,7 @@ def _start(lab: SiteLauncher, idx: int, job: DriverJob,
     job_file, result_file, log_file = (wd / f"{tag}.job.json", wd / f"{tag}.result.json",
                                        wd / f"{tag}.log")
     payload = {"site": job.site, "scenario": job.scenario, "args": job.args, "env": job.env,
-               "runner": job.runner.to_dict(), "result_path": str(result_file)}
+               "runner": job.runner.to_dict(), "result_path": str(result_file), "nice": job.nice}
     atomic.write_text(job_file, json.dumps(payload), mode=0o600)
     env = dict(os.environ)
     paths = [*job.pythonpath, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
