@@ -5,7 +5,7 @@ fragments with ``figure_html(fig)`` and ``table_html(df)``.
 """
 
 from juice.report.figures import figure_html
-from juice.report.html import Section, render
+from juice.report.html import Section, register_section, render
 from juice.report.tables import table_html
 
-__all__ = ["Section", "figure_html", "render", "table_html"]
+__all__ = ["Section", "figure_html", "register_section", "render", "table_html"]

@@ -37,8 +37,17 @@ from juice.results import tidy
 from juice.util import atomic
 
 Section = Callable[[Sequence[Path]], "str | None"]
+_REGISTERED: list[Section] = []
 
-__all__ = ["Section", "figure_html", "render", "render_html", "table_html"]
+__all__ = ["Section", "figure_html", "register_section", "render", "render_html", "table_html"]
+
+
+def register_section(fn: Section) -> Section:
+    """Add ``fn`` to every report (``juice report`` included); usable as a decorator. Sections
+    passed to :func:`render` come after the registered ones."""
+    if fn not in _REGISTERED:
+        _REGISTERED.append(fn)
+    return fn
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
@@ -159,7 +168,7 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         body.append(f"<h2>{escape(str(s) if s is not None else 'All runs')}</h2>")
         body.extend(keystone.scenario_figures(data, s, colors))
         body += ["<h3>Per operation (seconds, every iteration)</h3>", keystone.describe_tables(data, s)]
-    for fn in sections or []:
+    for fn in [*_REGISTERED, *(sections or [])]:
         frag = fn(paths)
         if frag:
             body.append(frag)

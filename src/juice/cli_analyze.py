@@ -1,0 +1,154 @@
+"""``juice analyze`` and ``juice report``: tables and the HTML report from stored results.
+
+Both are plain functions; ``cli.py`` registers them as top-level commands::
+
+    from juice import cli_analyze
+    cli_analyze.register(app)          # = app.command("analyze")(...); app.command("report")(...)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from juice.cli_common import err, out
+from juice.errors import UserError
+
+PATHS_ARG = typer.Argument(..., help="Results directories (e.g. results/quickstart), run "
+                                     "directories or Rally JSON files.", show_default=False)
+PARAM_OPT = typer.Option([], "--param", "-p", help="key=value for imported Rally files, which do not "
+                                                   "say it themselves (e.g. -p rdbms=galera -p sites=9).")
+FILTER_OPT = typer.Option(None, "--filter-percentile", "-f",
+                          help="Drop, per run, iterations whose total is above this percentile "
+                               "(0.95 or 95), as the seed's filter_percentile.")
+
+
+def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``["rdbms=galera", "sites=9", "cache=true"]`` -> typed values (int, float, bool, null)."""
+    params: dict[str, Any] = {}
+    for p in pairs:
+        if "=" not in p or not p.split("=", 1)[0].strip():
+            raise UserError(f"--param: expected key=value, got {p!r} (e.g. --param rdbms=galera)")
+        k, v = (x.strip() for x in p.split("=", 1))
+        val: Any = v
+        if v.lower() in ("null", "none", ""):
+            val = None
+        elif v.lower() in ("true", "false"):
+            val = v.lower() == "true"
+        else:
+            for conv in (int, float):
+                try:
+                    val = conv(v)
+                    break
+                except ValueError:
+                    continue
+        params[k] = val
+    return params
+
+
+def parse_percentile(p: float | None) -> float | None:
+    """0.95 or 95 -> 0.95; None stays None; anything else is a UserError."""
+    if p is None:
+        return None
+    q = p / 100.0 if p > 1.0 else p
+    if not 0.0 < q <= 1.0 or math.isnan(q):
+        raise UserError(f"--filter-percentile: {p} is not a percentile (give 0 < P <= 1, or 1 < P <= 100)")
+    return q
+
+
+def _jsonable(v: Any) -> Any:
+    if v is None:
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+def analyze(
+    paths: list[Path] = PATHS_ARG,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON rows instead of tables."),
+    by: list[str] = typer.Option([], "--by", "-b", help="Group by this parameter (repeatable), "
+                                                       "e.g. --by rdbms --by sites."),
+    filter_percentile: float | None = FILTER_OPT,
+    param: list[str] = PARAM_OPT,
+) -> None:
+    """Describe tables per operation: count, mean, std, min, p25, p50, p75, p95, p99, max
+    (seconds) and failures, plus the iteration Total, grouped by any parameters.
+
+    juice analyze results/keystone --by rdbms --by sites
+
+    juice analyze rally.json --param rdbms=galera --json
+    """
+    from juice.analysis.describe import describe
+    from juice.analysis.describe import filter_percentile as fp
+    from juice.results import tidy
+
+    q = parse_percentile(filter_percentile)
+    df = tidy.load(paths, parse_params(param))
+    known = tidy.param_columns(df)
+    for b in by:
+        if b not in known:
+            raise UserError(f"--by: unknown parameter {b!r} (known: {', '.join(known)})")
+    if q is not None:
+        df = fp(df, q)
+    table = describe(df, by=by)
+    runs, skipped = int(df["run"].nunique()), int(df.attrs.get("failed_runs", 0))
+    note = f"{runs} runs" + (f"; {skipped} failed runs skipped" if skipped else "")
+    if as_json:
+        rows = [{k: _jsonable(v) for k, v in r.items()} for r in table.to_dict(orient="records")]
+        typer.echo(json.dumps(rows, indent=1))
+        err.print(f"[dim]{note}[/dim]")
+        return
+    t = Table(*table.columns, title=f"seconds per operation ({note})")
+    cells = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
+    for row_cells in cells:
+        t.add_row(*row_cells)
+    # never squeeze numbers into ellipses: as wide as the widest row needs
+    need = sum(max([len(str(c)), *(len(r[i]) for r in cells)]) + 3 for i, c in enumerate(table.columns)) + 1
+    console = out if out.width >= need else Console(width=need, highlight=False, file=out.file)
+    console.print(t)
+
+
+def _cell(v: Any) -> str:
+    from juice.report.tables import fmt
+
+    return fmt(v, 4, "–")
+
+
+def report(
+    paths: list[Path] = PATHS_ARG,
+    output: Path | None = typer.Option(None, "--output", "-o", help="HTML file to write (default: "
+                                       "report.html in the results directory)."),
+    filter_percentile: float | None = typer.Option(
+        0.95, "--filter-percentile", "-f", help="Bars and CDFs drop, per run, iterations above this "
+                                                "percentile (seed: 0.95); 1 keeps them all."),
+    param: list[str] = PARAM_OPT,
+) -> None:
+    """Write ONE self-contained HTML report (figures inline, no network) re-made from the
+    stored results, and print its path.
+
+    juice report results/keystone -o keystone.html
+    """
+    from juice.report.html import render
+
+    q = parse_percentile(filter_percentile)
+    if output is None:
+        output = paths[0] / "report.html" if len(paths) == 1 and paths[0].is_dir() else Path("report.html")
+    if output.exists() and output.is_dir():
+        raise UserError(f"--output: {output} is a directory: give a file name such as report.html")
+    path = render(paths, output, filter_q=None if q == 1.0 else q, params=parse_params(param))
+    typer.echo(str(path.resolve()))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``analyze`` and ``report`` as top-level commands of ``app``."""
+    app.command("analyze")(analyze)
+    app.command("report")(report)
