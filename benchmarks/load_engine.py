@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -137,21 +138,52 @@ def _ms(x: float) -> float:
     return round(x * 1e3, 3)
 
 
+class GcPauses:
+    """Every collection's generation and duration while the block runs (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[int, float]] = []
+        self._t0 = 0.0
+
+    def _cb(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.pauses.append((int(info["generation"]), time.perf_counter() - self._t0))
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self._cb)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for gen in (0, 1, 2):
+            d = [x for g, x in self.pauses if g == gen]
+            out[f"gen{gen}"] = {"n": len(d), "max_ms": _ms(max(d)) if d else 0.0,
+                                "total_ms": _ms(sum(d))}
+        return out
+
+
 def _run(scenario: Any, runner: RunnerSpec) -> LoadResult:
     return asyncio.run(run_scenario(scenario, DictEnv(1), runner))
 
 
 def openloop(rate: float, duration: float, arrival: str, gc_mode: str,
-             max_in_flight: int) -> dict[str, Any]:
-    with Endpoint() as url:
-        res = _run(HttpGet(url), RunnerSpec(type="open", rate=rate, times=None,
-                                            duration_s=duration, arrival=arrival,
-                                            max_in_flight=max_in_flight, timeout_s=10, gc=gc_mode))
+             max_in_flight: int, url_less: bool = False) -> dict[str, Any]:
+    with Endpoint() as url, GcPauses() as pauses:
+        scenario: Any = Noop() if url_less else HttpGet(url)
+        res = _run(scenario, RunnerSpec(type="open", rate=rate, times=None,
+                                        duration_s=duration, arrival=arrival,
+                                        max_in_flight=max_in_flight, timeout_s=10, gc=gc_mode))
     lags = [r.dispatch_lag for r in res.records if r.dispatch_lag is not None]
     lat = [r.latency for r in res.records if r.latency is not None]
     svc = [r.duration for r in res.records]
     arrivals = int(rate * duration)
-    return {"bench": "openloop", "rate": rate, "duration_s": duration, "arrival": arrival,
+    return {"bench": "openloop", "scenario": scenario.name, "rate": rate,
+            "duration_s": duration, "arrival": arrival,
             "gc": gc_mode, "arrivals_due": arrivals, "started": len(res.records),
             "dropped": res.dropped.count,
             "unreported": arrivals - len(res.records) - res.dropped.count,
@@ -164,7 +196,8 @@ def openloop(rate: float, duration: float, arrival: str, gc_mode: str,
                            "max": _ms(max(lat))},
             "service_ms": {"p50": _ms(_pct(svc, 50)), "p99": _ms(_pct(svc, 99))},
             "client_cpu_s": round(res.cpu_s, 2),
-            "client_cpu_us_per_it": round(res.cpu_s / max(1, len(res.records)) * 1e6, 1)}
+            "client_cpu_us_per_it": round(res.cpu_s / max(1, len(res.records)) * 1e6, 1),
+            "gc_pauses": pauses.summary()}
 
 
 def closed(concurrency: int, times: int) -> dict[str, Any]:
@@ -209,6 +242,8 @@ def main() -> None:
     ap.add_argument("--max-in-flight", type=int, default=1000)
     ap.add_argument("--concurrency", type=int, default=450)
     ap.add_argument("--times", type=int, default=0)
+    ap.add_argument("--noop", action="store_true",
+                    help="openloop: a scenario that sends nothing (the dispatcher alone)")
     a = ap.parse_args()
     if a.what == "serve":
         fast_endpoint(a.port)
@@ -216,7 +251,7 @@ def main() -> None:
     figures: list[dict[str, Any]] = []
     host_before = _host()
     if a.what in ("all", "openloop"):
-        figures.append(openloop(a.rate, a.duration, a.arrival, a.gc, a.max_in_flight))
+        figures.append(openloop(a.rate, a.duration, a.arrival, a.gc, a.max_in_flight, a.noop))
     if a.what in ("all", "closed"):
         figures.append(closed(a.concurrency, a.times or a.concurrency * 20))
     if a.what in ("all", "overhead"):
