@@ -1,0 +1,611 @@
+"""Keystone: the real Keystone 30 (OpenStack venv) served by gunicorn in every listed site.
+
+    db = registry.deploy(lab, "galera")                       # any Juice database service
+    ks = Keystone(lab, db, progress, KeystoneOptions(password_hash_rounds=4))
+    ks.up()                                                   # bounded; stops what started on failure
+    ks.auth_url(3)            # "http://10.210.3.2:5000/v3": what a client in site 3 uses
+    ks.region(3)              # "Region3"
+    creds = ks.admin_credentials()                            # the per-deployment admin (secret)
+    ks.facts()                # versions and knobs for the run manifest (no secret)
+    ks.stop()                 # gunicorns (TERM, then KILL) and their memcacheds
+
+Seed deployment (as in the Juice study): every site runs its own Keystone; site k's
+``keystone.conf`` points at ``db.endpoint(k)`` (its own database ``keystone``, created through
+the service's admin user; oslo.db ``slave_connection`` = the read endpoint when it differs).
+``keystone-manage db_sync``, ``fernet_setup``, ``credential_setup`` and ``bootstrap`` run ONCE,
+from site 1. All sites share ONE Fernet key repository and ONE credential key repository
+(``<workdir>/keystone/``), so a token issued by one site validates at any other. The catalog
+gets one region per site (``Region<k>``) with public/internal/admin identity endpoints at
+``http://<site ip>:5000/v3``: bootstrap creates Region1, ``wait_healthy`` adds the others
+through the API (admin token), idempotently.
+
+With ``cache`` on, every site also runs its own memcached (``services.memcached``) and
+Keystone's ``[cache]`` (backend ``dogpile.cache.pymemcache``) points at it, as devstack does.
+
+Files: ``<workdir>/s<k>/keystone/{keystone.conf,keystone.log,gunicorn.pid}`` (gunicorn and
+Keystone log to the same file), ``<workdir>/keystone/{manage.log,openrc}`` (openrc is 0600:
+the admin password is never logged nor put in ``facts``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from juice.errors import ServiceError, UserError
+from juice.services.base import (
+    Endpoint,
+    Endpoints,
+    Progress,
+    ServerRecord,
+    Service,
+    Sites,
+    log_tail,
+    quiet,
+    read_pidfile,
+    reap,
+    wait_for,
+)
+from juice.services.memcached import Memcached
+from juice.services.memcached import version as memcached_version
+from juice.util import atomic, proc
+
+VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", "/var/cache/juice/openstack"))
+PORT = 5000
+DB_NAME = "keystone"
+ADMIN_USER = "admin"
+ADMIN_PROJECT = "admin"
+DOMAIN = "Default"
+CACHE_BACKEND = "dogpile.cache.pymemcache"
+APP = "juice_keystone_wsgi:application"
+# The WSGI module gunicorn loads: oslo.config parses sys.argv when Keystone initializes, and
+# a worker inherits gunicorn's command line, so the shim empties it first (config comes from
+# OS_KEYSTONE_CONFIG_DIR).
+WSGI_SHIM = """import sys
+
+sys.argv = sys.argv[:1]
+from keystone.wsgi.api import application  # noqa: E402,F401
+"""
+
+
+# ---- options, credentials, rendering (pure) ----------------------------------------------
+
+@dataclass(frozen=True)
+class KeystoneOptions:
+    """Knobs of a Keystone deployment. Invalid values raise UserError naming the field."""
+
+    cache: bool = True                  # a memcached per site + Keystone [cache] enabled
+    workers: int = 1                    # gunicorn workers per site
+    password_hash_rounds: int = 12      # [identity] password_hash_rounds (bcrypt cost; Keystone's default)
+    token_expiration_s: int = 3600      # [token] expiration
+    sites: tuple[int, ...] | None = None  # sites running a Keystone (default: every site)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.workers <= 64:
+            raise UserError(f"workers: expected 1..64 gunicorn workers per site, got {self.workers}")
+        if not 4 <= self.password_hash_rounds <= 31:
+            raise UserError(f"password_hash_rounds: bcrypt accepts 4..31, got {self.password_hash_rounds}")
+        if self.token_expiration_s < 60:
+            raise UserError(f"token_expiration_s: expected >= 60 s, got {self.token_expiration_s}")
+        if self.sites is not None and not self.sites:
+            raise UserError("sites: give at least one site (or leave it unset for every site)")
+
+
+@dataclass(frozen=True)
+class AdminCredentials:
+    """The admin of one deployment. ``password`` is secret: it is left out of ``repr``."""
+
+    urls: tuple[tuple[int, str], ...]  # (site, auth url)
+    username: str
+    password: str = field(repr=False)
+    project_name: str = ADMIN_PROJECT
+    user_domain_name: str = DOMAIN
+    project_domain_name: str = DOMAIN
+
+    def auth_url(self, site: int) -> str:
+        """The identity URL a client in ``site`` uses (its own site's Keystone, else the first)."""
+        urls = dict(self.urls)
+        return urls.get(site, self.urls[0][1])
+
+
+def render_conf(*, db_url: str, slave_url: str | None, memcache: str | None, fernet_dir: Path,
+                credential_dir: Path, opts: KeystoneOptions) -> str:
+    """keystone.conf for one site (logs go to stderr, which gunicorn's log file captures)."""
+    lines = [
+        "# rendered by juice",
+        "[DEFAULT]",
+        "use_stderr = true",
+        "debug = false",
+        "",
+        "[database]",
+        f"connection = {db_url}",
+    ]
+    if slave_url:
+        lines.append(f"slave_connection = {slave_url}")
+    lines += [
+        "max_pool_size = 10",
+        "max_overflow = 50",
+        "connection_recycle_time = 600",
+        "",
+        "[token]",
+        "provider = fernet",
+        f"expiration = {opts.token_expiration_s}",
+        "",
+        "[fernet_tokens]",
+        f"key_repository = {fernet_dir}",
+        "max_active_keys = 3",
+        "",
+        "[fernet_receipts]",
+        f"key_repository = {fernet_dir}",
+        "",
+        "[credential]",
+        f"key_repository = {credential_dir}",
+        "",
+        "[identity]",
+        "password_hash_algorithm = bcrypt",
+        f"password_hash_rounds = {opts.password_hash_rounds}",
+        "",
+        "[cache]",
+        f"enabled = {'true' if opts.cache and memcache else 'false'}",
+    ]
+    if opts.cache and memcache:
+        lines += [f"backend = {CACHE_BACKEND}", f"memcache_servers = {memcache}"]
+    return "\n".join(lines) + "\n"
+
+
+def gunicorn_args(bind: str, workers: int, pidfile: Path, shim_dir: Path) -> list[str]:
+    """The gunicorn command line of one site (sync workers; long timeout: bcrypt + WAN)."""
+    return [str(VENV / "bin" / "gunicorn"), "--bind", bind, "--workers", str(workers),
+            "--pythonpath", str(shim_dir),
+            "--worker-class", "sync", "--timeout", "300", "--graceful-timeout", "10",
+            "--pid", str(pidfile), "--error-logfile", "-", "--log-level", "info",
+            "--name", "keystone", APP]
+
+
+def db_url_for(ep: Endpoint) -> str:
+    """The oslo.db URL of Keystone's own database on the server of ``ep``."""
+    url = replace(ep, database=DB_NAME).url()
+    return url + ("?charset=utf8mb4" if ep.driver == "mysql" else "")
+
+
+def dist_version(name: str) -> str:
+    """Version of a distribution installed in the OpenStack venv (read from its dist-info)."""
+    for d in sorted(VENV.glob(f"lib/python3*/site-packages/{name}-*.dist-info")):
+        return d.name[len(name) + 1:].removesuffix(".dist-info")
+    return "unknown"
+
+
+def render_openrc(creds: AdminCredentials, site: int, region: str) -> str:
+    return "".join(f"export {k}={v}\n" for k, v in [
+        ("OS_AUTH_URL", creds.auth_url(site)), ("OS_USERNAME", creds.username),
+        ("OS_PASSWORD", creds.password), ("OS_PROJECT_NAME", creds.project_name),
+        ("OS_USER_DOMAIN_NAME", creds.user_domain_name),
+        ("OS_PROJECT_DOMAIN_NAME", creds.project_domain_name),
+        ("OS_IDENTITY_API_VERSION", "3"), ("OS_REGION_NAME", region)])
+
+
+# ---- HTTP from inside a site ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+def _site_ns(lab: Sites, site: int) -> str | None:
+    fn = getattr(lab, "site_ns", None)
+    return str(fn(site)) if callable(fn) else None
+
+
+def request(lab: Sites, site: int, method: str, url: str, *, body: Any = None,
+            headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Response:
+    """One plain HTTP request made from inside ``site`` (so it crosses the emulated WAN)."""
+    u = urllib.parse.urlsplit(url)
+    path = u.path + (f"?{u.query}" if u.query else "")
+    hdrs = {"Accept": "application/json", **(headers or {})}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs["Content-Type"] = "application/json"
+
+    def call() -> Response:
+        conn = http.client.HTTPConnection(u.hostname or "", u.port or 80, timeout=timeout)
+        try:
+            conn.request(method, path, body=data, headers=hdrs)
+            r = conn.getresponse()
+            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+        finally:
+            conn.close()
+
+    ns = _site_ns(lab, site)
+    if ns is None:
+        return call()
+    from juice.services.client import in_site
+
+    return in_site(ns, call, timeout=timeout + 5)
+
+
+def issue_token(lab: Sites, site: int, creds: AdminCredentials, url: str | None = None) -> str:
+    """A project-scoped token for ``creds`` from the Keystone at ``url`` (default: the site's)."""
+    body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+        "name": creds.username, "domain": {"name": creds.user_domain_name},
+        "password": creds.password}}},
+        "scope": {"project": {"name": creds.project_name, "domain": {"name": creds.project_domain_name}}}}}
+    r = request(lab, site, "POST", (url or creds.auth_url(site)) + "/auth/tokens", body=body)
+    if r.status != 201 or "x-subject-token" not in r.headers:
+        raise ServiceError(f"keystone in site {site}: token request answered {r.status}: {r.body[:200]!r}")
+    return r.headers["x-subject-token"]
+
+
+# ---- the service ---------------------------------------------------------------------------
+
+class Keystone(Service):
+    """Keystone in every site of ``options.sites`` on database service ``db``."""
+
+    kind = "keystone"
+
+    def __init__(self, lab: Sites, db: Service, progress: Progress = quiet,
+                 options: KeystoneOptions | None = None) -> None:
+        super().__init__(lab, progress)
+        self.db = db
+        self.opts = options or KeystoneOptions()
+        self.ks_sites = list(self.opts.sites) if self.opts.sites is not None else list(lab.sites)
+        for s in self.ks_sites:
+            if s not in lab.sites:
+                raise UserError(f"sites: {s} is not a site of this lab (1..{len(lab.sites)})")
+        self.first = self.ks_sites[0]
+        self._password = secrets.token_urlsafe(24)
+        self.memcached = Memcached(lab, progress, sites=self.ks_sites) if self.opts.cache else None
+        self.children: dict[int, subprocess.Popen[bytes]] = {}
+        self.pids: dict[int, tuple[int, int | None]] = {}
+        self.timings: dict[str, float] = {}
+
+    # ---- names -----------------------------------------------------------------------------
+    @property
+    def shared(self) -> Path:
+        return self.lab.workdir / "keystone"
+
+    def home(self, site: int) -> Path:
+        return self.lab.workdir / f"s{site}" / "keystone"
+
+    def log(self, site: int) -> Path:
+        return self.home(site) / "keystone.log"
+
+    def conf(self, site: int) -> Path:
+        return self.home(site) / "keystone.conf"
+
+    def _served(self, site: int) -> int:
+        return site if site in self.ks_sites else self.first
+
+    def auth_url(self, site: int) -> str:
+        """``http://<ip>:5000/v3`` of the Keystone a client in ``site`` uses (its own)."""
+        return f"http://{self.lab.site_ip(self._served(site))}:{PORT}/v3"
+
+    def region(self, site: int) -> str:
+        return f"Region{self._served(site)}"
+
+    def admin_credentials(self) -> AdminCredentials:
+        return AdminCredentials(urls=tuple((s, self.auth_url(s)) for s in self.ks_sites),
+                                username=ADMIN_USER, password=self._password)
+
+    @property
+    def openrc(self) -> Path:
+        return self.shared / "openrc"
+
+    def facts(self) -> dict[str, Any]:
+        """What a run manifest records about this deployment (never a secret)."""
+        return {
+            "keystone_version": dist_version("keystone"),
+            "gunicorn_version": dist_version("gunicorn"),
+            "memcached_version": memcached_version() if self.opts.cache else None,
+            "workers": self.opts.workers,
+            "cache": self.opts.cache,
+            "cache_backend": CACHE_BACKEND if self.opts.cache else None,
+            "password_hash_rounds": self.opts.password_hash_rounds,
+            "token_expiration_s": self.opts.token_expiration_s,
+            "token_provider": "fernet",
+            "db_kind": self.db.kind,
+            "sites": list(self.ks_sites),
+            "regions": [self.region(s) for s in self.ks_sites],
+            "timings_s": {k: round(v, 2) for k, v in self.timings.items()},
+        }
+
+    # ---- configure ---------------------------------------------------------------------------
+    def configure(self) -> None:
+        t0 = time.monotonic()
+        for exe in ("gunicorn", "keystone-manage"):
+            if not (VENV / "bin" / exe).exists():
+                raise ServiceError(f"OpenStack venv incomplete: {VENV / 'bin' / exe} is missing: "
+                                   "run scripts/setup.sh")
+        for s in self.ks_sites:
+            if self._port_taken(s):
+                raise ServiceError(f"keystone in site {s}: port {self.lab.site_ip(s)}:{PORT} is already "
+                                   "taken (another Keystone? `juice keystone down` first)")
+        self._create_database()
+        shutil.rmtree(self.shared, ignore_errors=True)
+        for d in ("fernet-keys", "credential-keys"):
+            (self.shared / d).mkdir(parents=True, mode=0o700)
+        (self.shared / "juice_keystone_wsgi.py").write_text(WSGI_SHIM)
+        if self.memcached is not None:
+            self.memcached.configure()
+        for s in self.ks_sites:
+            shutil.rmtree(self.home(s), ignore_errors=True)
+            self.home(s).mkdir(parents=True)
+            ep = self.db.endpoint(s)
+            slave = db_url_for(ep.read) if ep.read != ep.write else None
+            memc = self.memcached.address(s) if self.memcached is not None else None
+            atomic.write_text(self.conf(s), render_conf(
+                db_url=db_url_for(ep.write), slave_url=slave, memcache=memc,
+                fernet_dir=self.shared / "fernet-keys", credential_dir=self.shared / "credential-keys",
+                opts=self.opts), mode=0o600)
+        # keystone-manage runs before the memcacheds start: its own copy of site 1's config,
+        # cache off (nothing it writes is cached yet).
+        ep = self.db.endpoint(self.first)
+        atomic.write_text(self.shared / "manage.conf", render_conf(
+            db_url=db_url_for(ep.write), slave_url=None, memcache=None,
+            fernet_dir=self.shared / "fernet-keys", credential_dir=self.shared / "credential-keys",
+            opts=replace(self.opts, cache=False)), mode=0o600)
+        self.timings["configure_files_s"] = time.monotonic() - t0
+        self._manage("db_sync", ["db_sync"], 600)
+        owner = ["--keystone-user", "root", "--keystone-group", "root"]
+        self._manage("fernet_setup", ["fernet_setup", *owner], 120)
+        self._manage("credential_setup", ["credential_setup", *owner], 120)
+        url = self.auth_url(self.first)
+        self._manage("bootstrap", [
+            "bootstrap", "--bootstrap-username", ADMIN_USER, "--bootstrap-project-name", ADMIN_PROJECT,
+            "--bootstrap-role-name", "admin", "--bootstrap-service-name", "keystone",
+            "--bootstrap-region-id", self.region(self.first), "--bootstrap-admin-url", url,
+            "--bootstrap-public-url", url, "--bootstrap-internal-url", url], 300,
+            env={"OS_BOOTSTRAP_PASSWORD": self._password})
+        atomic.write_text(self.openrc, render_openrc(self.admin_credentials(), self.first,
+                                                     self.region(self.first)), mode=0o600)
+        self.timings["configure_s"] = time.monotonic() - t0
+
+    def _port_taken(self, site: int) -> bool:
+        ip = self.lab.site_ip(site)
+
+        def probe() -> bool:
+            try:
+                socket.create_connection((ip, PORT), timeout=1).close()
+                return True
+            except OSError:
+                return False
+
+        ns = _site_ns(self.lab, site)
+        if ns is None:
+            return probe()
+        from juice.services.client import in_site
+
+        return in_site(ns, probe, timeout=10)
+
+    def _create_database(self) -> None:
+        """``CREATE DATABASE keystone`` on the db service, as its admin user, from site 1."""
+        ep = self.db.endpoint(self.first).write
+        what = f"database {self.db.kind} ({ep.host}:{ep.port}) seen from site {self.first}"
+
+        def create() -> None:
+            if ep.driver == "mysql":
+                from juice.services import mariadb
+
+                conn = mariadb.connect(ep, timeout=10)
+                try:
+                    with conn.cursor() as cur:
+                        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DB_NAME}` CHARACTER SET utf8mb4")
+                finally:
+                    conn.close()
+            elif ep.driver == "postgresql":
+                from juice.services import postgres
+
+                pconn = postgres.connect(ep, timeout=10)
+                try:
+                    exists = pconn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                                           (DB_NAME,)).fetchone()
+                    if not exists:
+                        pconn.execute(f"CREATE DATABASE {DB_NAME} OWNER {ep.user}")
+                finally:
+                    pconn.close()
+            else:
+                raise ServiceError(f"{what}: Keystone cannot use a {ep.driver!r} database")
+
+        ns = _site_ns(self.lab, self.first)
+        try:
+            if ns is None:
+                create()
+            else:
+                from juice.services.client import in_site
+
+                in_site(ns, create, timeout=60)
+        except ServiceError:
+            raise
+        except Exception as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ServiceError(f"{what} is not healthy: {first} (is `juice db up` done?)") from None
+        self.progress(f"keystone: database {DB_NAME!r} ready on {self.db.kind}")
+
+    def _manage(self, what: str, args: list[str], timeout: float,
+                env: dict[str, str] | None = None) -> None:
+        """One ``keystone-manage`` command in site 1 (bounded); output appended to manage.log."""
+        log = self.shared / "manage.log"
+        argv = [str(VENV / "bin" / "keystone-manage"), "--config-file", str(self.shared / "manage.conf"),
+                *args]
+        self.progress(f"keystone-manage {what} (site {self.first}, {self.db.kind})...")
+        t0 = time.monotonic()
+        with open(log, "ab") as out:
+            out.write(f"--- keystone-manage {what}\n".encode())
+            out.flush()
+            child = self.lab.popen(self.first, argv, stdout=out, stderr=out, env=self._env(env))
+            try:
+                rc = child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.terminate([child.pid], grace_s=5)
+                reap(child)
+                raise ServiceError(f"keystone-manage {what}: no answer after {timeout:.0f} s "
+                                   f"(log: {log_tail(log)})") from None
+        if rc != 0:
+            raise ServiceError(f"keystone-manage {what} failed with code {rc} (log: {log_tail(log)})")
+        self.timings[f"{what}_s"] = time.monotonic() - t0
+        self.progress(f"keystone-manage {what} done in {self.timings[f'{what}_s']:.1f} s")
+
+    def _env(self, extra: dict[str, str] | None = None, site: int | None = None) -> dict[str, str]:
+        env = {"PATH": f"{VENV / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+               "HOME": str(self.shared), "PYTHONUNBUFFERED": "1"}
+        if site is not None:
+            env["OS_KEYSTONE_CONFIG_DIR"] = str(self.home(site))
+        return {**env, **(extra or {})}
+
+    # ---- start / health ---------------------------------------------------------------------
+    def start(self) -> None:
+        t0 = time.monotonic()
+        if self.memcached is not None:
+            self.memcached.start()
+            self.memcached.wait_healthy(30)
+        for s in self.ks_sites:
+            pidfile = self.home(s) / "gunicorn.pid"
+            pidfile.unlink(missing_ok=True)
+            with open(self.log(s), "ab") as out:
+                child = self.lab.popen(s, gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers,
+                                                        pidfile, self.shared),
+                                       stdout=out, stderr=out, env=self._env(site=s), cwd=self.home(s))
+            self.children[s] = child
+            self.pids[s] = (child.pid, proc.start_time(child.pid))
+        self.timings["start_s"] = time.monotonic() - t0
+        self.progress(f"keystone: gunicorn ({self.opts.workers} worker(s)) starting in "
+                      f"{len(self.ks_sites)} site(s)")
+
+    def _exited(self, site: int) -> str | None:
+        """Why waiting for ``site`` is pointless: gunicorn exited, or its workers crash-loop."""
+        child = self.children.get(site)
+        if child is not None and child.poll() is not None:
+            return f"gunicorn exited with code {child.returncode}"
+        try:
+            booted = self.log(site).read_text(errors="replace").count("Booting worker")
+        except FileNotFoundError:
+            return None
+        if booted > self.opts.workers + 3:
+            return f"gunicorn workers keep dying ({booted} boots)"
+        return None
+
+    def _answers(self, site: int) -> bool:
+        try:
+            r = request(self.lab, site, "GET", self.auth_url(site), timeout=5)
+        except Exception:
+            return False
+        return r.status == 200 and b'"version"' in r.body
+
+    def wait_healthy(self, timeout: float = 120.0) -> None:
+        """Every site answers GET /v3 (polled in parallel, bounded), then the catalog gets
+        one region per site. ServiceError names the first failing site and its log tail."""
+        t0 = time.monotonic()
+
+        def one(site: int) -> None:
+            wait_for(lambda: self._answers(site), timeout, f"keystone in site {site}", self.log(site),
+                     interval=0.25, fail=lambda: self._exited(site))
+            self.progress(f"keystone in site {site} answers ({time.monotonic() - t0:.1f} s)")
+
+        with ThreadPoolExecutor(max_workers=len(self.ks_sites)) as ex:
+            for f in [ex.submit(one, s) for s in self.ks_sites]:
+                f.result()
+        self.timings["healthy_s"] = time.monotonic() - t0
+        self._register_regions()
+        self.timings["regions_s"] = time.monotonic() - t0 - self.timings["healthy_s"]
+
+    def _register_regions(self) -> None:
+        """Region<k> + public/internal/admin identity endpoints for every site (idempotent)."""
+        site = self.first
+        creds = self.admin_credentials()
+        token = issue_token(self.lab, site, creds)
+        hdr = {"X-Auth-Token": token}
+        base = self.auth_url(site)
+
+        def api(method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
+            r = request(self.lab, site, method, base + path, body=body, headers=hdr)
+            if r.status not in ok:
+                raise ServiceError(f"keystone {method} {path}: {r.status} {r.body[:200]!r}")
+            return r.json()
+
+        services = api("GET", "/services?type=identity")["services"]
+        if not services:
+            raise ServiceError("keystone: bootstrap created no identity service")
+        sid = services[0]["id"]
+        regions = {r["id"] for r in api("GET", "/regions")["regions"]}
+        eps = api("GET", f"/endpoints?service_id={sid}")["endpoints"]
+        have = {(e["region_id"], e["interface"]) for e in eps}
+        for s in self.ks_sites:
+            reg = self.region(s)
+            if reg not in regions:
+                api("POST", "/regions", {"region": {"id": reg}}, ok=(201,))
+            for iface in ("public", "internal", "admin"):
+                if (reg, iface) not in have:
+                    api("POST", "/endpoints", {"endpoint": {"service_id": sid, "interface": iface,
+                                                            "region_id": reg, "url": self.auth_url(s)}},
+                        ok=(201,))
+        self.progress(f"keystone: catalog has {len(self.ks_sites)} region(s)")
+
+    def up(self, timeout: float = 300.0) -> Keystone:
+        super().up(timeout)
+        return self
+
+    # ---- stop / records ---------------------------------------------------------------------
+    def stop(self) -> None:
+        """gunicorn: TERM (graceful) to every master, bounded wait, then KILL masters and any
+        worker left; then the memcacheds."""
+        live = {s: p for s, p in self.pids.items() if proc.alive(*p)}
+        if live:
+            workers = [w for pid, _ in live.values() for w in children_of(pid)]
+            proc.terminate([pid for pid, _ in live.values()], grace_s=20, sig=signal.SIGTERM)
+            proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
+            self.progress(f"keystone: gunicorn stopped in {len(live)} site(s)")
+        for child in self.children.values():
+            reap(child)
+        self.children.clear()
+        self.pids.clear()
+        if self.memcached is not None:
+            self.memcached.stop()
+
+    def endpoint(self, site: int) -> Endpoints:
+        """Keystone's HTTP address for ``site`` (driver ``http``; user = the admin name)."""
+        s = self._served(site)
+        ep = Endpoint("http", self.lab.site_ip(s), PORT, ADMIN_USER, database="v3", site=s)
+        return Endpoints(read=ep, write=ep)
+
+    def records(self) -> list[ServerRecord]:
+        recs = [ServerRecord(kind=self.kind, site=s, pid=pid, pid_start=st, datadir=str(self.home(s)),
+                             log=str(self.log(s)), port=PORT,
+                             extra={"workers": self.opts.workers, "region": self.region(s)})
+                for s, (pid, st) in self.pids.items()]
+        return recs + (self.memcached.records() if self.memcached is not None else [])
+
+    def log_files(self) -> list[Path]:
+        logs = [self.log(s) for s in self.ks_sites] + [self.shared / "manage.log"]
+        return logs + (self.memcached.log_files() if self.memcached is not None else [])
+
+    def pidfile_pid(self, site: int) -> int | None:
+        return read_pidfile(self.home(site) / "gunicorn.pid")
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` (gunicorn workers of a master), from /proc."""
+    out: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            out += [int(x) for x in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return out
