@@ -23,6 +23,8 @@ class FakeRun:
     params: dict[str, Any]
     # per op: the durations of the actions that did not fail, in iteration order
     durations: dict[str, list[float]] = field(default_factory=dict)
+    # per op: its durations in successful iterations only (what describe's stats cover)
+    ok_durations: dict[str, list[float]] = field(default_factory=dict)
     totals: list[float] = field(default_factory=list)  # per successful iteration: sum of ops
     failed_iterations: int = 0
     iterations: int = 0
@@ -48,7 +50,8 @@ def write_fake_run(root: Path, name: str, params: dict[str, Any], *, n: int = 40
     ``fail_before_actions``. ``child`` nests one child action under the first op.
     """
     rng = np.random.default_rng(seed)
-    run = FakeRun(path=root / name, params=params, durations={op: [] for op in ops})
+    run = FakeRun(path=root / name, params=params, durations={op: [] for op in ops},
+                  ok_durations={op: [] for op in ops})
     run.path.mkdir(parents=True)
     lines = []
     t = 1_700_000_000.0
@@ -77,6 +80,8 @@ def write_fake_run(root: Path, name: str, params: dict[str, Any], *, n: int = 40
             run.failed_iterations += 1
         else:
             run.totals.append(total)
+            for a in actions:
+                run.ok_durations[a["name"]].append(a["finished_at"] - a["started_at"])
         run.iterations += 1
         lines.append({"scenario": params.get("scenario"), "site": 1 + i % sites, "index": i,
                       "timestamp": t, "duration": total + 0.001, "idle_duration": 0.0,
