@@ -22,15 +22,13 @@ through the API (admin token), idempotently.
 With ``cache`` on, every site also runs its own memcached (``services.memcached``) and
 Keystone's ``[cache]`` (backend ``dogpile.cache.pymemcache``) points at it, as devstack does.
 
-Files: ``<workdir>/s<k>/keystone/{keystone.conf,keystone.log,gunicorn.pid}`` (gunicorn and
-Keystone log to the same file), ``<workdir>/keystone/{manage.log,openrc}`` (openrc is 0600:
+Files: ``<workdir>/s<k>/keystone/{keystone.conf,keystone-s<k>.log,gunicorn.pid}`` (gunicorn and
+Keystone log to the same file), ``<workdir>/keystone/{manage-<command>.log,openrc}`` (openrc is 0600:
 the admin password is never logged nor put in ``facts``).
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import secrets
 import shutil
@@ -38,8 +36,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.parse
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -59,6 +55,7 @@ from juice.services.base import (
     reap,
     wait_for,
 )
+from juice.services.keystone_http import issue_token, request, site_ns
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.util import atomic, proc
@@ -189,69 +186,39 @@ def dist_version(name: str) -> str:
 
 
 def render_openrc(creds: AdminCredentials, site: int, region: str) -> str:
-    return "".join(f"export {k}={v}\n" for k, v in [
+    """Shell exports for the admin (site ``site``'s Keystone); ``JUICE_KEYSTONE_URLS`` lists
+    every site's URL so ``read_openrc`` can rebuild the credentials."""
+    urls = ";".join(f"{s}={u}" for s, u in creds.urls)
+    return "".join(f"export {k}='{v}'\n" for k, v in [
         ("OS_AUTH_URL", creds.auth_url(site)), ("OS_USERNAME", creds.username),
         ("OS_PASSWORD", creds.password), ("OS_PROJECT_NAME", creds.project_name),
         ("OS_USER_DOMAIN_NAME", creds.user_domain_name),
         ("OS_PROJECT_DOMAIN_NAME", creds.project_domain_name),
-        ("OS_IDENTITY_API_VERSION", "3"), ("OS_REGION_NAME", region)])
+        ("OS_IDENTITY_API_VERSION", "3"), ("OS_REGION_NAME", region), ("JUICE_KEYSTONE_URLS", urls)])
 
 
-# ---- HTTP from inside a site ---------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Response:
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body or b"null")
-
-
-def _site_ns(lab: Sites, site: int) -> str | None:
-    fn = getattr(lab, "site_ns", None)
-    return str(fn(site)) if callable(fn) else None
-
-
-def request(lab: Sites, site: int, method: str, url: str, *, body: Any = None,
-            headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Response:
-    """One plain HTTP request made from inside ``site`` (so it crosses the emulated WAN)."""
-    u = urllib.parse.urlsplit(url)
-    path = u.path + (f"?{u.query}" if u.query else "")
-    hdrs = {"Accept": "application/json", **(headers or {})}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        hdrs["Content-Type"] = "application/json"
-
-    def call() -> Response:
-        conn = http.client.HTTPConnection(u.hostname or "", u.port or 80, timeout=timeout)
-        try:
-            conn.request(method, path, body=data, headers=hdrs)
-            r = conn.getresponse()
-            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
-        finally:
-            conn.close()
-
-    ns = _site_ns(lab, site)
-    if ns is None:
-        return call()
-    from juice.services.client import in_site
-
-    return in_site(ns, call, timeout=timeout + 5)
-
-
-def issue_token(lab: Sites, site: int, creds: AdminCredentials, url: str | None = None) -> str:
-    """A project-scoped token for ``creds`` from the Keystone at ``url`` (default: the site's)."""
-    body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-        "name": creds.username, "domain": {"name": creds.user_domain_name},
-        "password": creds.password}}},
-        "scope": {"project": {"name": creds.project_name, "domain": {"name": creds.project_domain_name}}}}}
-    r = request(lab, site, "POST", (url or creds.auth_url(site)) + "/auth/tokens", body=body)
-    if r.status != 201 or "x-subject-token" not in r.headers:
-        raise ServiceError(f"keystone in site {site}: token request answered {r.status}: {r.body[:200]!r}")
-    return r.headers["x-subject-token"]
+def read_openrc(path: Path) -> AdminCredentials:
+    """The admin credentials from an openrc written by ``Keystone`` (e.g. after ``juice keystone
+    up`` in another process). UserError when the file is missing or not one of ours."""
+    env: dict[str, str] = {}
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no openrc (is Keystone up? `juice keystone up`)") from None
+    for line in text.splitlines():
+        if line.startswith("export ") and "=" in line:
+            k, v = line.removeprefix("export ").split("=", 1)
+            env[k] = v.strip("'")
+    try:
+        pairs = (x.split("=", 1) for x in env["JUICE_KEYSTONE_URLS"].split(";"))
+        urls = tuple((int(s), u) for s, u in pairs)
+        return AdminCredentials(urls=urls, username=env["OS_USERNAME"], password=env["OS_PASSWORD"],
+                                project_name=env["OS_PROJECT_NAME"],
+                                user_domain_name=env["OS_USER_DOMAIN_NAME"],
+                                project_domain_name=env["OS_PROJECT_DOMAIN_NAME"])
+    except (KeyError, ValueError):
+        raise UserError(f"{path}: not an openrc written by juice "
+                        "(missing JUICE_KEYSTONE_URLS/OS_*)") from None
 
 
 # ---- the service ---------------------------------------------------------------------------
@@ -286,7 +253,7 @@ class Keystone(Service):
         return self.lab.workdir / f"s{site}" / "keystone"
 
     def log(self, site: int) -> Path:
-        return self.home(site) / "keystone.log"
+        return self.home(site) / f"keystone-s{site}.log"  # unique name: collect_logs flattens
 
     def conf(self, site: int) -> Path:
         return self.home(site) / "keystone.conf"
@@ -363,10 +330,14 @@ class Keystone(Service):
             fernet_dir=self.shared / "fernet-keys", credential_dir=self.shared / "credential-keys",
             opts=replace(self.opts, cache=False)), mode=0o600)
         self.timings["configure_files_s"] = time.monotonic() - t0
-        self._manage("db_sync", ["db_sync"], 600)
         owner = ["--keystone-user", "root", "--keystone-group", "root"]
-        self._manage("fernet_setup", ["fernet_setup", *owner], 120)
-        self._manage("credential_setup", ["credential_setup", *owner], 120)
+        # The key repositories need no database: made while db_sync runs.
+        with ThreadPoolExecutor(max_workers=3) as ex:
+            futs = [ex.submit(self._manage, "db_sync", ["db_sync"], 600),
+                    ex.submit(self._manage, "fernet_setup", ["fernet_setup", *owner], 120),
+                    ex.submit(self._manage, "credential_setup", ["credential_setup", *owner], 120)]
+            for f in futs:
+                f.result()
         url = self.auth_url(self.first)
         self._manage("bootstrap", [
             "bootstrap", "--bootstrap-username", ADMIN_USER, "--bootstrap-project-name", ADMIN_PROJECT,
@@ -388,7 +359,7 @@ class Keystone(Service):
             except OSError:
                 return False
 
-        ns = _site_ns(self.lab, site)
+        ns = site_ns(self.lab, site)
         if ns is None:
             return probe()
         from juice.services.client import in_site
@@ -424,7 +395,7 @@ class Keystone(Service):
             else:
                 raise ServiceError(f"{what}: Keystone cannot use a {ep.driver!r} database")
 
-        ns = _site_ns(self.lab, self.first)
+        ns = site_ns(self.lab, self.first)
         try:
             if ns is None:
                 create()
@@ -441,8 +412,8 @@ class Keystone(Service):
 
     def _manage(self, what: str, args: list[str], timeout: float,
                 env: dict[str, str] | None = None) -> None:
-        """One ``keystone-manage`` command in site 1 (bounded); output appended to manage.log."""
-        log = self.shared / "manage.log"
+        """One ``keystone-manage`` command in site 1 (bounded); output in manage-<what>.log."""
+        log = self.shared / f"manage-{what}.log"
         argv = [str(VENV / "bin" / "keystone-manage"), "--config-file", str(self.shared / "manage.conf"),
                 *args]
         self.progress(f"keystone-manage {what} (site {self.first}, {self.db.kind})...")
@@ -593,7 +564,7 @@ class Keystone(Service):
         return recs + (self.memcached.records() if self.memcached is not None else [])
 
     def log_files(self) -> list[Path]:
-        logs = [self.log(s) for s in self.ks_sites] + [self.shared / "manage.log"]
+        logs = [self.log(s) for s in self.ks_sites] + sorted(self.shared.glob("manage-*.log"))
         return logs + (self.memcached.log_files() if self.memcached is not None else [])
 
     def pidfile_pid(self, site: int) -> int | None:

@@ -8,7 +8,7 @@
 
 Each server runs in its site's namespace (``lab.popen``) as the ``memcache`` user (``nobody``
 where that user does not exist), in the foreground, with its log in
-``<lab.workdir>/s<site>/memcached/memcached.log``. ``ip netns exec`` execs the server, so the
+``<lab.workdir>/s<site>/memcached/memcached-s<site>.log``. ``ip netns exec`` execs the server, so the
 started process IS memcached: its pid is recorded directly (no pid file needed).
 """
 
@@ -119,7 +119,7 @@ class Memcached(Service):
         return self.lab.workdir / f"s{site}" / "memcached"
 
     def log(self, site: int) -> Path:
-        return self.home(site) / "memcached.log"
+        return self.home(site) / f"memcached-s{site}.log"  # unique name: collect_logs flattens
 
     def address(self, site: int) -> str:
         """``ip:port`` of the memcached a client in ``site`` uses (its own, else the first)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import UserError
-from juice.services.base import Progress, Service, Sites, quiet
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.util import atomic
 
 KINDS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
@@ -85,3 +85,50 @@ def load_record(workdir: Path) -> dict[str, Any] | None:
 
 def forget(workdir: Path) -> None:
     (workdir / RECORD).unlink(missing_ok=True)
+
+
+class Recorded(Service):
+    """A database deployed earlier (e.g. by ``juice db up`` in another process), seen through
+    its services.json record: ``endpoint``/``records``/``log_files`` answer from the record,
+    ``wait_healthy`` checks its servers still run, and ``stop`` does nothing (the database
+    belongs to ``juice db down``)."""
+
+    def __init__(self, lab: Sites, rec: dict[str, Any], progress: Progress = quiet) -> None:
+        super().__init__(lab, progress)
+        self.rec = rec
+        self.kind = str(rec["kind"])
+
+    def configure(self) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        from juice.errors import ServiceError
+        from juice.util import proc
+
+        for s in self.rec.get("servers", []):
+            if not proc.alive(s["pid"], s["pid_start"]):
+                raise ServiceError(f"{self.kind} in site {s['site']} is not running (pid {s['pid']}): "
+                                   "`juice db down` then `juice db up` again")
+
+    def stop(self) -> None:
+        pass
+
+    def endpoint(self, site: int) -> Endpoints:
+        eps = self.rec["endpoints"]
+        e = eps.get(str(site)) or eps[min(eps, key=int)]
+        return Endpoints(read=Endpoint(**e["read"]), write=Endpoint(**e["write"]))
+
+    def records(self) -> list[ServerRecord]:
+        return [ServerRecord(**s) for s in self.rec.get("servers", [])]
+
+    def log_files(self) -> list[Path]:
+        return [Path(s["log"]) for s in self.rec.get("servers", [])]
+
+
+def attach(lab: Sites) -> Recorded | None:
+    """The database recorded in ``lab``'s services.json (None when there is none)."""
+    rec = load_record(lab.workdir)
+    return Recorded(lab, rec) if rec is not None else None
