@@ -70,17 +70,23 @@ class LabPart(BaseModel):
 
 
 class Point(BaseModel):
-    """A partial point for ``only`` (None = any value)."""
+    """A partial point for ``only`` (None = any value); ``nodes_max`` bounds N and
+    ``repetitions`` overrides the spec's for the points this entry selects."""
 
     model_config = ConfigDict(extra="forbid")
     backend: Backend | None = None
     track: str | None = None
     nodes: int | None = None
+    nodes_max: int | None = Field(default=None, ge=1)
     schedulers: int | None = None
     updates: bool | None = None
+    repetitions: int | None = Field(default=None, ge=1, le=1000)
 
     def matches(self, p: dict[str, Any]) -> bool:
-        return all(v is None or p.get(k) == v for k, v in self.model_dump().items())
+        if self.nodes_max is not None and int(p["nodes"]) > self.nodes_max:
+            return False
+        want = self.model_dump(exclude={"nodes_max", "repetitions"})
+        return all(v is None or p.get(k) == v for k, v in want.items())
 
 
 class SchedulerDbSpec(BaseModel):
@@ -151,6 +157,15 @@ class SchedulerDbSpec(BaseModel):
         return out
 
 
+def reps_for(spec: SchedulerDbSpec, p: dict[str, Any]) -> int:
+    """Reads per scheduler at point ``p``: the first matching ``only`` entry's override, else
+    the spec's ``repetitions``."""
+    for o in spec.only:
+        if o.repetitions is not None and o.matches(p):
+            return o.repetitions
+    return spec.repetitions
+
+
 def parse(data: Any, source: str = "spec") -> SchedulerDbSpec:
     """Validate ``data``; UserError naming ``source`` and the field path on the first error."""
     if not isinstance(data, dict):
@@ -159,6 +174,7 @@ def parse(data: Any, source: str = "spec") -> SchedulerDbSpec:
         return SchedulerDbSpec.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        path = ".".join(str(x) for x in err["loc"]) or "(top)"
+        path = ".".join(str(x) for x in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
-        raise UserError(f"{source}: {path}: {msg}") from None
+        # model-level validators name their field at the start of the message
+        raise UserError(f"{source}: {path + ': ' if path else ''}{msg}") from None

@@ -37,7 +37,7 @@ from juice.results.store import RunDir, tool_version
 from juice.util import atomic
 from juice.workloads.schedulerdb.backends import BackendSession
 from juice.workloads.schedulerdb.readers import family
-from juice.workloads.schedulerdb.spec import SchedulerDbSpec
+from juice.workloads.schedulerdb.spec import SchedulerDbSpec, reps_for
 from juice.workloads.schedulerdb.worker import WorkerProc
 
 Progress = Callable[[str], None]
@@ -50,7 +50,7 @@ COST_PER_KNODE = {"historical-2013.1": 0.25, "historical-2013.2": 0.15, "modern"
 
 def point_key(spec: SchedulerDbSpec, p: dict[str, Any]) -> str:
     """Stable identity of a point: its params plus the spec fields that change its meaning."""
-    ident = {**p, "stats_per_node": spec.stats_per_node, "repetitions": spec.repetitions,
+    ident = {**p, "stats_per_node": spec.stats_per_node, "repetitions": reps_for(spec, p),
              "seed": spec.seed, "lab": spec.lab.model_dump(), "candidates": spec.candidates,
              "warmup_s": spec.warmup_s}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
@@ -70,7 +70,7 @@ def estimate_s(p: dict[str, Any], reps: int, cores: int = 2) -> float:
 
 def plan(spec: SchedulerDbSpec) -> list[dict[str, Any]]:
     """One row per measured point, with its key and an estimated duration ``est_s``."""
-    return [{**p, "key": point_key(spec, p), "est_s": estimate_s(p, spec.repetitions)}
+    return [{**p, "key": point_key(spec, p), "est_s": estimate_s(p, reps_for(spec, p))}
             for p in spec.points()]
 
 
@@ -172,7 +172,8 @@ def _measure(spec: SchedulerDbSpec, spec_text: str, sess: BackendSession, p: dic
     rate = p["nodes"] / 60.0 if p["updates"] else 0.0
     t_point = time.monotonic()
     with RunDir(root, run_name(p)) as rd:
-        rd.manifest(workload=WORKLOAD, key=key, params=p, spec=spec.model_dump(mode="json"),
+        rd.manifest(workload=WORKLOAD, key=key, params=p, repetitions=reps_for(spec, p),
+                    spec=spec.model_dump(mode="json"),
                     spec_text=spec_text, versions={**sess.versions(),
                                                    "pymysql": _pkg_version("pymysql"),
                                                    "psycopg": _pkg_version("psycopg"),
@@ -197,7 +198,7 @@ def _measure(spec: SchedulerDbSpec, spec_text: str, sess: BackendSession, p: dic
         rows: list[dict[str, Any]] = []
         t_win = time.monotonic()
         try:
-            for rep in range(spec.repetitions):
+            for rep in range(reps_for(spec, p)):
                 active = readers[:p["schedulers"]]
                 for sid, w in enumerate(active):
                     w.send({"cmd": "read", "track": p["track"], "nodes": p["nodes"],
