@@ -21,10 +21,12 @@ class FakeSleep:
 
     name = "Fake.sleep"
 
-    def __init__(self, sleep_s: float = 0.001, fail_every: int = 0, pid_file: str = "") -> None:
+    def __init__(self, sleep_s: float = 0.001, fail_every: int = 0, pid_file: str = "",
+                 cleanup_file: str = "") -> None:
         self.sleep_s = sleep_s
         self.fail_every = fail_every
         self.pid_file = pid_file
+        self.cleanup_file = cleanup_file
         self.in_flight = 0
         self.max_in_flight = 0
         self.calls = 0
@@ -49,6 +51,8 @@ class FakeSleep:
 
     async def cleanup(self, env: Env, ctx: Context) -> None:
         self.cleaned = True
+        if self.cleanup_file:
+            Path(self.cleanup_file).write_text("cleaned")
 
 
 class FakeNested:

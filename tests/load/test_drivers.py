@@ -68,7 +68,7 @@ def test_setup_error_is_a_site_failure_in_process() -> None:
 
 
 def test_ctrl_c_leaves_no_driver_process(tmp_path: Path) -> None:
-    pid_file = tmp_path / "driver.pid"
+    pid_file, cleaned = tmp_path / "driver.pid", tmp_path / "cleaned"
     script = textwrap.dedent(f"""
         import sys
         from pathlib import Path
@@ -76,7 +76,8 @@ def test_ctrl_c_leaves_no_driver_process(tmp_path: Path) -> None:
         from juice.load.drivers import DriverJob, LoopbackSites, run_drivers
         from juice.load.runner import RunnerSpec
         j = DriverJob(site=1, scenario={SLEEP!r}, runner=RunnerSpec(times=1),
-                      args={{"sleep_s": 300, "pid_file": {str(pid_file)!r}}}, pythonpath=[{REPO!r}])
+                      args={{"sleep_s": 300, "pid_file": {str(pid_file)!r},
+                            "cleanup_file": {str(cleaned)!r}}}, pythonpath=[{REPO!r}])
         try:
             run_drivers(LoopbackSites(Path({str(tmp_path)!r})), [j])
         except KeyboardInterrupt:
@@ -95,7 +96,9 @@ def test_ctrl_c_leaves_no_driver_process(tmp_path: Path) -> None:
         out, _ = parent.communicate(timeout=30)
         assert parent.returncode == 130 and "interrupted" in out
         assert not proc.alive(driver)
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["driver.pid"]
+        # the driver got SIGTERM first: it cancelled its window and ran the scenario's cleanup
+        assert cleaned.read_text() == "cleaned"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["cleaned", "driver.pid"]
     finally:
         if parent.poll() is None:
             parent.kill()

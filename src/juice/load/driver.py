@@ -17,7 +17,8 @@ Protocol: one JSON object per line on stdout — ``{"event": "started", "pid": .
 ``progress_interval_s``, then ``{"event": "finished", ...}``. The scenario's own prints go to
 stderr (fd 1 is pointed at fd 2 so they cannot corrupt the protocol). The ``LoadResult`` (its
 ``to_dict``) is written atomically to ``result_path``; on a setup or window error the file
-still appears, with ``failure`` set, and the exit code is 1. The driver dies with its parent
+still appears, with ``failure`` set, and the exit code is 1. SIGTERM cancels the window and
+runs the scenario's cleanup (exit code 143, no result file). The driver dies with its parent
 (PR_SET_PDEATHSIG), so a killed parent leaves no orphan load.
 """
 
@@ -82,6 +83,9 @@ async def _drive(job: dict[str, Any], proto: IO[str]) -> LoadResult:
             _emit(proto, "progress", **counters.snapshot())
 
     scenario = resolve_scenario(str(job["scenario"]), args)
+    me = asyncio.current_task()
+    if me is not None:  # SIGTERM (run_drivers stopping us): cancel, so cleanup still runs
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, me.cancel)
     reporter = asyncio.create_task(report())
     try:
         return await run_scenario(scenario, DictEnv(site, job.get("env") or {}), runner,
@@ -108,6 +112,9 @@ def main(argv: list[str]) -> int:
     try:
         result = asyncio.run(_drive(job, proto))
         code = 0
+    except asyncio.CancelledError:
+        print("driver: terminated (SIGTERM); scenario cleanup ran", file=sys.stderr)
+        return 143
     except Exception as e:
         import traceback
         traceback.print_exc()
