@@ -95,19 +95,19 @@ def tiles_figure(title: str, tiles: Sequence[Tile], xlabel: str, ylabel: str,
 
 def _stacked(ax: Any, tile: Tile, colors: dict[str, str], top: float) -> None:
     m = tile.means
-    if m.empty:
-        ax.text(0.5, 0.5, "no successful iteration", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xticks([])
-        return
     x = np.arange(len(m))
     bottom = np.zeros(len(m))
     for op in m.columns:
-        vals = m[op].to_numpy(dtype=float)
+        vals = np.nan_to_num(m[op].to_numpy(dtype=float))
         ax.bar(x, vals, bottom=bottom, color=colors.get(str(op), "#888888"), width=0.6)
-        bottom += np.nan_to_num(vals)
+        bottom += vals
     ax.set_xticks(x, [str(i) for i in m.index])
+    if len(m) == 0 or not bottom.any():
+        ax.text(0.5, 0.5, "no successful iteration", ha="center", va="center", transform=ax.transAxes)
+    if len(m):
+        ax.set_xlim(-0.6, len(m) - 0.4)
     for i, note in enumerate(tile.notes[: len(m)]):
-        ax.text(x[i], bottom[i] + top * 0.02, note, ha="center", va="bottom", fontsize=7)
+        ax.text(x[i], bottom[i] + max(top, 1e-9) * 0.02, note, ha="center", va="bottom", fontsize=7)
 
 
 def cdf_figure(title: str, curves: Sequence[tuple[str, np.ndarray[Any, Any], np.ndarray[Any, Any]]],

@@ -10,8 +10,9 @@ delay, by zones when they vary) with λ and σ, the CDFs, and the describe table
 CDFs drop, per run, the iterations above the 95th percentile of the run's totals (the seed's
 ``filter_percentile(.95, ...)``; ``filter_q=None`` keeps them all); tables use every iteration.
 
-Other modules add sections with ``render(..., sections=[fn])``, ``fn(paths) -> str | None``
-returning an HTML fragment (use :func:`figure_html` and :func:`table_html` to make one).
+Other modules add sections with ``render(..., sections=[fn])`` (or ``register_section(fn)``),
+``fn(paths) -> str | None`` (``paths``: a list of the paths given) returning an HTML
+fragment: make one with :func:`figure_html` and :func:`table_html`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from juice.report.tables import fmt, table_html
 from juice.results import tidy
 from juice.util import atomic
 
-Section = Callable[[Sequence[Path]], "str | None"]
+Section = Callable[[list[Path]], "str | None"]  # a function taking Sequence[Path] fits too
 _REGISTERED: list[Section] = []
 
 __all__ = ["Section", "figure_html", "register_section", "render", "render_html", "table_html"]
@@ -169,7 +170,7 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         body.extend(keystone.scenario_figures(data, s, colors))
         body += ["<h3>Per operation (seconds, every iteration)</h3>", keystone.describe_tables(data, s)]
     for fn in [*_REGISTERED, *(sections or [])]:
-        frag = fn(paths)
+        frag = fn(list(paths))
         if frag:
             body.append(frag)
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"

@@ -104,18 +104,21 @@ def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str
         sig = group_summary(it_f, by).set_index(by) if by else group_summary(it_f, by)
         curves = cdfs(it_f, by)
         nf = len(facets)
-        combos = sorted({k[:nf] for k in _tuples(means.index)} | {k[:nf] for k, _, _ in curves},
-                        key=lambda t: [_key(v) for v in t])
+        keys_all = _tuples(lam.index) if by else [()]
+        combos = sorted({k[:nf] for k in keys_all}, key=lambda t: [_key(v) for v in t])
         for combo in combos:
             tiles = []
-            rows = [k for k in _tuples(means.index) if k[:nf] == combo]
+            rows = [k for k in keys_all if k[:nf] == combo]
             rdbmss = sorted({k[nf] for k in rows}, key=_key) if has_rdbms else [None]
             for r in rdbmss:
                 mine = sorted([k for k in rows if not has_rdbms or _same(k[nf], r)],
                               key=lambda k: _key(k[-1]) if dim else 0)
-                m = means.loc[mine] if mine else means.iloc[0:0]
-                m.index = pd.Index([fmt(k[-1]) if dim else "all" for k in mine])
-                notes = [_note(lam, sig, k, by) for k in mine]
+                if by:  # groups where every iteration failed get an empty bar (and their λ)
+                    m = means.reindex([k if len(k) > 1 else k[0] for k in mine]).fillna(0.0)
+                else:
+                    m = means.copy()
+                m.index = pd.Index([fmt(k[-1]) if dim else "all" for k in mine] if by else ["all"])
+                notes = [_note(lam, sig, k, by) for k in mine] if by else [_note(lam, sig, (), by)]
                 tiles.append(Tile(fmt(r) if has_rdbms else "all runs", m, notes))
             what = {"delay_ms": "delay"}.get(dim, dim) if dim else "all runs"
             title = f"{scenario}: mean completion time by {what}"
@@ -152,7 +155,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _note(lam: pd.DataFrame, sig: pd.DataFrame, k: tuple[Any, ...], by: list[str]) -> str:
-    key: Any = k if len(k) > 1 else k[0]
+    key: Any = k if len(k) > 1 else (k[0] if k else None)
     try:
         lv = float(lam.loc[key, "lam"]) if by else float(lam["lam"].iloc[0])
         sv = float(sig.loc[key, "sigma"]) if by else float(sig["sigma"].iloc[0])

@@ -1,0 +1,118 @@
+"""The HTML report: one self-contained file, figures inline, sensible with little data."""
+
+from __future__ import annotations
+
+import base64
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from juice.errors import UserError
+from juice.report import figure_html, register_section, render, table_html
+from juice.report import html as report_html
+from tests.results.fake_runs import fake_params, write_fake_run
+
+DATA = Path(__file__).parents[1] / "results" / "data"
+IMG = re.compile(r'<img [^>]*src="data:image/(svg\+xml|png);base64,([A-Za-z0-9+/=]+)"')
+
+
+def _no_external_fetch(text: str) -> None:
+    lowered = text.lower()
+    for bad in ("<script", "<link", "<iframe", "@import", 'src="http', "src='http", 'href="http',
+                "url(http", 'src="//'):
+        assert bad not in lowered, bad
+    for m in re.finditer(r'(?:src|href)="([^"]*)"', text):
+        assert m.group(1).startswith("data:"), m.group(1)[:60]
+
+
+def _svgs(text: str) -> list[ET.Element]:
+    out = []
+    for kind, data in IMG.findall(text):
+        assert kind == "svg+xml"
+        out.append(ET.fromstring(base64.b64decode(data)))
+    return out
+
+
+def test_full_matrix_report_is_one_self_contained_file(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    i = 0
+    for rdbms in ("mariadb", "galera"):
+        for sites in (3, 9):
+            for delay in (0.0, 50.0):
+                i += 1
+                write_fake_run(root, f"r{i}", fake_params(rdbms=rdbms, sites=sites, delay_ms=delay),
+                               n=20, fail_every=6, seed=i,
+                               rwratio={"reads": 900, "writes": 100, "pct_reads": 90.0, "pct_writes": 10.0})
+    (root / "crashed.failed").mkdir()
+    out = render([root], tmp_path / "out" / "report.html")
+    assert out == tmp_path / "out" / "report.html"
+    assert [p.name for p in out.parent.iterdir()] == ["report.html"]  # one file, no temp left
+    text = out.read_text()
+    _no_external_fetch(text)
+    svgs = _svgs(text)
+    # per scenario: bars + CDF by sites (one per delay) and by delay (one per sites count)
+    assert len(svgs) == 2 * 2 + 2 * 2
+    assert all(s.tag.endswith("svg") for s in svgs)
+    assert "KeystoneBasic.create_user_update_password" in text
+    assert "16 runs" not in text and "8 runs" in text  # provenance counts complete runs
+    assert "1 failed" in text  # the skipped run is said
+    assert "<h3>By sites</h3>" in text and "<h3>By one-way delay (ms)</h3>" in text
+    assert "(λ 0.15, σ " in text  # 3 failed of 20 in every run: outline cells say λ
+    assert "<h2>%reads / %writes</h2>" in text and '<td class="num">90</td>' in text
+    assert "keystone_v3.update_user" in text and "Total" in text
+    assert "version: keystone" in text and "userspace" in text
+    assert "juice report" in text  # how to re-make it
+
+
+def test_single_run_one_rdbms_still_renders(tmp_path: Path) -> None:
+    run = write_fake_run(tmp_path, "only", fake_params(), n=5)
+    text = render([run.path], tmp_path / "r.html").read_text()
+    svgs = _svgs(text)
+    assert len(svgs) == 2  # one bar tile, one CDF
+    _no_external_fetch(text)
+
+
+def test_all_failed_and_imported_rally_files_render(tmp_path: Path) -> None:
+    write_fake_run(tmp_path / "res", "bad", fake_params(), n=4, fail_every=1, fail_before_actions=True)
+    text = render([tmp_path / "res"], tmp_path / "a.html").read_text()
+    assert "no successful iteration" in " ".join(
+        ET.tostring(s, encoding="unicode") for s in _svgs(text))
+    # Rally's own file: rdbms, sites and delay unknown
+    text = render([DATA / "seed-table1-rally-5.1.1.json"], tmp_path / "b.html").read_text()
+    assert "KeystoneBasic.create_and_list_tenants" in text and len(_svgs(text)) == 2
+    _no_external_fetch(text)
+
+
+def test_extra_sections_are_appended(tmp_path: Path) -> None:
+    run = write_fake_run(tmp_path, "only", fake_params(), n=5)
+    seen: list[Sequence[Path]] = []
+
+    def section(paths: Sequence[Path]) -> str | None:
+        seen.append(paths)
+        import matplotlib.figure
+
+        fig = matplotlib.figure.Figure()
+        fig.subplots().plot([1, 2], [3, 4])
+        import pandas as pd
+
+        return "<h2>Scheduler DB</h2>" + figure_html(fig) + table_html(pd.DataFrame({"a<b": [1.5]}))
+
+    text = render([run.path], tmp_path / "r.html", sections=[section, lambda p: None]).read_text()
+    assert seen == [[run.path]]
+    assert text.index("<h2>Scheduler DB</h2>") > text.index("Per operation")
+    assert "a&lt;b" in text and len(_svgs(text)) == 3
+    register_section(section)
+    try:
+        assert "Scheduler DB" in render([run.path], tmp_path / "s.html").read_text()
+    finally:
+        report_html._REGISTERED.remove(section)
+
+
+def test_no_runs_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "x.failed").mkdir()
+    with pytest.raises(UserError, match="1 failed runs skipped"):
+        render([tmp_path], tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
