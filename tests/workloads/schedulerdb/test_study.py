@@ -1,0 +1,112 @@
+"""End to end with real servers (MariaDB, memcached): a small study (N = 1K..3K, 1 and 3
+schedulers, updates off/on) is stored completely, a failed point is kept as ``.failed`` and
+never counted, a rerun measures only what is missing, a third run measures nothing, and the
+fits/crossings are computed from what was stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from juice.workloads.schedulerdb import report, spec, study
+from juice.workloads.schedulerdb.backends import BackendSession
+from juice.workloads.schedulerdb.fit import fit
+from tests.services.conftest import needs_lab
+
+pytestmark = needs_lab
+
+SMALL = {"workload": "scheduler-db", "name": "small", "backends": ["mariadb", "memcached"],
+         "tracks": ["historical-2013.1"], "nodes": {"start": 1000, "stop": 3000, "step": 1000},
+         "schedulers": [1, 3], "updates": [False, True], "repetitions": 1, "warmup_s": 0.3,
+         "update_workers": 2, "lab": {"sites": 1, "delay_ms": 0}, "threshold_s": 60}
+
+
+def _dirs(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.is_dir())
+
+
+def test_small_study_complete_resumable_never_half_written(tmp_path: Path, lab_name: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    s = spec.parse(SMALL, "small.yaml")
+    points = s.points()
+    assert len(points) == 24
+    spec_path = tmp_path / "small.yaml"
+    spec_path.write_text(json.dumps(SMALL))
+    out = tmp_path / "results"
+    log: list[str] = []
+
+    # 1) the 3rd point fails while it is being written: kept as .failed, the study stops.
+    calls = {"n": 0}
+    real_versions = BackendSession.versions
+
+    def failing_versions(self: BackendSession) -> dict[str, str]:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("injected failure")
+        return real_versions(self)
+
+    monkeypatch.setattr(BackendSession, "versions", failing_versions)
+    with pytest.raises(RuntimeError, match="injected"):
+        study.run(s, spec_path, out, log.append, lab_name=lab_name)
+    monkeypatch.undo()
+    root = out / "small"
+    names = _dirs(root)
+    assert len([n for n in names if n.endswith(".failed")]) == 1
+    assert len([n for n in names if not n.endswith(".failed")]) == 2
+    assert not list(root.glob(".*.partial"))
+    assert len(study.completed(root)) == 2
+
+    # 2) the rerun measures exactly the 22 missing points.
+    log.clear()
+    study.run(s, spec_path, out, log.append, lab_name=lab_name)
+    assert "2 already complete, 22 to measure" in log[0]
+    done = study.completed(root)
+    assert set(done) == {study.point_key(s, p) for p in points}
+    complete = [n for n in _dirs(root) if not n.endswith(".failed")]
+    assert len(complete) == 24  # no duplicate
+    index = json.loads((root / "index.json").read_text())["points"]
+    assert index == done
+    for name in complete:  # every complete run has all its files
+        d = root / name
+        m = json.loads((d / "manifest.json").read_text())
+        p = m["params"]
+        reads = pd.read_parquet(d / "reads.parquet")
+        assert len(reads) == p["schedulers"] * spec.reps_for(s, p)
+        assert reads["ok"].all(), reads["error"].tolist()
+        assert (reads["nodes"] == p["nodes"]).all()
+        want_rows = p["nodes"] * 10 if p["backend"] == "mariadb" else p["nodes"]
+        assert (reads["rows_returned"] == want_rows).all()
+        assert (reads["objects"] == p["nodes"]).all()
+        upd = json.loads((d / "updates.json").read_text())
+        if p["updates"]:
+            assert upd["target_rate"] == pytest.approx(p["nodes"] / 60)
+            assert upd["count"] > 0 and upd["achieved_rate"] > 0
+        else:
+            assert upd["count"] == 0
+        assert m["versions"]["mariadbd" if p["backend"] == "mariadb" else "memcached"] != "absent"
+
+    # 3) a third run measures nothing and changes nothing (no lab is even started).
+    before = _dirs(root)
+    log.clear()
+    study.run(s, spec_path, out, log.append, lab_name=lab_name)
+    assert log == ["24 points, 24 already complete, 0 to measure"]
+    assert _dirs(root) == before
+
+    # 4) fits and crossings from the stored runs.
+    summ = report.summary([root])
+    confs = summ["configurations"]
+    assert len(confs) == 8 and summ["runs"] == 24
+    reads_all, _, _ = report.load([root])
+    for c in confs:
+        g = reads_all[(reads_all["backend"] == c["backend"]) & (reads_all["schedulers"] == c["schedulers"])
+                      & (reads_all["updates"] == c["updates"])]
+        f = fit(g["nodes"].tolist(), g["seconds"].tolist(), 1)
+        assert c["linear"]["r2"] == pytest.approx(f.r2, abs=1e-4)
+        n = c["linear"]["crossing_n"]
+        if n is not None:
+            assert float(f.predict([n])[0]) == pytest.approx(60.0, rel=1e-3)
+    html = report.section([root])
+    assert html is not None and "Figure 1" in html and "Figure 5" in html and "crossing" in html
