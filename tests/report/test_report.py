@@ -116,3 +116,20 @@ def test_no_runs_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="1 failed runs skipped"):
         render([tmp_path], tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_seed_like_matrix_gives_the_seeds_figures(tmp_path: Path) -> None:
+    """Sites 3/9/45 at 0 ms and delays 0/50/150 ms at 9 sites: one figure pair by sites (at
+    0 ms) and one by delay (at 9 sites), as the seed; no single-bar figure of one point."""
+    points = [(3, 0.0), (9, 0.0), (45, 0.0), (9, 50.0), (9, 150.0)]
+    i = 0
+    for rdbms in ("mariadb", "galera"):
+        for sites, delay in points:
+            i += 1
+            write_fake_run(tmp_path, f"r{i}", fake_params(rdbms=rdbms, sites=sites, delay_ms=delay),
+                           n=6, seed=i)
+    text = render([tmp_path], tmp_path / "r.html").read_text()
+    captions = re.findall(r"<figcaption>([^<]*)</figcaption>", text)
+    assert [c.split(": ", 1)[1] for c in captions] == [
+        "mean completion time by sites (0 ms)", "CDF of completion time by sites (0 ms)",
+        "mean completion time by delay (9 sites)", "CDF of completion time by delay (9 sites)"]

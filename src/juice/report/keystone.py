@@ -87,14 +87,38 @@ def _label(cols: Sequence[str], values: Sequence[Any]) -> str:
     return ", ".join(value_label(c, v) for c, v in zip(cols, values, strict=True))
 
 
-def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str]:
-    """Stacked-bar tiles and CDFs of one scenario, per shown dimension and facet."""
-    sel = d.df_f["scenario"] == scenario if "scenario" in d.df_f.columns else slice(None)
-    sub = d.df_f[sel]
-    tsel = d.it["scenario"] == scenario if "scenario" in d.it.columns else slice(None)
-    it_all, it_f = d.it[tsel], d.it_f[d.it_f["scenario"] == scenario] if "scenario" in d.it_f else d.it_f
+@dataclass
+class _Plan:
+    """One figure pair (bars + CDF): dimension, facet values, and the groups it shows."""
+
+    dim: str | None
+    by: list[str]
+    nf: int
+    combo: tuple[Any, ...]
+    rows: list[tuple[Any, ...]]
+    means: pd.DataFrame
+    lam: pd.DataFrame
+    sig: pd.DataFrame
+    curves: list[tuple[tuple[Any, ...], Any, Any]]
+
+    @property
+    def values(self) -> int:
+        return len({_key(k[-1]) for k in self.rows}) if self.dim else 1
+
+    def points(self) -> set[frozenset[tuple[str, Any]]]:
+        return {frozenset((c, _key(v)) for c, v in zip(self.by, k, strict=True)) for k in self.rows}
+
+
+def _plans(d: Data, scenario: Any) -> list[_Plan]:
+    """Every figure pair of one scenario; a pair whose dimension has a single value is left
+    out when its bars all appear in a figure about another dimension (a seed-like matrix,
+    sites at 0 ms and delays at 9 sites, gives exactly the seed's two figures)."""
+    has = "scenario" in d.df_f.columns
+    sub = d.df_f[d.df_f["scenario"] == scenario] if has else d.df_f
+    it_all = d.it[d.it["scenario"] == scenario] if has else d.it
+    it_f = d.it_f[d.it_f["scenario"] == scenario] if has else d.it_f
     has_rdbms = "rdbms" in d.df.columns
-    out: list[str] = []
+    plans: list[_Plan] = []
     shown: list[str | None] = [*dims_to_show(d.df)] or [None]
     for dim in shown:
         facets = facets_for(d.df, dim)
@@ -105,39 +129,49 @@ def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str
         curves = cdfs(it_f, by)
         nf = len(facets)
         keys_all = _tuples(lam.index) if by else [()]
-        combos = sorted({k[:nf] for k in keys_all}, key=lambda t: [_key(v) for v in t])
-        for combo in combos:
-            tiles = []
+        for combo in sorted({k[:nf] for k in keys_all}, key=lambda t: [_key(v) for v in t]):
             rows = [k for k in keys_all if k[:nf] == combo]
-            rdbmss = sorted({k[nf] for k in rows}, key=_key) if has_rdbms else [None]
-            for r in rdbmss:
-                mine = sorted([k for k in rows if not has_rdbms or _same(k[nf], r)],
-                              key=lambda k: _key(k[-1]) if dim else 0)
-                if by:  # groups where every iteration failed get an empty bar (and their λ)
-                    m = means.reindex([k if len(k) > 1 else k[0] for k in mine]).fillna(0.0)
-                else:
-                    m = means.copy()
-                m.index = pd.Index([fmt(k[-1]) if dim else "all" for k in mine] if by else ["all"])
-                notes = [_note(lam, sig, k, by) for k in mine] if by else [_note(lam, sig, (), by)]
-                tiles.append(Tile(fmt(r) if has_rdbms else "all runs", m, notes))
-            what = {"delay_ms": "delay"}.get(dim, dim) if dim else "all runs"
-            title = f"{scenario}: mean completion time by {what}"
-            if facets:
-                title += f" ({_label(facets, combo)})"
-            fig = tiles_figure(title, tiles, xlabel=what, ylabel="completion time (s)", colors=colors)
-            out.append(figure_html(fig, caption=title))
-            mine_c = [(k, x, y) for k, x, y in curves if k[:nf] == combo]
-            mine_c.sort(key=lambda c: [_key(v) for v in c[0][nf:]])
-            rest = by[nf:]
-            labels = [" · ".join(value_label(c, v) if c != "rdbms" else fmt(v)
-                                 for c, v in zip(rest, k[nf:], strict=True)) or "all" for k, _, _ in mine_c]
-            styles = _styles([k[nf:] for k, _, _ in mine_c], has_rdbms)
-            ctitle = f"{scenario}: CDF of completion time by {what}"
-            if facets:
-                ctitle += f" ({_label(facets, combo)})"
-            cfig = cdf_figure(ctitle, [(lab, x, y) for lab, (_, x, y) in zip(labels, mine_c, strict=True)],
-                              styles=styles)
-            out.append(figure_html(cfig, caption=ctitle))
+            plans.append(_Plan(dim, by, nf, combo, rows, means, lam, sig,
+                               [c for c in curves if c[0][:nf] == combo]))
+    covered: set[frozenset[tuple[str, Any]]] = set()
+    for p in plans:
+        if p.values > 1:
+            covered |= p.points()
+    return [p for p in plans if p.values > 1 or not p.points() <= covered]
+
+
+def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str]:
+    """Stacked-bar tiles and CDFs of one scenario, per shown dimension and facet."""
+    has_rdbms = "rdbms" in d.df.columns
+    out: list[str] = []
+    for p in _plans(d, scenario):
+        dim, by, nf, combo = p.dim, p.by, p.nf, p.combo
+        facets = by[:nf]
+        tiles = []
+        rdbmss = sorted({k[nf] for k in p.rows}, key=_key) if has_rdbms else [None]
+        for r in rdbmss:
+            mine = sorted([k for k in p.rows if not has_rdbms or _same(k[nf], r)],
+                          key=lambda k: _key(k[-1]) if dim else 0)
+            if by:  # groups where every iteration failed get an empty bar (and their λ)
+                m = p.means.reindex([k if len(k) > 1 else k[0] for k in mine]).fillna(0.0)
+            else:
+                m = p.means.copy()
+            m.index = pd.Index([fmt(k[-1]) if dim else "all" for k in mine] if by else ["all"])
+            notes = [_note(p.lam, p.sig, k, by) for k in mine] if by else [_note(p.lam, p.sig, (), by)]
+            tiles.append(Tile(fmt(r) if has_rdbms else "all runs", m, notes))
+        what = {"delay_ms": "delay"}.get(dim, dim) if dim else "all runs"
+        suffix = f" ({_label(facets, combo)})" if facets else ""
+        title = f"{scenario}: mean completion time by {what}{suffix}"
+        fig = tiles_figure(title, tiles, xlabel=what, ylabel="completion time (s)", colors=colors)
+        out.append(figure_html(fig, caption=title))
+        mine_c = sorted(p.curves, key=lambda c: [_key(v) for v in c[0][nf:]])
+        labels = [" · ".join(value_label(c, v) if c != "rdbms" else fmt(v)
+                             for c, v in zip(by[nf:], k[nf:], strict=True)) or "all" for k, _, _ in mine_c]
+        styles = _styles([k[nf:] for k, _, _ in mine_c], has_rdbms)
+        ctitle = f"{scenario}: CDF of completion time by {what}{suffix}"
+        cfig = cdf_figure(ctitle, [(lab, x, y) for lab, (_, x, y) in zip(labels, mine_c, strict=True)],
+                          styles=styles)
+        out.append(figure_html(cfig, caption=ctitle))
     return out
 
 
