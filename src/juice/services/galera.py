@@ -196,6 +196,8 @@ class Galera(Service):
         try:
             wait_for(lambda: socket_ok(sock), 60, "galera template node", log,
                      fail=lambda: f"exited ({child.returncode})" if child.poll() is not None else None)
+            # The socket answers before the provider is primary (slow under load): wait for it.
+            wait_for(lambda: _wsrep_ready(sock), 60, "galera template node: wsrep_ready", log)
             # A replicated write, so the position is past the bootstrap (seqno >= 1).
             socket_query(sock, "CREATE TABLE IF NOT EXISTS juice.juice_seed (id INT PRIMARY KEY)")
         finally:
@@ -277,6 +279,14 @@ def _synced(node: MariaDBServer) -> bool:
     except Exception:
         return False
     return rows.get("wsrep_ready") == "ON" and rows.get("wsrep_local_state_comment") == "Synced"
+
+
+def _wsrep_ready(sock: Path) -> bool:
+    try:
+        rows = socket_query(sock, "SHOW GLOBAL STATUS LIKE 'wsrep_ready'")
+    except Exception:
+        return False
+    return bool(rows) and str(rows[0][1]) == "ON"
 
 
 def proc_cp(src: Path, dst: Path) -> None:

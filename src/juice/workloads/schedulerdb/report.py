@@ -190,8 +190,8 @@ def _fig_extrapolated(confs: list[dict[str, Any]], thr: float) -> Any:
         ax.plot(xs / 1000, q["fit"].predict(xs), "-", color=color, lw=1.2, label=_label(c))
         if q["crossing_n"]:
             ax.plot([q["crossing_n"] / 1000], [thr], "o", color="red", ms=6)
-            ax.annotate(_n_fmt(q["crossing_n"]), (q["crossing_n"] / 1000, thr), fontsize=7,
-                        xytext=(3, -12), textcoords="offset points")
+            ax.annotate(_n_fmt(q["crossing_n"]), (q["crossing_n"] / 1000, thr), fontsize=7, color=color,
+                        xytext=(4, -12 - 9 * i), textcoords="offset points")
     ax.axhline(thr, color="red", lw=0.8, ls="--")
     ax.set_ylim(0, thr * 1.4)
     ax.set_xlabel("compute nodes N (thousands)")
@@ -316,4 +316,22 @@ def section(paths: list[Path]) -> str | None:
     return "\n".join(parts)
 
 
-__all__ = ["Fit", "fits", "load", "section", "summary"]
+
+def summary_lines(summ: dict[str, Any]) -> list[str]:
+    """``summary(...)`` as lines for a terminal: one per configuration, then shortfalls."""
+    thr = summ["threshold_s"]
+    out = [f"{summ['runs']} runs; crossing of {thr:g} s per configuration (linear | quadratic fit):"]
+    for c in summ["configurations"]:
+        def part(f: dict[str, Any] | None) -> str:
+            if f is None:
+                return "–"
+            n = f["crossing_n"]
+            return f"{_n_fmt(n)} (R² {f['r2']:.3f})"
+        out.append(f"  {_label(c):<55} t({c['max_n'] // 1000}K) = {c['t_at_max_s']:.3f} s   "
+                   f"{part(c['linear'])} | {part(c['quadratic'])}")
+    for s in summ["update_shortfalls"]:
+        out.append(f"  update rate short: {s['run']}: {s['achieved_rate']}/{s['target_rate']} per s")
+    return out
+
+
+__all__ = ["Fit", "fits", "load", "section", "summary", "summary_lines"]

@@ -44,8 +44,8 @@ Progress = Callable[[str], None]
 INDEX = "index.json"
 WORKLOAD = "scheduler-db"
 # Rough cost model for ``plan`` (seconds per 1000 nodes per read, one scheduler, 2 cores).
-COST_PER_KNODE = {"historical-2013.1": 0.25, "historical-2013.2": 0.15, "modern": 0.01,
-                  "modern-all": 0.12, "kv": 0.02}
+COST_PER_KNODE = {"historical-2013.1": 0.8, "historical-2013.2": 0.4, "modern": 0.02,
+                  "modern-all": 0.2, "kv": 0.06}
 
 
 def point_key(spec: SchedulerDbSpec, p: dict[str, Any]) -> str:
