@@ -110,3 +110,30 @@ def test_small_study_complete_resumable_never_half_written(tmp_path: Path, lab_n
             assert float(f.predict([n])[0]) == pytest.approx(60.0, rel=1e-3)
     html = report.section([root])
     assert html is not None and "Figure 1" in html and "Figure 5" in html and "crossing" in html
+
+
+def test_postgres_hand_join_and_modern_schema(tmp_path: Path, lab_name: str) -> None:
+    """PostgreSQL: the 2013.2 three-SELECT read, and nova's real schema (nova-manage db sync in
+    the OpenStack venv) read the modern way, placement candidates capped."""
+    from juice.workloads.schedulerdb import modern
+
+    if not modern.nova_manage().exists():
+        pytest.skip(f"{modern.nova_manage()} missing: run scripts/setup.sh")
+    data = {"workload": "scheduler-db", "name": "pg", "backends": ["postgres"],
+            "tracks": ["historical-2013.2", "modern"], "nodes": [200, 500], "schedulers": [1],
+            "updates": [False, True], "repetitions": 1, "warmup_s": 0.2, "update_workers": 2,
+            "candidates": 300, "lab": {"sites": 1, "delay_ms": 0}}
+    s = spec.parse(data, "pg.yaml")
+    root = study.run(s, tmp_path / "pg.yaml", tmp_path / "results", lambda _: None, lab_name=lab_name)
+    reads, upd, mans = report.load([root])
+    assert len(mans) == len(s.points()) == 8
+    assert reads["ok"].all(), reads["error"].tolist()
+    for r in reads.to_dict("records"):
+        n = r["nodes"]
+        if r["track"] == "historical-2013.2":  # nodes + services + 10 stats per node
+            assert r["rows_returned"] == n + n + 10 * n and r["objects"] == n
+        else:  # every service + the candidates' nodes (at most `candidates`)
+            assert r["objects"] == min(n, 300) and r["rows_returned"] == n + min(n, 300)
+    man = next(m for m in mans if m["params"]["track"] == "modern")
+    assert man["layout"]["schema"]["nova_version"].startswith("34.")
+    assert (upd[upd["updates"]]["count"] > 0).all()

@@ -260,7 +260,10 @@ def section(paths: list[Path]) -> str | None:
         f"{host.get('cpus', '?')} CPUs, {host.get('mem_gib', '?')} GiB; 1-min load average before "
         f"the runs {min(loads):.1f}–{max(loads):.1f} (other work on the host inflates the times). "
         f"Each point: every scheduler process issues the read at the same moment; the read time "
-        f"includes fetching and hydrating the objects in Python. Versions: "
+        f"includes fetching and hydrating the objects in Python. With more schedulers than CPUs the "
+        f"scheduler processes share the cores with each other, the database and the updaters: that "
+        f"contention is part of the result. The client libraries decode rows differently (PyMySQL is "
+        f"pure Python, psycopg has a C core), which weighs on the SQL reads of many rows. Versions: "
         f"{escape(', '.join(f'{k} {v}' for k, v in mans[0].get('versions', {}).items()))}.</p>",
     ]
     static = [c for c in hist if not c["updates"] and c["schedulers"] == 1]
@@ -279,6 +282,12 @@ def section(paths: list[Path]) -> str | None:
                                  "Figure 4 — schedulers and load"))
     kv = [c for c in confs if c["track"] == "kv"]
     if kv:
+        parts.append("<p>The cache design: every node writes its state (what the scheduler's HostState "
+                     "needs, ~0.8 kB of JSON) under its own key once a minute; a scheduler reads an index "
+                     "key, then every node key with multi-gets of 1000 keys, and decodes each value. "
+                     + " ".join(f"{escape(c['backend'])} with {c['schedulers']} scheduler(s)"
+                                f"{' under updates' if c['updates'] else ''}: {c['max_n'] / 1000:g}K nodes "
+                                f"in {c['t_at_max_s']:.3f} s (median)." for c in kv) + "</p>")
         parts.append(figure_html(_fig_points(reads, kv, "The cache alternative: node state in "
                                              "memcached/redis, get_multi of every node", 1),
                                  "Figure 5 — cache alternative"))
