@@ -65,6 +65,9 @@ def test_memcached_per_site_real(lab_name: str) -> None:
             st = mc.stats(2)
             assert int(st["curr_items"]) == 1 and int(st["get_hits"]) == 1
             assert int(mc.stats(1)["curr_items"]) == 0
+            # A second server on the same address fails loudly (the first one's answers do not count).
+            with pytest.raises(ServiceError, match="memcached in site 2"):
+                Memcached(lab, sites=[2], memory_mb=16).up(timeout=10)
             pids = [r.pid for r in mc.records()]
             assert len(pids) == 2 and all(proc.alive(p) for p in pids)
             assert all(Path(f"/proc/{p}/comm").read_text().strip() == "memcached" for p in pids)

@@ -429,6 +429,10 @@ class Keystone(Service):
                 reap(child)
                 raise ServiceError(f"keystone-manage {what}: no answer after {timeout:.0f} s "
                                    f"(log: {log_tail(log)})") from None
+            except BaseException:  # Ctrl-C: do not leave it running
+                proc.terminate([child.pid], grace_s=5)
+                reap(child)
+                raise
         if rc != 0:
             raise ServiceError(f"keystone-manage {what} failed with code {rc} (log: {log_tail(log)})")
         self.timings[f"{what}_s"] = time.monotonic() - t0
@@ -518,7 +522,8 @@ class Keystone(Service):
         regions = {r["id"] for r in api("GET", "/regions")["regions"]}
         eps = api("GET", f"/endpoints?service_id={sid}")["endpoints"]
         have = {(e["region_id"], e["interface"]) for e in eps}
-        for s in self.ks_sites:
+
+        def add(s: int) -> None:
             reg = self.region(s)
             if reg not in regions:
                 api("POST", "/regions", {"region": {"id": reg}}, ok=(201,))
@@ -527,6 +532,10 @@ class Keystone(Service):
                     api("POST", "/endpoints", {"endpoint": {"service_id": sid, "interface": iface,
                                                             "region_id": reg, "url": self.auth_url(s)}},
                         ok=(201,))
+
+        with ThreadPoolExecutor(max_workers=min(4, len(self.ks_sites))) as ex:  # regions are independent
+            for f in [ex.submit(add, s) for s in self.ks_sites]:
+                f.result()
         self.progress(f"keystone: catalog has {len(self.ks_sites)} region(s)")
 
     def up(self, timeout: float = 300.0) -> Keystone:

@@ -154,8 +154,11 @@ class Memcached(Service):
         return None
 
     def ping(self, site: int) -> bool:
+        """True when OUR server in ``site`` answers (its ``stats`` pid is the one we started:
+        another memcached already on the port does not count)."""
+        mine = self.pids.get(site)
         try:
-            return "pid" in self.stats(site)
+            return mine is not None and self.stats(site).get("pid") == str(mine[0])
         except (OSError, ServiceError):
             return False
 
