@@ -134,3 +134,24 @@ def test_cdfs_per_group(two_runs: tuple[pd.DataFrame, FakeRun, FakeRun]) -> None
     assert set(curves) == {("galera",), ("mariadb",)}
     x, y = curves[("mariadb",)]
     assert len(x) == len(b.totals) and np.isclose(x[-1], max(b.totals))
+
+
+def test_grouped_stats_matches_numpy_with_null_keys_and_values() -> None:
+    from juice.analysis.stats import grouped_stats
+
+    rng = np.random.default_rng(5)
+    vals = rng.lognormal(-3, 1, 3000)
+    vals[::17] = np.nan  # failed: left out of the stats
+    raw = rng.choice(np.array(["a", "b", None], dtype=object), 3000)
+    raw[:5] = "only-nan"
+    key = pd.Series(raw, dtype="category")
+    vals[:5] = np.nan
+    got = grouped_stats(pd.Series(vals), [key.rename("k")], {"p50": 0.5, "p99": 0.99})
+    for k in ("a", "b", None):
+        sel = (key.isna() if k is None else key == k).to_numpy()
+        v = vals[sel & ~np.isnan(vals)]
+        row = got.loc[np.nan if k is None else k]
+        assert row["count"] == len(v)
+        assert np.isclose(row["std"], v.std(ddof=1)) and np.isclose(row["mean"], v.mean())
+        assert np.isclose(row["p99"], np.percentile(v, 99)) and np.isclose(row["min"], v.min())
+    assert got.loc["only-nan", "count"] == 0 and np.isnan(got.loc["only-nan", "p50"])

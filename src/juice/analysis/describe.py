@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from juice.analysis.stats import iteration_key, iteration_totals, operation_order
+from juice.analysis.stats import grouped_stats, iteration_key, iteration_totals, operation_order
 
 QUANTILES: dict[str, float] = {"p25": 0.25, "p50": 0.5, "p75": 0.75, "p95": 0.95, "p99": 0.99}
 STAT_COLUMNS: tuple[str, ...] = ("count", "mean", "std", "min", *QUANTILES, "max", "failures")
@@ -28,14 +28,7 @@ TOTAL = "Total"
 
 
 def _stats(values: pd.Series[float], keys: list[pd.Series[Any]]) -> pd.DataFrame:
-    if not keys:
-        keys = [pd.Series(0, index=values.index, name="_all")]
-    g = values.groupby(keys, observed=True, dropna=False, sort=True)
-    out = g.agg(["count", "mean", "std", "min", "max"])
-    q = g.quantile(list(QUANTILES.values())).unstack()  # type: ignore[arg-type]  # stubs: list ok
-    for name, p in QUANTILES.items():
-        out[name] = q[p] if p in q.columns else np.nan
-    return out
+    return grouped_stats(values, keys, QUANTILES)
 
 
 def describe(df: pd.DataFrame, by: Sequence[str] = (), depth: int | None = 0,
@@ -45,9 +38,10 @@ def describe(df: pd.DataFrame, by: Sequence[str] = (), depth: int | None = 0,
 
     ``depth=0`` (default) describes top-level actions only; ``None`` every depth."""
     by = list(by)
-    rows = df[df["operation"].notna()]
+    mask = df["operation"].notna().to_numpy()
     if depth is not None:
-        rows = rows[rows["depth"] == depth]
+        mask &= df["depth"].to_numpy() == depth
+    rows = df.loc[mask, [*by, "operation", "duration_s", "iteration_failed", "action_failed"]]
     ok = rows[~rows["iteration_failed"] & ~rows["action_failed"]]
     keys = [*by, "operation"]
     stats = _stats(ok["duration_s"], [ok[c] for c in keys])
@@ -104,4 +98,4 @@ def filter_percentile(df: pd.DataFrame, q: float = 0.95, by: Sequence[str] = ("r
     drop = percentile_drop_keys(iteration_totals(df), q, by)
     if len(drop) == 0:
         return df
-    return df[~np.isin(iteration_key(df), drop)]
+    return df.loc[~np.isin(iteration_key(df), drop)]

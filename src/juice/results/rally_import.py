@@ -150,4 +150,4 @@ def tables(path: Path, params: Mapping[str, Any]) -> list[Any]:
 
 def load(path: Path, params: Mapping[str, Any] | None = None) -> Any:
     """The tidy DataFrame of one Rally file (see ``juice.results.tidy.load`` for many)."""
-    return tidy.to_frame(tidy.unify_tables(tables(path, params or {})))
+    return tidy.assemble([tidy.split_params(t) for t in tables(path, params or {})])

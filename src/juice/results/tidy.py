@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -155,12 +156,16 @@ _TYPES: dict[str, Any] = {
 }
 
 
+def _param_names(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters as columns: a parameter named like a measure becomes ``param.<name>``."""
+    return {(f"param.{k}" if k in MEASURES else k): v for k, v in params.items()}
+
+
 def _to_arrow(cols: _Columns, params: Mapping[str, Any]) -> Any:
     n = len(cols)
     arrays: dict[str, Any] = {}
+    params = _param_names(params)
     for name, value in params.items():
-        if name in MEASURES:
-            name = f"param.{name}"
         arr = pa.array([value] * n) if n else pa.array([], type=pa.null())
         if pa.types.is_string(arr.type):
             arr = arr.dictionary_encode()
@@ -171,7 +176,9 @@ def _to_arrow(cols: _Columns, params: Mapping[str, Any]) -> Any:
         else:
             arrays[m] = pa.array(cols.cols[m], type=_TYPES.get(m, pa.float64()))
     table = pa.table(arrays)
-    return table.replace_schema_metadata({"juice_tidy_version": TIDY_VERSION})
+    # the parameters again, once, so readers can skip the constant columns (see load)
+    return table.replace_schema_metadata({"juice_tidy_version": TIDY_VERSION,
+                                          "juice_params": json.dumps(params, default=str)})
 
 
 # ------------------------------------------------------------------------ run directories
@@ -264,12 +271,41 @@ def run_table(run_dir: Path) -> Any:
     when the directory is writable)."""
     if _cache_fresh(run_dir):
         return pq.read_table(run_dir / TABLE_NAME)
+    return _build_cached(run_dir)
+
+
+def _build_cached(run_dir: Path) -> Any:
     table = _table_of(run_dir)
     try:
         write_parquet_atomic(table, run_dir / TABLE_NAME)
     except OSError:
         pass  # read-only results (an archive): analyse in memory
     return table
+
+
+def split_params(table: Any) -> tuple[Any, dict[str, Any]]:
+    """``(measure columns only, parameters)`` of a tidy table (parameters from its metadata,
+    else from the first row of its parameter columns)."""
+    meta = table.schema.metadata or {}
+    if b"juice_params" in meta:
+        params = json.loads(meta[b"juice_params"])
+    else:
+        params = {c: (table.column(c)[0].as_py() if table.num_rows else None)
+                  for c in table.column_names if c not in MEASURES}
+    return table.select(list(MEASURES)).replace_schema_metadata(None), params
+
+
+def _measures(run_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """Measure columns and parameters of one run; the constant parameter columns of a cached
+    parquet are not even read (they are in its metadata)."""
+    if _cache_fresh(run_dir):
+        path = run_dir / TABLE_NAME
+        meta = pq.read_schema(path).metadata or {}
+        if b"juice_params" in meta:
+            return (pq.read_table(path, columns=list(MEASURES)).replace_schema_metadata(None),
+                    json.loads(meta[b"juice_params"]))
+        return split_params(pq.read_table(path))
+    return split_params(_build_cached(run_dir))
 
 
 # ------------------------------------------------------------------------------ discovery
@@ -348,42 +384,63 @@ def discover(paths: Sequence[Path]) -> Discovery:
 # ---------------------------------------------------------------------------------- load
 
 
-def unify_tables(tables: list[Any]) -> Any:
-    """Concatenate tables whose parameter columns differ (missing -> NULL, types promoted)."""
-    if len(tables) == 1:
-        return tables[0]
-    schema = pa.unify_schemas([t.schema for t in tables], promote_options="permissive")
-    out = []
-    for t in tables:
-        cols = []
-        for f in schema:
-            if f.name in t.column_names:
-                col = t.column(f.name)
-                if col.type != f.type:
-                    col = _cast(col, f.type)
-            else:
-                col = pa.nulls(t.num_rows, type=f.type)
-            cols.append(col)
-        out.append(pa.Table.from_arrays(cols, schema=schema))
-    return pa.concat_tables(out)
-
-
-def _cast(col: Any, to: Any) -> Any:
-    try:
-        return col.cast(to)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        return col.cast(pa.string()).cast(to)
-
-
 def to_frame(table: Any) -> pd.DataFrame:
     """A tidy ``pyarrow.Table`` as pandas: dictionary strings become categoricals."""
-    df: pd.DataFrame = table.to_pandas(self_destruct=True, split_blocks=True)
+    df: pd.DataFrame = table.to_pandas(split_blocks=True)
     for c in df.columns:
         if df[c].dtype == object and c not in ("error_message",):
             df[c] = df[c].astype("category")
     return df
+
+
+def _parallel(fn: Any, items: list[Path]) -> Iterable[Any]:
+    """``map(fn, items)`` on a few threads (parquet decoding releases the GIL), in order."""
+    if len(items) < 4:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return list(pool.map(fn, items))
+
+
+def _param_column(values: list[Any], lengths: np.ndarray[Any, Any]) -> Any:
+    """One run-constant column: categorical for text, numeric when every value is a number
+    (float when some are NULL), object otherwise."""
+    present = [v for v in values if v is not None]
+    n = int(lengths.sum())
+    if not present:
+        return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8),  # type: ignore[arg-type]
+                                         categories=pd.Index([], dtype=object))
+    if all(isinstance(v, bool) for v in present):
+        if len(present) == len(values):
+            return np.repeat(np.array(values, dtype=bool), lengths)
+        return pd.array(np.repeat(np.array(values, dtype=object), lengths),  # type: ignore[arg-type]
+                        dtype="boolean")
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+        if len(present) == len(values) and all(isinstance(v, int) for v in present):
+            return np.repeat(np.array(values, dtype=np.int64), lengths)
+        return np.repeat(np.array([np.nan if v is None else v for v in values], dtype=np.float64), lengths)
+    if all(isinstance(v, str) for v in present):
+        cats = list(dict.fromkeys(present))
+        codes = np.array([-1 if v is None else cats.index(v) for v in values], dtype=np.int32)
+        return pd.Categorical.from_codes(np.repeat(codes, lengths),  # type: ignore[arg-type]
+                                         categories=pd.Index(cats))
+    text = [None if v is None else str(v) for v in values]
+    return _param_column(text, lengths)
+
+
+def assemble(parts: Sequence[tuple[Any, Mapping[str, Any]]]) -> pd.DataFrame:
+    """One DataFrame from ``(measure table, params)`` per run: parameter columns first (run
+    constants, rebuilt without reading them row by row), then the measures."""
+    tables = [t for t, _ in parts]
+    measures = to_frame(pa.concat_tables(tables, promote_options="permissive"))
+    lengths = np.array([t.num_rows for t in tables], dtype=np.int64)
+    names: list[str] = []
+    for _, p in parts:
+        names.extend(k for k in p if k not in names)
+    cols: dict[str, Any] = {k: _param_column([p.get(k) for _, p in parts], lengths) for k in names}
+    cols.update({c: measures[c] for c in measures.columns})
+    return pd.DataFrame(cols, copy=False)
 
 
 def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None) -> pd.DataFrame:
@@ -401,13 +458,12 @@ def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None) -> pd.D
         extra = f" ({len(found.failed)} failed runs skipped)" if found.failed else ""
         raise UserError(f"{where}: no complete run found{extra}: give a results directory "
                         "such as results/quickstart, a run directory or a Rally JSON file")
-    tables = [run_table(r) for r in found.runs]
+    parts = list(_parallel(_measures, found.runs))
     for f in found.rally_files:
-        tables.extend(rally_import.tables(f, params or {}))
-    table = unify_tables(tables) if tables else None
-    if table is None or table.num_rows == 0:
+        parts.extend(split_params(t) for t in rally_import.tables(f, params or {}))
+    if not parts or sum(t.num_rows for t, _ in parts) == 0:
         raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration")
-    df = to_frame(table)
+    df = assemble(parts)
     df.attrs.update(runs=len(found.runs) + len(found.rally_files), failed_runs=len(found.failed),
                     partial_runs=len(found.partial))
     return df
