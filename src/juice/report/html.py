@@ -148,7 +148,8 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
     it = iteration_totals(df)
     if filter_q:
         drop = percentile_drop_keys(it, filter_q, ("run",))
-        df_f = df[~np.isin(iteration_key(df), drop)] if len(drop) else df
+        keep = ~np.isin(iteration_key(df), drop)
+        df_f = df.loc[keep, keystone.needed(df)] if len(drop) else df
         it_f = it[~np.isin(it["key"].to_numpy(), drop)] if len(drop) else it
     else:
         df_f, it_f = df, it

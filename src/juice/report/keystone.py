@@ -62,6 +62,21 @@ def _tuples(index: pd.Index[Any]) -> list[tuple[Any, ...]]:
     return [k if isinstance(k, tuple) else (k,) for k in index]
 
 
+def needed(df: pd.DataFrame) -> list[str]:
+    """The columns the figures group and sum on (narrow copies are much cheaper at 1M rows)."""
+    params = [c for c in ("scenario", "rdbms", *DIMS) if c in df.columns]
+    params += [c for c in varying(df) if c not in params]
+    return [*params, "run", "site", "iteration", "operation", "depth", "duration_s", "iteration_failed"]
+
+
+def _rows(df: pd.DataFrame, scenario: Any, cols: list[str]) -> pd.DataFrame:
+    """The rows of one scenario, only ``cols`` (those present)."""
+    cols = [c for c in dict.fromkeys(cols) if c in df.columns]
+    if "scenario" not in df.columns:
+        return df[cols]
+    return df.loc[(df["scenario"] == scenario).to_numpy(), cols]
+
+
 def dims_to_show(df: pd.DataFrame) -> list[str]:
     """The x dimensions with more than one value; ``sites`` (or the first present) otherwise."""
     present = [d for d in DIMS if d in df.columns]
@@ -114,7 +129,7 @@ def _plans(d: Data, scenario: Any) -> list[_Plan]:
     out when its bars all appear in a figure about another dimension (a seed-like matrix,
     sites at 0 ms and delays at 9 sites, gives exactly the seed's two figures)."""
     has = "scenario" in d.df_f.columns
-    sub = d.df_f[d.df_f["scenario"] == scenario] if has else d.df_f
+    sub = _rows(d.df_f, scenario, needed(d.df))
     it_all = d.it[d.it["scenario"] == scenario] if has else d.it
     it_f = d.it_f[d.it_f["scenario"] == scenario] if has else d.it_f
     has_rdbms = "rdbms" in d.df.columns
@@ -124,8 +139,10 @@ def _plans(d: Data, scenario: Any) -> list[_Plan]:
         facets = facets_for(d.df, dim)
         by = [*facets, *(["rdbms"] if has_rdbms else []), *([dim] if dim else [])]
         means = stacked_means(sub, by)
-        lam = group_summary(it_all, by).set_index(by) if by else group_summary(it_all, by)
-        sig = group_summary(it_f, by).set_index(by) if by else group_summary(it_f, by)
+        lam = group_summary(it_all, by, percentiles=False)
+        sig = group_summary(it_f, by, percentiles=False)
+        if by:
+            lam, sig = lam.set_index(by), sig.set_index(by)
         curves = cdfs(it_f, by)
         nf = len(facets)
         keys_all = _tuples(lam.index) if by else [()]
@@ -249,7 +266,8 @@ def rwratio_table(d: Data) -> str | None:
 
 def describe_tables(d: Data, scenario: Any) -> str:
     """The describe table of one scenario, by rdbms, shown dimensions and facets."""
-    sub = d.df[d.df["scenario"] == scenario] if "scenario" in d.df.columns else d.df
+    sub = _rows(d.df, scenario, [*needed(d.df), "action_failed", "iteration_duration_s", "latency_s",
+                                 "dispatch_lag_s"])
     dims = dims_to_show(d.df)
     by = [*(["rdbms"] if "rdbms" in d.df.columns else []), *dims,
           *[f for f in facets_for(d.df, None) if f not in dims]]
