@@ -3,7 +3,8 @@ inserts nodes ``have+1 .. want`` (the study grows 1K→19K by deltas, never rebu
 
 Families: ``historical`` (2013 tables: a service, a node and ``k`` stats rows per node),
 ``modern`` (nova's real tables: a service and a node with stats as JSON), ``kv`` (one cache
-entry per node holding its whole state, plus an index entry listing the node ids).
+entry per node holding its state packed as a JSON array, plus an index entry with the node
+id range and the field order).
 SQL goes through COPY (PostgreSQL) or multi-row INSERTs (MySQL/Galera); caches through
 ``set_many`` / ``MSET``, by chunks.
 """
@@ -25,6 +26,10 @@ def kv_key(i: int) -> str:
     return f"cn:{i}"
 
 
+def kv_encode(value: list[Any]) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
 def grow(family: str, conn: Any, dialect: str, seed: int, k: int, have: int, want: int) -> int:
     """Insert nodes ``have+1..want``; returns rows/entries written."""
     written = 0
@@ -42,7 +47,7 @@ def grow(family: str, conn: Any, dialect: str, seed: int, k: int, have: int, wan
                         [modern.node_row(seed, i, k) for i in ids])
             written += 2 * len(ids)
         elif family == "kv":
-            values = {kv_key(i): json.dumps(s13.kv_value(seed, i, k)) for i in ids}
+            values = {kv_key(i): kv_encode(s13.kv_value(seed, i, k)) for i in ids}
             if dialect == "memcached":
                 failed = conn.set_many(values, noreply=False)
                 if failed:
@@ -53,7 +58,8 @@ def grow(family: str, conn: Any, dialect: str, seed: int, k: int, have: int, wan
         else:
             raise ValueError(f"family: unknown {family!r}")
     if family == "kv":
-        conn.set(KV_INDEX, json.dumps([1, want]))  # the node id range the scheduler fetches
+        # What the scheduler fetches: the node id range and the packed entries' field order.
+        conn.set(KV_INDEX, json.dumps({"lo": 1, "hi": want, "fields": s13.kv_fields(k)}))
     return written
 
 
@@ -61,7 +67,7 @@ def count(family: str, conn: Any, dialect: str) -> int:
     """How many nodes the store holds now (to resume growing after a restart)."""
     if family == "kv":
         raw = conn.get(KV_INDEX)
-        return int(json.loads(raw)[1]) if raw else 0
+        return int(json.loads(raw)["hi"]) if raw else 0
     cur = conn.cursor()
     try:
         cur.execute("SELECT COUNT(*) FROM compute_nodes")

@@ -15,9 +15,10 @@ Python) — the read's duration is their sum. All of it is timed in the schedule
   ``ComputeNodeList.get_all_by_uuids`` for the placement candidates (at most
   ``max_placement_results`` = 1000 uuids); stats are a JSON column, parsed per node.
 - ``modern-all``: the same with ``ComputeNodeList.get_all`` (every node).
-- ``kv``: the cache design: one entry per node (its whole state as JSON) plus an index
-  entry; the scheduler reads the index then ``get_many``/``MGET`` all node keys by chunks
-  of ``KV_BATCH`` and decodes each value.
+- ``kv``: the cache design: one entry per node (its HostState fields packed as a JSON
+  array) plus an index entry (id range, field order); the scheduler reads the index, then
+  ``get_many``/``MGET`` of every node key by chunks of ``KV_BATCH``, decodes each value and
+  wraps it in a ``PackedState`` (field access by the published order, no per-node dict).
 """
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ class Obj:
     """A hydrated entity (what the ORM's mapped instance carries: its column attributes)."""
 
     __slots__ = ("__dict__",)
+
+
+class PackedState:
+    """A node's state from the cache: its decoded values plus the shared field positions
+    (``state["free_ram_mb"]``); built per node without copying into a dict."""
+
+    __slots__ = ("pos", "values")
+
+    def __init__(self, pos: dict[str, int], values: list[Any]) -> None:
+        self.pos, self.values = pos, values
+
+    def __getitem__(self, field: str) -> Any:
+        return self.values[self.pos[field]]
 
 
 def _fetch(conn: Any, sql: str, params: Any = None) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -187,8 +201,9 @@ def read_modern(conn: Any, dialect: str, nodes: int, limit: int | None, seed: in
 def read_kv(client: Any, driver: str) -> ReadResult:
     t0 = time.perf_counter()
     raw = client.get(KV_INDEX)
-    lo, hi = json.loads(raw) if raw else (1, 0)
-    keys = [kv_key(i) for i in range(lo, hi + 1)]
+    index = json.loads(raw) if raw else {"lo": 1, "hi": 0, "fields": []}
+    fields = index["fields"]
+    keys = [kv_key(i) for i in range(index["lo"], index["hi"] + 1)]
     values: list[bytes] = []
     for start in range(0, len(keys), KV_BATCH):
         chunk = keys[start:start + KV_BATCH]
@@ -198,7 +213,8 @@ def read_kv(client: Any, driver: str) -> ReadResult:
         else:
             values.extend(v for v in client.mget(chunk) if v is not None)
     t1 = time.perf_counter()
-    states = [json.loads(v) for v in values]
+    pos = {f: i for i, f in enumerate(fields)}
+    states = [PackedState(pos, json.loads(v)) for v in values]
     t2 = time.perf_counter()
     return ReadResult(len(values), len(states), t1 - t0, t2 - t1)
 

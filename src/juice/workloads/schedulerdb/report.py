@@ -283,7 +283,8 @@ def section(paths: list[Path]) -> str | None:
     kv = [c for c in confs if c["track"] == "kv"]
     if kv:
         parts.append("<p>The cache design: every node writes its state (what the scheduler's HostState "
-                     "needs, ~0.8 kB of JSON) under its own key once a minute; a scheduler reads an index "
+                     "needs, packed as a JSON array of ~220 bytes) under its own key once a minute; a "
+                     "scheduler reads an index "
                      "key, then every node key with multi-gets of 1000 keys, and decodes each value. "
                      + " ".join(f"{escape(c['backend'])} with {c['schedulers']} scheduler(s)"
                                 f"{' under updates' if c['updates'] else ''}: {c['max_n'] / 1000:g}K nodes "

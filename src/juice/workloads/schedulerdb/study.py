@@ -44,6 +44,8 @@ Progress = Callable[[str], None]
 INDEX = "index.json"
 WORKLOAD = "scheduler-db"
 # Rough cost model for ``plan`` (seconds per 1000 nodes per read, one scheduler, 2 cores).
+# Bumped when a layout's data or read changes, so stored points of the old one are not reused.
+LAYOUT_VERSION = {"historical": 1, "modern": 1, "kv": 2}
 COST_PER_KNODE = {"historical-2013.1": 0.8, "historical-2013.2": 0.4, "modern": 0.02,
                   "modern-all": 0.2, "kv": 0.06}
 
@@ -52,7 +54,7 @@ def point_key(spec: SchedulerDbSpec, p: dict[str, Any]) -> str:
     """Stable identity of a point: its params plus the spec fields that change its meaning."""
     ident = {**p, "stats_per_node": spec.stats_per_node, "repetitions": reps_for(spec, p),
              "seed": spec.seed, "lab": spec.lab.model_dump(), "candidates": spec.candidates,
-             "warmup_s": spec.warmup_s}
+             "warmup_s": spec.warmup_s, "layout": LAYOUT_VERSION[family(str(p["track"]))]}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -14,7 +14,6 @@ Update semantics per layout:
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from typing import Any
 
 from juice.workloads.schedulerdb import modern
 from juice.workloads.schedulerdb import schema_2013 as s13
-from juice.workloads.schedulerdb.populate import kv_key
+from juice.workloads.schedulerdb.populate import kv_encode, kv_key
 
 USAGE_COLS = ("vcpus_used", "memory_mb_used", "local_gb_used", "free_ram_mb", "free_disk_gb",
               "current_workload", "running_vms", "disk_available_least")
@@ -34,7 +33,7 @@ def update_node(conn: Any, driver: str, family: str, seed: int, i: int, k: int, 
     sets = ", ".join(f"{c} = %s" for c in USAGE_COLS)
     vals = [u[c] for c in USAGE_COLS]
     if family == "kv":
-        conn.set(kv_key(i), json.dumps(s13.kv_value(seed, i, k, version)))
+        conn.set(kv_key(i), kv_encode(s13.kv_value(seed, i, k, version)))
         return
     cur = conn.cursor()
     try:
