@@ -74,10 +74,15 @@ def quickstart(
 
 
 def _register() -> None:
-    from juice import cli_db, cli_lab
+    from juice import cli_analyze, cli_db, cli_keystone, cli_lab, cli_run
+
+    app.command(name="run")(cli_run.run)
+    app.command(name="plan")(cli_run.plan)
+    cli_analyze.register(app)
 
     app.add_typer(cli_lab.lab_app, name="lab")
     app.add_typer(cli_db.db_app, name="db")
+    app.add_typer(cli_keystone.keystone_app, name="keystone")
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
