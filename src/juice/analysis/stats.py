@@ -72,10 +72,11 @@ def _group(df: pd.DataFrame, by: Sequence[str]) -> Any:
 
 
 def grouped_stats(values: pd.Series[float], keys: Sequence[pd.Series[Any]],
-                  quantiles: dict[str, float]) -> pd.DataFrame:
+                  quantiles: dict[str, float], extremes: bool = True) -> pd.DataFrame:
     """count, mean, std (ddof 1), min, max and the named quantiles (linear interpolation, as
     numpy and pandas) of ``values`` per group of ``keys``; NaN values are left out but their
-    groups are kept (count 0). One sort for all groups: much faster than groupby.quantile."""
+    groups are kept (count 0). One sort for all groups: much faster than groupby.quantile.
+    Without quantiles and ``extremes`` false, there is no sort at all (min/max are NaN)."""
     keys = list(keys) or [pd.Series(0, index=values.index, name="_all")]
     g = values.groupby(keys, observed=True, dropna=False, sort=True)
     index = g.size().index
@@ -96,8 +97,8 @@ def grouped_stats(values: pd.Series[float], keys: Sequence[pd.Series[Any]],
     nan = np.full(ng, np.nan)
     if len(v) == 0 or not quantiles:  # min/max come with the sort the quantiles need
         if len(v) and not quantiles:
-            out["min"] = _reduce_by(np.minimum, c, v, ng)
-            out["max"] = _reduce_by(np.maximum, c, v, ng)
+            out["min"] = _reduce_by(np.minimum, c, v, ng) if extremes else nan
+            out["max"] = _reduce_by(np.maximum, c, v, ng) if extremes else nan
             return pd.DataFrame(out, index=index)
         out.update({"min": nan, "max": nan, **{k: nan for k in quantiles}})
         return pd.DataFrame(out, index=index)
@@ -135,7 +136,7 @@ def group_summary(totals: pd.DataFrame, by: Sequence[str], percentiles: bool = T
         by = ["_all"]
     g = _group(base, by)
     names = {f"p{round(p * 100)}": p for p in PERCENTILES} if percentiles else {}
-    st = grouped_stats(base["ok_total"], [base[c] for c in by], names)
+    st = grouped_stats(base["ok_total"], [base[c] for c in by], names, extremes=False)
     out = pd.DataFrame({"iterations": g["failed"].size(), "failures": g["failed"].sum()})
     out["failures"] = out["failures"].astype(np.int64)
     out["mean"] = st["mean"].to_numpy()
