@@ -163,9 +163,10 @@ class KeystoneClient:
         out: dict[str, Any] = data[key]
         return out
 
-    async def _list(self, token: str, coll: str, query: str = "") -> list[dict[str, Any]]:
+    async def _list(self, token: str, coll: str, query: str = "",
+                    key: str | None = None) -> list[dict[str, Any]]:
         _, data, _ = await self.call("GET", f"/{coll}{query}", token)
-        out: list[dict[str, Any]] = data[coll]
+        out: list[dict[str, Any]] = data[key or coll]
         return out
 
     async def _delete(self, token: str, coll: str, rid: str) -> None:
@@ -238,7 +239,7 @@ class KeystoneClient:
 
     async def list_user_project_roles(self, token: str, project_id: str,
                                       user_id: str) -> list[dict[str, Any]]:
-        return await self._list(token, f"projects/{project_id}/users/{user_id}/roles")
+        return await self._list(token, f"projects/{project_id}/users/{user_id}/roles", key="roles")
 
     async def list_role_assignments(self, token: str, user_id: str | None = None,
                                     project_id: str | None = None) -> list[dict[str, Any]]:
