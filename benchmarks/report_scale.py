@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -155,13 +157,19 @@ def main() -> None:
         code = ("import sys, typer; from juice import cli_analyze; app = typer.Typer(); "
                 "app.command('x', hidden=True)(lambda: None); cli_analyze.register(app); "
                 "app(sys.argv[1:])")
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         s = time.perf_counter()
         cp = subprocess.run([sys.executable, "-c", code, "report", str(root / "results"), "-o", str(out)],
                             capture_output=True, text=True, timeout=600, check=False)
         e2e = time.perf_counter() - s
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
         if cp.returncode != 0:
             raise SystemExit(f"juice report failed: {cp.stderr.strip()}")
-        print(f"juice report end to end: {e2e:.1f} s (target <= 15 s); "
+        with open("/proc/loadavg") as f:
+            load = f.read().split()[0]
+        print(f"juice report end to end: {e2e:.1f} s wall, {cpu:.1f} s CPU (target <= 15 s; "
+              f"load average {load} on {os.cpu_count()} cores); "
               f"{out.stat().st_size / 1e6:.1f} MB HTML, {out.read_text().count('<img')} figures")
         for k, v in phases(root / "results", root / "report2.html").items():
             print(f"  {k}: {v:.2f} s")
