@@ -75,7 +75,7 @@ def tiles_figure(title: str, tiles: Sequence[Tile], xlabel: str, ylabel: str,
     colors = colors or op_colors(ops)
     n = max(len(tiles), 1)
     with matplotlib.rc_context(_RC):
-        fig = _new(min(3.0 * n + 1.0, 16.0), 4.0, bottom=0.95)
+        fig = _new(min(3.0 * n + 1.0, 16.0), 4.2, bottom=0.95, top=0.7)
         axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
         top = max([float(t.means.sum(axis=1).max()) for t in tiles if len(t.means)] + [0.0])
         for ax, t in zip(axes, tiles, strict=False):

@@ -179,7 +179,8 @@ def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str
         what = {"delay_ms": "delay"}.get(dim, dim) if dim else "all runs"
         suffix = f" ({_label(facets, combo)})" if facets else ""
         title = f"{scenario}: mean completion time by {what}{suffix}"
-        fig = tiles_figure(title, tiles, xlabel=what, ylabel="completion time (s)", colors=colors)
+        xlabel = DIM_LABEL.get(dim, dim) if dim else what
+        fig = tiles_figure(title, tiles, xlabel=xlabel, ylabel="completion time (s)", colors=colors)
         out.append(figure_html(fig, caption=title))
         mine_c = sorted(p.curves, key=lambda c: [_key(v) for v in c[0][nf:]])
         labels = [" · ".join(value_label(c, v) if c != "rdbms" else fmt(v)

@@ -11,8 +11,10 @@ Two formats are read:
   Dict-shaped atomic actions get start times rebuilt the way Rally's own importer does
   (one after the other from the iteration's timestamp).
 
-Each workload becomes one "run". Its parameters: ``scenario`` (from the file), ``times`` and
-``concurrency`` when the runner says so, ``source`` (the file) and ``task``; anything the
+Each workload becomes one "run" (named ``<file stem>#<task>.<subtask>.<workload>``; its
+iterations have ``site`` 0: Rally does not say where its driver ran). Its parameters:
+``scenario`` (from the file), ``times`` and ``concurrency`` when the runner says so,
+``source`` (the file) and ``task``; anything the
 file cannot tell (``rdbms``, ``sites``, ``delay_ms``...) is NULL unless the caller passes it
 (``juice analyze f.json --param rdbms=galera --param sites=9``).
 
