@@ -144,8 +144,22 @@ def report(
         output = paths[0] / "report.html" if len(paths) == 1 and paths[0].is_dir() else Path("report.html")
     if output.exists() and output.is_dir():
         raise UserError(f"--output: {output} is a directory: give a file name such as report.html")
-    path = render(paths, output, filter_q=None if q == 1.0 else q, params=parse_params(param))
+    path = render(paths, output, sections=_sections(), filter_q=None if q == 1.0 else q,
+                  params=parse_params(param))
     typer.echo(str(path.resolve()))
+
+
+def _sections() -> list[Any]:
+    """Report sections of the workloads that have one (each returns None when the results
+    hold none of its runs)."""
+    out: list[Any] = []
+    try:
+        from juice.workloads.schedulerdb import report as sdb
+
+        out.append(sdb.section)
+    except ImportError:
+        pass
+    return out
 
 
 def register(app: typer.Typer) -> None:

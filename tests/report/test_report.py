@@ -133,3 +133,21 @@ def test_a_seed_like_matrix_gives_the_seeds_figures(tmp_path: Path) -> None:
     assert [c.split(": ", 1)[1] for c in captions] == [
         "mean completion time by sites (0 ms)", "CDF of completion time by sites (0 ms)",
         "mean completion time by delay (9 sites)", "CDF of completion time by delay (9 sites)"]
+
+
+def test_runs_without_iterations_render_their_sections_only(tmp_path: Path) -> None:
+    """A workload that stores no iterations (e.g. scheduler-db's reads.parquet) still gets
+    its report, from its own section; nothing is written into its run directory."""
+    import json
+
+    run = tmp_path / "sdb-run"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"params": {"workload": "scheduler-db", "nodes": 1000},
+                                                   "host": {"hostname": "h"}}))
+    before = sorted(p.name for p in run.iterdir())
+    text = render([tmp_path], tmp_path / "r.html",
+                  sections=[lambda p: "<h2>Scheduler DB</h2><p>t(N)</p>"]).read_text()
+    assert "<h2>Scheduler DB</h2>" in text and "1 runs" in text
+    assert sorted(p.name for p in run.iterdir()) == before
+    with pytest.raises(UserError, match="no iteration"):
+        render([tmp_path], tmp_path / "r2.html")

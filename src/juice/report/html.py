@@ -31,6 +31,7 @@ import pandas as pd
 from juice import __version__
 from juice.analysis.describe import percentile_drop_keys
 from juice.analysis.stats import iteration_key, iteration_totals, operation_order, runs_table, varying
+from juice.errors import UserError
 from juice.report import keystone
 from juice.report.figures import figure_html, op_colors
 from juice.report.tables import fmt, table_html
@@ -139,12 +140,8 @@ def _rwratio(manifests: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", "pct_reads", "pct_writes", "reads", "writes"])
 
 
-def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
-                filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None,
-                title: str = "Juice report") -> str:
-    """The report's HTML text (see :func:`render`)."""
-    found = tidy.discover(paths)
-    df = tidy.load(paths, params)
+def _keystone_body(paths: Sequence[Path], found: tidy.Discovery, df: pd.DataFrame,
+                   manifests: list[dict[str, Any]], out_html: Path, filter_q: float | None) -> list[str]:
     it = iteration_totals(df)
     if filter_q:
         drop = percentile_drop_keys(it, filter_q, ("run",))
@@ -153,11 +150,9 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         it_f = it[~np.isin(it["key"].to_numpy(), drop)] if len(drop) else it
     else:
         df_f, it_f = df, it
-    manifests = _manifests(found.runs)
     data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
     colors = op_colors(operation_order(df))
-    body = [f"<h1>{escape(title)}</h1>",
-            _provenance(paths, found, df, it, manifests, out_html, filter_q),
+    body = [_provenance(paths, found, df, it, manifests, out_html, filter_q),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
     rw = keystone.rwratio_table(data)
     if rw:
@@ -170,10 +165,39 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         body.append(f"<h2>{escape(str(s) if s is not None else 'All runs')}</h2>")
         body.extend(keystone.scenario_figures(data, s, colors))
         body += ["<h3>Per operation (seconds, every iteration)</h3>", keystone.describe_tables(data, s)]
+    return body
+
+
+def _provenance_short(paths: Sequence[Path], found: tidy.Discovery, manifests: list[dict[str, Any]],
+                      out: Path) -> str:
+    cmd = f"juice report {' '.join(shlex.quote(str(p)) for p in paths)} -o {shlex.quote(str(out))}"
+    skipped = f" {len(found.failed)} failed runs skipped." if found.failed else ""
+    return (f"<p class=note>Generated {escape(dt.datetime.now().isoformat(timespec='seconds'))} by "
+            f"juice {escape(__version__)} from {escape(', '.join(str(p) for p in paths))}: "
+            f"{len(manifests)} runs.{skipped} Re-make it with <code>{escape(cmd)}</code>.</p>")
+
+
+def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
+                filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None,
+                title: str = "Juice report") -> str:
+    """The report's HTML text (see :func:`render`)."""
+    found = tidy.discover(paths)
+    df = tidy.load(paths, params, allow_empty=True)
+    manifests = _manifests(found.runs)
+    if df.empty:  # runs without iterations (e.g. scheduler-db): their sections say it all
+        body = [f"<h1>{escape(title)}</h1>", _provenance_short(paths, found, manifests, out_html)]
+    else:
+        body = [f"<h1>{escape(title)}</h1>", *_keystone_body(paths, found, df, manifests, out_html,
+                                                             filter_q)]
+    extra = 0
     for fn in [*_REGISTERED, *(sections or [])]:
         frag = fn(list(paths))
         if frag:
             body.append(frag)
+            extra += 1
+    if df.empty and not extra:
+        raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration (and no "
+                        "report section knows them): nothing to report")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
             + "\n".join(body) + "</body></html>\n")

@@ -276,6 +276,8 @@ def run_table(run_dir: Path) -> Any:
 
 def _build_cached(run_dir: Path) -> Any:
     table = _table_of(run_dir)
+    if not (run_dir / ITERATIONS).exists():
+        return table  # not a run of iterations (e.g. scheduler-db): nothing worth caching
     try:
         write_parquet_atomic(table, run_dir / TABLE_NAME)
     except OSError:
@@ -443,12 +445,14 @@ def assemble(parts: Sequence[tuple[Any, Mapping[str, Any]]]) -> pd.DataFrame:
     return pd.DataFrame(cols, copy=False)
 
 
-def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None,
+         allow_empty: bool = False) -> pd.DataFrame:
     """One tidy DataFrame over run dirs, results roots and Rally JSON files.
 
     ``params`` fill parameters of imported Rally files (e.g. ``{"rdbms": "galera"}``); Juice
     runs carry theirs in their manifests. ``df.attrs`` holds ``runs``, ``failed_runs`` and
-    ``partial_runs`` (counts). Raises UserError when nothing usable is found.
+    ``partial_runs`` (counts). Raises UserError when no complete run is found, or when the
+    runs hold no iteration (unless ``allow_empty``: then an empty table with the columns).
     """
     from juice.results import rally_import
 
@@ -461,7 +465,7 @@ def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None) -> pd.D
     parts = list(_parallel(_measures, found.runs))
     for f in found.rally_files:
         parts.extend(split_params(t) for t in rally_import.tables(f, params or {}))
-    if not parts or sum(t.num_rows for t, _ in parts) == 0:
+    if not parts or (sum(t.num_rows for t, _ in parts) == 0 and not allow_empty):
         raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration")
     df = assemble(parts)
     df.attrs.update(runs=len(found.runs) + len(found.rally_files), failed_runs=len(found.failed),
