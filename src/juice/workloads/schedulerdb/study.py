@@ -46,8 +46,8 @@ WORKLOAD = "scheduler-db"
 # Rough cost model for ``plan`` (seconds per 1000 nodes per read, one scheduler, 2 cores).
 # Bumped when a layout's data or read changes, so stored points of the old one are not reused.
 LAYOUT_VERSION = {"historical": 1, "modern": 1, "kv": 2}
-COST_PER_KNODE = {"historical-2013.1": 0.8, "historical-2013.2": 0.4, "modern": 0.02,
-                  "modern-all": 0.2, "kv": 0.06}
+COST_PER_KNODE = {"historical-2013.1": 0.5, "historical-2013.2": 0.25, "modern": 0.02,
+                  "modern-all": 0.2, "kv": 0.01}
 
 
 def point_key(spec: SchedulerDbSpec, p: dict[str, Any]) -> str:
