@@ -236,7 +236,7 @@ def outline_tables(d: Data) -> str:
         cols = sorted(wide.columns, key=lambda v: _key(_num(v)))
         wide = wide[cols].reset_index()
         if rows:
-            wide = wide.sort_values(rows, key=lambda s: s.map(_rank(s)), kind="stable")
+            wide = _sort_rows(wide, rows)
         parts.append(f"<h3>By {escape(DIM_LABEL[dim])}</h3>" + table_html(wide, na="–"))
     return "".join(parts)
 
@@ -274,9 +274,13 @@ def describe_tables(d: Data, scenario: Any) -> str:
           *[f for f in facets_for(d.df, None) if f not in dims]]
     t = describe(sub, by=by)
     if by and len(t):
-        t = t.sort_values(by, key=lambda s: s.map(_rank(s)), kind="stable")
+        t = _sort_rows(t, by)
     return table_html(t, na="–", digits=4)
 
 
-def _rank(s: pd.Series[Any]) -> dict[Any, int]:
-    return {v: i for i, v in enumerate(sorted(s.drop_duplicates().tolist(), key=_key))}
+def _sort_rows(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Rows of a (small, displayed) table ordered by ``cols`` with :func:`_key` (numbers
+    numerically, the seed's RDBMS order, unknown last); stable for ties."""
+    vals = [df[c].tolist() for c in cols]
+    order = sorted(range(len(df)), key=lambda i: tuple(_key(v[i]) for v in vals))
+    return df.iloc[order].reset_index(drop=True)

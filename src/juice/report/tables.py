@@ -26,7 +26,8 @@ def fmt(v: Any, digits: int = 4, na: str = "n/a") -> str:
         f = float(v)
         if f.is_integer() and abs(f) < 1e15:
             return str(int(f))
-        return f"{f:.{digits}g}" if abs(f) < 1e-3 or abs(f) >= 1e5 else f"{f:.{digits}f}"
+        tiny = f != 0.0 and abs(f) < 0.5 * 10.0 ** -digits  # would print as 0.0000
+        return f"{f:.{digits}g}" if tiny or abs(f) >= 1e5 else f"{f:.{digits}f}"
     return str(v)
 
 
