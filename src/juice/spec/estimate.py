@@ -53,8 +53,8 @@ def iteration_s(p: RunPoint) -> float:
 
 def run_s(p: RunPoint) -> float:
     r = p.runner
-    closed = r["times"] / r["concurrency"] * iteration_s(p)
-    window = r["times"] / r["rate"] if r.get("rate") else closed
+    times, rate = float(r["times"]), r.get("rate")
+    window = times / float(rate) if rate else times / float(r["concurrency"]) * iteration_s(p)
     return RUN_OVERHEAD_S + window
 
 

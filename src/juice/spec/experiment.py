@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from juice.errors import UserError
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
+LIGHT: tuple[Literal["light", "high"], ...] = ("light",)
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
@@ -106,7 +107,7 @@ class Experiment(Strict):
     rdbms: list[str] = Field(min_length=1)
     sites: list[int] = Field(min_length=1)
     wan: Wan = Field(default_factory=lambda: Wan(delay_ms=[0.0]))
-    load: list[Literal["light", "high"]] = Field(default_factory=lambda: ["light"], min_length=1)
+    load: list[Literal["light", "high"]] = Field(default_factory=lambda: list(LIGHT), min_length=1)
     scenarios: list[ScenarioRef] = Field(min_length=1)
     runner: Runner = Field(default_factory=Runner)
     keystone: KeystoneAxis = Field(default_factory=KeystoneAxis)
