@@ -93,3 +93,12 @@ def test_bad_inputs_are_one_line_user_errors(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(UserError, match="notes.txt"):
         tidy.load([tmp_path / "notes.txt"])
+
+
+def test_a_table_built_before_the_run_is_renamed_into_place_names_the_final_run(tmp_path: Path) -> None:
+    run = write_fake_run(tmp_path, ".r1-20260101-000000.partial", fake_params(), n=3)
+    tidy.build_run_table(run.path)
+    final = tmp_path / "r1-20260101-000000"
+    run.path.rename(final)
+    df = tidy.load([final])
+    assert set(df["run"].astype(str)) == {"r1-20260101-000000"}

@@ -224,10 +224,19 @@ def _read_iterations(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def run_name(run_dir: Path) -> str:
+    """The run's name: its directory's, also while it is still ``.<name>.partial`` (the
+    runner builds the table before the directory is renamed into place)."""
+    name = run_dir.name
+    if name.startswith(".") and name.endswith(".partial"):
+        return name[1:-len(".partial")]
+    return name
+
+
 def _table_of(run_dir: Path) -> Any:
     manifest = read_manifest(run_dir)
     params = run_params(run_dir, manifest)
-    return iterations_table(run_dir.name, params, _read_iterations(run_dir / ITERATIONS))
+    return iterations_table(run_name(run_dir), params, _read_iterations(run_dir / ITERATIONS))
 
 
 def write_parquet_atomic(table: Any, path: Path) -> None:
