@@ -5,7 +5,8 @@ The job file (JSON, mode 0600, deleted as soon as it is read because ``env`` may
 credentials)::
 
     {"site": 2, "scenario": "KeystoneBasic.authenticate_user_and_validate_token",
-     "args": {...}, "env": {"auth_url": ..., "password": ...}, "runner": {RunnerSpec fields},
+     "args": {...}, "contexts": {...}, "seed": 1,
+     "env": {"auth_url": ..., "password": ...}, "runner": {RunnerSpec fields},
      "result_path": "/.../driver-2.result.json", "progress_interval_s": 0.25, "nice": 0}
 
 ``scenario`` is resolved by ``resolve_scenario``: a registered name goes through
@@ -43,15 +44,18 @@ from juice.util import atomic
 PR_SET_PDEATHSIG = 1
 
 
-def resolve_scenario(name: str, args: dict[str, Any]) -> Scenario:
-    """The scenario object for ``name`` (see the module docstring for the two forms)."""
+def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] | None = None,
+                     seed: int | None = None) -> Scenario:
+    """The scenario object for ``name`` (see the module docstring for the two forms).
+    ``contexts`` (Rally's, e.g. ``{"users": {"tenants": 2, "users_per_tenant": 3}}``) and
+    ``seed`` go to registered scenarios only."""
     if ":" in name:
         mod_name, _, cls_name = name.partition(":")
         cls = getattr(importlib.import_module(mod_name), cls_name)
         scenario: Scenario = cls(**args)
         return scenario
     registry = importlib.import_module("juice.workloads.registry")
-    found: Scenario = registry.get(name, args)
+    found: Scenario = registry.get(name, args, contexts=contexts or None, seed=seed)
     return found
 
 
@@ -82,7 +86,7 @@ async def _drive(job: dict[str, Any], proto: IO[str]) -> LoadResult:
             await asyncio.sleep(interval)
             _emit(proto, "progress", **counters.snapshot())
 
-    scenario = resolve_scenario(str(job["scenario"]), args)
+    scenario = resolve_scenario(str(job["scenario"]), args, job.get("contexts"), job.get("seed"))
     me = asyncio.current_task()
     if me is not None:  # SIGTERM (run_drivers stopping us): cancel, so cleanup still runs
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, me.cancel)

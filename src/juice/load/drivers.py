@@ -95,6 +95,8 @@ class DriverJob:
     timeout_s: float = 3600.0
     pythonpath: list[str] = field(default_factory=list)
     nice: int = 0
+    contexts: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
 
 
 def _failed_result(job: DriverJob, reason: str) -> LoadResult:
@@ -124,7 +126,7 @@ async def _in_process(jobs: Sequence[DriverJob], ui: ProgressUI) -> list[LoadRes
     async def one(job: DriverJob, c: Counters) -> LoadResult:
         try:
             async with asyncio.timeout(job.timeout_s):
-                scenario = resolve_scenario(job.scenario, job.args)
+                scenario = resolve_scenario(job.scenario, job.args, job.contexts, job.seed)
                 return await run_scenario(scenario, DictEnv(job.site, job.env), job.runner,
                                           args=job.args, counters=c)
         except TimeoutError:
@@ -209,6 +211,7 @@ def _start(lab: SiteLauncher, idx: int, job: DriverJob,
     job_file, result_file, log_file = (wd / f"{tag}.job.json", wd / f"{tag}.result.json",
                                        wd / f"{tag}.log")
     payload = {"site": job.site, "scenario": job.scenario, "args": job.args, "env": job.env,
+               "contexts": job.contexts, "seed": job.seed,
                "runner": job.runner.to_dict(), "result_path": str(result_file), "nice": job.nice}
     atomic.write_text(job_file, json.dumps(payload), mode=0o600)
     env = dict(os.environ)

@@ -52,8 +52,11 @@ def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progre
     manifest fields describing what happened (per-site outcome, %reads/%writes)."""
     spec = runner_spec(p)
     sites = driver_sites(p, lab)
+    # the client's connection pool: the closed loop's workers, or the open loop's in-flight bound
+    pool = spec.concurrency if spec.type == "constant" else spec.max_in_flight
     jobs = [DriverJob(site=s, scenario=p.scenario, args=dict(p.scenario_args), runner=spec,
-                      env=keystone_env(ks, s, spec.concurrency), timeout_s=_driver_timeout(spec))
+                      contexts=dict(p.contexts), seed=p.seed + 1000 * s,
+                      env=keystone_env(ks, s, pool), timeout_s=_driver_timeout(spec))
             for s in sites]
     try:
         probe: counters.Probe | None = counters.probe_for(db)

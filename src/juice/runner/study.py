@@ -146,7 +146,7 @@ def _one_run(study_dir: Path, exp: Experiment, spec_data: dict[str, Any], p: Run
     with RunDir(study_dir, p.dirname) as rd:
         outcome = drive.execute(rd, p, lab, db, ks, progress, ui)
         rd.manifest(kind="keystone-run", params=p.params(), spec=spec_data,
-                    scenario_args=p.scenario_args, runner=p.runner, seed=p.seed,
+                    scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
                     versions=versions(ks), deployment={"rdbms": p.rdbms, **ks.facts()},
                     wan=wan_report, **outcome)
         drive.finish(rd)

@@ -15,7 +15,7 @@ Every list is an axis; the run matrix is their product (see ``juice.spec.matrix`
     load: [light]                 # light = one driver in site 1; high = one driver per site
     scenarios:
       - authenticate_user_and_validate_token
-      - {name: create_user_update_password, args: {}}
+      - {name: create_user_update_password, args: {}, contexts: {users: {tenants: 1, users_per_tenant: 1}}}
     runner: {times: 20, concurrency: 2}          # closed loop, like Rally's `constant`
     # runner: {rate: 50, times: 500, arrival: poisson}   # open loop
     keystone: {cache: [true], workers: 1, password_hash_rounds: 4}
@@ -75,8 +75,11 @@ class Wan(Strict):
 
 
 class ScenarioRef(Strict):
+    """A scenario, its arguments, and Rally's contexts (default: users 1 tenant × 1 user)."""
+
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    contexts: dict[str, Any] = Field(default_factory=dict)
 
 
 class Runner(Strict):

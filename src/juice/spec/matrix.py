@@ -52,6 +52,7 @@ class RunPoint:
     study: str
     scenario: str
     scenario_args: dict[str, Any] = field(hash=False, compare=False)
+    contexts: dict[str, Any] = field(hash=False, compare=False)
     rdbms: str
     sites: int
     wan: WanPoint
@@ -72,6 +73,7 @@ class RunPoint:
     @property
     def key(self) -> str:
         ident = {"study": self.study, "scenario": self.scenario, "args": self.scenario_args,
+                 **({"contexts": self.contexts} if self.contexts else {}),
                  "rdbms": self.rdbms, "sites": self.sites, "wan": self.wan.label, "load": self.load,
                  "cache": self.cache, "repetition": self.repetition, "runner": self.runner}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
@@ -103,17 +105,18 @@ def expand(exp: Experiment) -> list[RunPoint]:
     from juice.workloads import registry
 
     runner = exp.runner.model_dump(mode="json")
-    scenarios = [(registry.canonical(s.name), s.args) for s in exp.scenarios]
+    scenarios = [(registry.canonical(s.name), s.args, s.contexts) for s in exp.scenarios]
     out: list[RunPoint] = []
     for sites in exp.sites:
         for rdbms in exp.rdbms:
             for cache in exp.keystone.cache:
                 for wan in wan_points(exp):
                     for load in exp.load:
-                        for name, args in scenarios:
+                        for name, args, contexts in scenarios:
                             for rep in range(exp.repetitions):
                                 out.append(RunPoint(
                                     study=exp.name, scenario=name, scenario_args=dict(args),
+                                    contexts=dict(contexts),
                                     rdbms=rdbms, sites=sites, wan=wan, load=load, cache=cache,
                                     repetition=rep, seed=exp.seed + rep, runner=runner))
     return out
