@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import secrets
 import statistics
@@ -103,12 +104,14 @@ class RallyHome:
             "contexts": {"users": {"tenants": 1, "users_per_tenant": 1}}}]}
         tf = self.tmp / f"task-{secrets.token_hex(3)}.json"
         tf.write_text(json.dumps(task))
-        uuid_file = self.tmp / "uuid"
         cpu0, t0 = children_cpu(), time.monotonic()
-        self.rally(["task", "start", str(tf), "--task-uuid-file", str(uuid_file)])
+        cp = self.rally(["task", "start", str(tf)])
         wall, cpu = time.monotonic() - t0, children_cpu() - cpu0
+        found = re.search(r"Task\s+([0-9a-f-]{36})", cp.stdout)
+        if not found:
+            raise SystemExit(f"no task uuid in rally's output: {cp.stdout[-400:]}")
         out = self.tmp / "report.json"
-        self.rally(["task", "report", uuid_file.read_text().strip(), "--json", "--out", str(out)])
+        self.rally(["task", "report", found.group(1), "--json", "--out", str(out)])
         doc = json.loads(out.read_text())
         data = doc["tasks"][0]["subtasks"][0]["workloads"][0]["data"]
         return data, cpu, wall

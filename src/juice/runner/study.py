@@ -160,6 +160,6 @@ def versions(ks: Any) -> dict[str, str]:
          "kernel": tool_version(["uname", "-r"])}
     facts = ks.facts() if hasattr(ks, "facts") else {}
     for k in ("keystone", "gunicorn", "memcached"):
-        if k in facts:
-            v[k] = str(facts[k])
+        if f"{k}_version" in facts:
+            v[k] = str(facts[f"{k}_version"])
     return v
