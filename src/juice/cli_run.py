@@ -138,4 +138,8 @@ def _run_schedulerdb(spec: Path, data: dict[str, Any], results: Path | None) -> 
     s = sspec.parse(data, str(spec))
     root = results if results is not None else Path("results")
     path: Path = sstudy.run(s, spec, root, progress)
+    from juice.workloads.schedulerdb import report as sreport
+
+    for line in sreport.summary_lines(sreport.summary([path])):
+        out.print(line)
     return path
