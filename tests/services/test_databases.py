@@ -156,6 +156,25 @@ def test_counters_are_exact_on_mariadb(lab3: LocalLab) -> None:
         assert c.exact
 
 
+def test_counters_are_exact_on_galera_despite_replication(lab3: LocalLab) -> None:
+    """Appliers count replicated writes in their Com_*; the Galera probe must not."""
+    with deploy(lab3, "galera") as db:
+        for site, table in ((2, "c"), (3, "d")):
+            ep = db.endpoint(site).write
+            client.in_site(lab3.site_ns(site), lambda ep=ep, t=table: _mysql_run(
+                ep, [f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT)"]))
+        probe = counters.probe_for(db)
+        with probe.window() as w:
+            for site, table in ((2, "c"), (3, "d")):  # writes from two sites, one table each
+                ep = db.endpoint(site).write
+                stmts = [x.replace(" c ", f" {table} ") for x in _known_statements()]
+                client.in_site(lab3.site_ns(site), lambda ep=ep, stmts=stmts: _mysql_run(ep, stmts))
+            time.sleep(0.5)  # let the other nodes apply the write-sets
+        c = w.result
+        assert (c.reads, c.writes) == (14, 12)
+        assert c.per_command == {"Com_select": 14, "client_writes": 12}
+
+
 def test_counters_are_exact_on_postgres_read_local(lab3: LocalLab) -> None:
     with deploy(lab3, "postgres-readlocal") as db:
         ep = db.endpoint(2)

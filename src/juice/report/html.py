@@ -107,6 +107,11 @@ def _provenance(paths: Sequence[Path], found: tidy.Discovery, df: pd.DataFrame, 
                     keys.setdefault(f"version: {vk}", []).append(vv)
             elif k == "juice":
                 keys.setdefault("version: juice (runs)", []).append(v)
+            elif k == "wan" and isinstance(v, Mapping):  # the runner's WAN record: backend + check
+                chk = v.get("check")
+                status = ("not checked" if not isinstance(chk, Mapping)
+                          else "check passed" if chk.get("ok") else "check FAILED")
+                keys.setdefault("WAN emulation", []).append(f"{v.get('backend')} ({status})")
             elif k == "host" or "wan" in k.lower() or k == "backend":
                 keys.setdefault(k, []).append(v)
     facts = [{"fact": k, "value": _distinct(v)} for k, v in keys.items()]

@@ -2,10 +2,16 @@
 
 MariaDB/Galera: ``SHOW GLOBAL STATUS`` ``Com_select`` (reads) and ``Com_insert``,
 ``Com_update``, ``Com_delete``, ``Com_replace`` (+ their ``*_select``/``*_multi`` forms)
-(writes) — the seed study's method. They count statements clients sent to that server
-(replicated Galera write-sets are not counted again by the nodes that apply them), so the
-window total is the sum over every server. The probe reads them over the server's unix
-socket with ``SHOW`` statements, which are not counted as reads or writes.
+(writes) — the seed study's method — summed over the servers. The probe reads them over the
+server's unix socket with ``SHOW`` statements, which are not counted as reads or writes.
+
+Galera: the nodes that APPLY a replicated write-set count its INSERT/UPDATE/DELETE in their
+``Com_*`` too (measured: a 3-node cluster shows 3× the client's inserts; a DELETE that
+matched no row is not replicated, so not multiplied). Summing ``Com_*`` would inflate writes
+by up to the node count. So on Galera, reads are ``Com_select`` (appliers never SELECT) and
+writes are the client write statements of ``SHOW USER_STATISTICS`` (``UPDATE_COMMANDS`` of
+every user but the probe's ``root``; applier threads have no user), with ``userstat`` turned
+on by the probe. ``per_command`` then has ``Com_select`` and ``client_writes``.
 
 PostgreSQL: ``pg_stat_statements`` (loaded by every Juice server), ``calls`` summed by the
 statement's command keyword, excluding the probe's own role ``juice_probe``. It counts
@@ -137,6 +143,33 @@ class MySQLProbe(Probe):
         return total, 0
 
 
+class GaleraProbe(Probe):
+    """See the module doc: Com_select for reads, USER_STATISTICS for client writes."""
+
+    reads, writes = ("Com_select",), ("client_writes",)
+
+    def __init__(self, servers: list[MariaDBServer]) -> None:
+        self.servers = servers
+        for s in servers:
+            s.query("SET GLOBAL userstat = ON")
+        # the column of UPDATE_COMMANDS in SHOW USER_STATISTICS, asked once (before any window)
+        cols = [str(r[0]) for r in servers[0].query(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'information_schema'"
+            " AND TABLE_NAME = 'USER_STATISTICS' ORDER BY ORDINAL_POSITION")] if servers else []
+        self.update_col = cols.index("UPDATE_COMMANDS") if "UPDATE_COMMANDS" in cols else 15
+
+    def snapshot(self) -> tuple[dict[str, int], int]:
+        total = {"Com_select": 0, "client_writes": 0}
+        for s in self.servers:
+            for _k, v in s.query("SHOW GLOBAL STATUS WHERE Variable_name = 'Com_select'"):
+                total["Com_select"] += int(str(v))
+            for row in s.query("SHOW USER_STATISTICS"):
+                if str(row[0]) != "root":
+                    total["client_writes"] += int(str(row[self.update_col]))
+        return total, 0
+
+
+
 class PgProbe(Probe):
     reads, writes = PG_READS, PG_WRITES
 
@@ -165,7 +198,7 @@ def probe_for(service: Service) -> Probe:
     if isinstance(service, MariaDBCentral):
         return MySQLProbe([service.server])
     if isinstance(service, Galera):
-        return MySQLProbe(list(service.nodes.values()))
+        return GaleraProbe(list(service.nodes.values()))
     if isinstance(service, Postgres):
         return PgProbe(service.servers())
     raise ServiceError(f"no statement counter probe for {service.kind!r}")

@@ -21,7 +21,8 @@ from juice.spec.experiment import Experiment
 @dataclass(frozen=True)
 class WanPoint:
     """One point of the WAN axis. ``delay_ms`` is the uniform ONE-WAY delay (None for zones
-    and matrices); ``label`` is what tables show."""
+    and matrices); ``label`` names the point (run keys, directory names); the ``wan`` param
+    is its kind (uniform, zones, matrixN) so a delay sweep varies ``delay_ms`` only."""
 
     label: str
     delay_ms: float | None = None
@@ -44,7 +45,8 @@ class WanPoint:
         zones = None
         if self.zones is not None:
             zones = f"{self.zones[0]} zones, {self.zones[1]:g}/{self.zones[2]:g} ms"
-        return {"delay_ms": self.delay_ms, "wan": self.label, "zones": zones}
+        kind = "uniform" if self.delay_ms is not None else "zones" if self.zones else self.label
+        return {"delay_ms": self.delay_ms, "wan": kind, "zones": zones}
 
 
 @dataclass(frozen=True)
