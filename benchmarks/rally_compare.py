@@ -114,7 +114,27 @@ class RallyHome:
         self.rally(["task", "report", found.group(1), "--json", "--out", str(out)])
         doc = json.loads(out.read_text())
         data = doc["tasks"][0]["subtasks"][0]["workloads"][0]["data"]
+        keep = OUT.parent / f"rally-{scenario}.json"  # real rally-openstack output, for juice analyze
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_text(out.read_text())
+        self.cross_check(doc, keep)
         return data, cpu, wall
+
+    @staticmethod
+    def cross_check(doc: dict[str, Any], path: Path) -> None:
+        """`juice analyze` on Rally's own file must give Rally's own per-action means."""
+        from juice.analysis import describe
+        from juice.results import tidy
+
+        stats = doc["tasks"][0]["subtasks"][0]["workloads"][0]["statistics"]["durations"]["atomics"]
+        rally_means = {a["name"]: a["data"]["avg"] for a in stats}
+        table = describe(tidy.load([path]))
+        ours = {str(r["operation"]): float(r["mean"]) for _, r in table.reset_index().iterrows()
+                if str(r["operation"]) in rally_means}
+        for name, avg in rally_means.items():
+            mine = ours.get(name, float("nan"))
+            print(f"  rally report mean {name}: {avg:.4f} s · juice analyze: {mine:.4f} s"
+                  f" · |diff| {abs(mine - avg) * 1000:.2f} ms", flush=True)
 
 
 def juice_run(lab: LocalLab, ks: Keystone, scenario: str, times: int,
