@@ -45,43 +45,36 @@ if [ -z "$py" ]; then
   done
 fi
 [ -n "$py" ] || { echo "setup.sh: Python 3.11 not found; install python3.11" >&2; exit 2; }
-stamp="$cache/venv/.juice-stamp"
-want=$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)
-if [ ! -x "$cache/venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "creating venv in $cache/venv"
-  rm -rf "$cache/venv"
-  "$py" -m venv "$cache/venv"
-  "$cache/venv/bin/pip" install -q --upgrade pip
-  "$cache/venv/bin/pip" install -q -e "$here[dev]"
-  echo "$want" > "$stamp"
-else
-  # editable install points at this clone (CI clones elsewhere): re-point cheaply.
+# venv DIR STAMP_SOURCE INSTALL_ARGS...: (re)create the venv DIR when STAMP_SOURCE (the file
+# that pins its contents) changed since it was built; otherwise leave it as it is and set
+# kept=1. (Not used in a condition, so `set -e` still stops on a failed install.)
+venv() {
+  local dir=$1 pins=$2; shift 2
+  local want; want=$(sha256sum "$pins" | cut -d' ' -f1)
+  kept=0
+  if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.juice-stamp" 2>/dev/null)" = "$want" ]; then
+    kept=1
+    return 0
+  fi
+  log "creating the venv $dir ($(basename "$pins"); a minute or two)"
+  rm -rf "$dir"
+  "$py" -m venv "$dir"
+  "$dir/bin/pip" install -q --upgrade pip
+  "$dir/bin/pip" install -q "$@"
+  echo "$want" > "$dir/.juice-stamp"
+}
+
+# Juice's own venv. When it is kept, re-point its editable install at this clone (CI clones
+# elsewhere), which is cheap.
+venv "$cache/venv" "$here/pyproject.toml" -e "$here[dev]"
+if [ "$kept" = 1 ]; then
   "$cache/venv/bin/pip" install -q --no-deps -e "$here" >/dev/null
 fi
-
-# OpenStack services (Keystone, nova) in their own venv, refreshed when the pins change.
-ostamp="$cache/openstack/.juice-stamp"
-owant=$(sha256sum "$here/scripts/requirements-openstack.txt" | cut -d' ' -f1)
-if [ ! -x "$cache/openstack/bin/python" ] || [ "$(cat "$ostamp" 2>/dev/null)" != "$owant" ]; then
-  log "creating the OpenStack venv in $cache/openstack (keystone, nova; ~2 min)"
-  rm -rf "$cache/openstack"
-  "$py" -m venv "$cache/openstack"
-  "$cache/openstack/bin/pip" install -q --upgrade pip
-  "$cache/openstack/bin/pip" install -q -r "$here/scripts/requirements-openstack.txt"
-  echo "$owant" > "$ostamp"
-fi
-
-# Real Rally (for format checks and the Juice-vs-Rally benchmark), in its own venv too.
-rstamp="$cache/rally/.juice-stamp"
-rwant=$(sha256sum "$here/scripts/requirements-rally.txt" | cut -d' ' -f1)
-if [ ! -x "$cache/rally/bin/rally" ] || [ "$(cat "$rstamp" 2>/dev/null)" != "$rwant" ]; then
-  log "creating the Rally venv in $cache/rally (rally, rally-openstack; ~1 min)"
-  rm -rf "$cache/rally"
-  "$py" -m venv "$cache/rally"
-  "$cache/rally/bin/pip" install -q --upgrade pip
-  "$cache/rally/bin/pip" install -q -r "$here/scripts/requirements-rally.txt"
-  echo "$rwant" > "$rstamp"
-fi
+# The OpenStack services (Keystone, nova), kept out of Juice's venv.
+venv "$cache/openstack" "$here/scripts/requirements-openstack.txt" \
+  -r "$here/scripts/requirements-openstack.txt"
+# Real Rally (format checks, the Juice-vs-Rally benchmark), in its own venv too.
+venv "$cache/rally" "$here/scripts/requirements-rally.txt" -r "$here/scripts/requirements-rally.txt"
 
 # Native helpers.
 "$here/native/build.sh" "$cache/bin"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -12,3 +15,14 @@ err = Console(stderr=True, highlight=False)
 def progress(msg: str) -> None:
     """One dim line on stderr per step of a long operation."""
     err.print(f"[dim]·[/dim] {escape(msg)}")
+
+
+def servers_table(servers: list[dict[str, Any]]) -> Table:
+    """Recorded servers (services.json / keystone.json rows), with whether each still runs."""
+    from juice.util import proc
+
+    t = Table("kind", "site", "pid", "alive", "port", "log")
+    for s in servers:
+        t.add_row(s["kind"], str(s["site"]), str(s["pid"]),
+                  "yes" if proc.alive(s["pid"], s["pid_start"]) else "NO", str(s["port"]), s["log"])
+    return t

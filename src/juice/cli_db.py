@@ -8,12 +8,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from juice.cli_common import out, progress
+from juice.cli_common import out, progress, servers_table
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
 from juice.services import registry as deploymod
 from juice.services.base import stop_pid
-from juice.util import proc
 
 db_app = typer.Typer(help="Real databases inside the lab sites (MariaDB, Galera, PostgreSQL...).",
                      no_args_is_help=True)
@@ -82,11 +81,7 @@ def status(lab_name: str = LAB_OPT) -> None:
     if rec is None:
         out.print(f"no database deployed in lab {lab_name!r} (`juice db up --kind ... --lab {lab_name}`)")
         return
-    t = Table("kind", "site", "pid", "alive", "port", "log")
-    for s in rec["servers"]:
-        t.add_row(s["kind"], str(s["site"]), str(s["pid"]),
-                  "yes" if proc.alive(s["pid"], s["pid_start"]) else "NO", str(s["port"]), s["log"])
-    out.print(t)
+    out.print(servers_table(rec["servers"]))
     _print_endpoints(rec)
 
 

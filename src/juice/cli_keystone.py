@@ -13,7 +13,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from juice.cli_common import out, progress
+from juice.cli_common import out, progress, servers_table
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
 from juice.services import registry
@@ -119,11 +119,7 @@ def status(lab_name: str = LAB_OPT) -> None:
     if rec is None:
         out.print(f"no Keystone in lab {lab_name!r} (`juice keystone up --lab {lab_name}`)")
         return
-    t = Table("kind", "site", "pid", "alive", "port", "log")
-    for s in rec["servers"]:
-        t.add_row(s["kind"], str(s["site"]), str(s["pid"]),
-                  "yes" if proc.alive(s["pid"], s["pid_start"]) else "NO", str(s["port"]), s["log"])
-    out.print(t)
+    out.print(servers_table(rec["servers"]))
     _print_sites(rec)
     facts = rec.get("facts", {})
     out.print(f"keystone {facts.get('keystone_version')} on {facts.get('db_kind')}, "

@@ -34,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from juice.errors import UserError
+from juice.util.validation import one_line
 
 MAX_SITES = 250
 LAB_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
@@ -171,16 +172,6 @@ def expected_rtt_ms(spec_links: dict[tuple[int, int], Link], a: int, b: int) -> 
     return spec_links[(a, b)].delay_ms + spec_links[(b, a)].delay_ms
 
 
-def _format_error(e: ValidationError, source: str) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"])
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key (see `juice lab up --help` for the spec format)"
-    where = f"{source}: " if source else ""
-    return f"{where}{loc + ': ' if loc else ''}{msg}"
-
-
 def parse(data: Any, source: str = "") -> LabSpec:
     """Validate a spec mapping; raise UserError naming the field (and file) on bad input."""
     if not isinstance(data, dict):
@@ -188,7 +179,7 @@ def parse(data: Any, source: str = "") -> LabSpec:
     try:
         return LabSpec.model_validate(data)
     except ValidationError as e:
-        raise UserError(_format_error(e, source)) from None
+        raise UserError(one_line(e, source, "see `juice lab up --help` for the spec format")) from None
 
 
 def load(path: Path) -> LabSpec:

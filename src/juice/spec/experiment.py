@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from juice.errors import UserError
+from juice.util.validation import one_line
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
 LIGHT: tuple[Literal["light", "high"], ...] = ("light",)
@@ -153,19 +154,6 @@ class Experiment(Strict):
         return self
 
 
-def format_error(e: ValidationError, source: str) -> str:
-    """One line: ``file: field.path: message``."""
-    first = e.errors()[0]
-    loc = ".".join(str(x) for x in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        msg = "unknown key (see the examples/ directory for the spec format)"
-    elif first["type"] == "missing":
-        msg = "required field is missing"
-    more = f" (+{len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
-    return f"{source}: {loc + ': ' if loc else ''}{msg}{more}"
-
-
 def read_yaml(path: Path) -> dict[str, Any]:
     """The mapping in a YAML spec file, or a one-line UserError."""
     try:
@@ -185,4 +173,4 @@ def parse(data: dict[str, Any], source: str = "spec") -> Experiment:
     try:
         return Experiment.model_validate(data)
     except ValidationError as e:
-        raise UserError(format_error(e, source)) from None
+        raise UserError(one_line(e, source, "see the examples/ directory for the spec format")) from None

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from juice.errors import UserError
+from juice.util.validation import one_line
 
 Backend = Literal["mariadb", "galera", "postgres", "memcached", "redis"]
 Track = Literal["historical-2013.1", "historical-2013.2", "modern", "modern-all"]
@@ -173,8 +174,5 @@ def parse(data: Any, source: str = "spec") -> SchedulerDbSpec:
     try:
         return SchedulerDbSpec.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        path = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
         # model-level validators name their field at the start of the message
-        raise UserError(f"{source}: {path + ': ' if path else ''}{msg}") from None
+        raise UserError(one_line(e, source, "see examples/scheduler-db.yaml for the format")) from None
