@@ -1,31 +1,38 @@
 """A rough duration estimate for ``juice plan``: good to a factor of ~2, stated as such.
 
-Model (seconds): a deployment costs its bring-up (database, then Keystone in every site);
-a WAN point costs the ping check; a run costs its drivers' start and Rally-like context
-(~3 s) plus ``times / concurrency`` iterations (closed loop) or ``times / rate`` (open
-loop). An iteration costs ~20 ms per API call on this class of host plus, for each write,
-the replication round trips of the RDBMS across the WAN (Galera: 1.5 RTT per commit, the
-central databases: one RTT when the driver is not in site 1).
+Model (seconds), calibrated on this project's 2-core host (benchmarks/keystone.md):
+a deployment costs its bring-up (database, then Keystone in every site); a WAN point costs the
+ping check; a run costs its drivers' start and Rally-like context (~3 s) plus its window.
+An iteration sends ``requests`` HTTP requests (Rally's client set-up included), each ~12 ms,
+plus per Galera commit 1.5 RTT; a driver outside site 1 in front of a CENTRAL database pays
+~7 WAN round trips per request with Keystone's cache on (~60 with it off: measured 10.9 s per
+authenticate iteration at 100 ms RTT). The window is the larger of the latency-bound time
+(``times / concurrency`` iterations in a row, the slowest driver) and the CPU-bound time (all
+drivers' requests at ~10 ms of Keystone CPU each, shared by the host's cores).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from juice.spec.matrix import RunPoint
 
-# (API calls, writes) per iteration, from the scenarios' definitions (rally-openstack 4.1.0).
+# (HTTP requests, database commits) per iteration (rally-openstack 4.1.0 request sequence).
 SCENARIO_COST = {
-    "authenticate_user_and_validate_token": (2, 0),
-    "create_add_and_list_user_roles": (3, 2),
-    "create_and_list_tenants": (2, 1),
-    "get_entities": (8, 3),
-    "create_user_update_password": (2, 2),
-    "create_user_set_enabled_and_delete": (3, 3),
-    "create_and_list_users": (2, 1),
+    "authenticate_user_and_validate_token": (15, 0),
+    "create_add_and_list_user_roles": (14, 3),
+    "create_and_list_tenants": (14, 1),
+    "get_entities": (23, 4),
+    "create_user_update_password": (15, 6),
+    "create_user_set_enabled_and_delete": (16, 5),
+    "create_and_list_users": (15, 3),
 }
-CALL_S = 0.02
+REQUEST_S = 0.012
+REQUEST_CPU_S = 0.010
+CENTRAL_RTTS_PER_REQUEST = {True: 7.0, False: 60.0}  # by Keystone cache on/off
 RUN_OVERHEAD_S = 3.0
+CENTRAL = ("mariadb", "postgres", "postgres-readlocal")
 
 
 def rtt_s(p: RunPoint) -> float:
@@ -38,24 +45,29 @@ def rtt_s(p: RunPoint) -> float:
     return 0.0
 
 
+def _cost(p: RunPoint) -> tuple[int, int]:
+    return SCENARIO_COST.get(p.scenario.split(".")[-1], (15, 2))
+
+
 def iteration_s(p: RunPoint) -> float:
-    calls, writes = SCENARIO_COST.get(p.scenario.split(".")[-1], (3, 1))
+    """Latency of one iteration for the slowest driver of ``p``."""
+    requests, commits = _cost(p)
     rtt = rtt_s(p)
+    t = requests * REQUEST_S
     if p.rdbms == "galera":
-        per_write = 1.5 * rtt
-    elif p.load == "high":  # drivers outside site 1 pay a round trip per statement batch
-        per_write = rtt
-    else:
-        per_write = 0.0
-    remote_reads = calls * rtt if p.load == "high" and p.rdbms != "galera" and not p.cache else 0.0
-    return calls * CALL_S + writes * per_write + remote_reads
+        t += commits * 1.5 * rtt
+    elif p.rdbms in CENTRAL and p.load == "high" and p.sites > 1:
+        t += requests * CENTRAL_RTTS_PER_REQUEST[p.cache] * rtt
+    return t
 
 
 def run_s(p: RunPoint) -> float:
     r = p.runner
     times, rate = float(r["times"]), r.get("rate")
-    window = times / float(rate) if rate else times / float(r["concurrency"]) * iteration_s(p)
-    return RUN_OVERHEAD_S + window
+    drivers = p.sites if p.load == "high" else 1
+    latency_bound = times / float(rate) if rate else times / float(r["concurrency"]) * iteration_s(p)
+    cpu_bound = drivers * times * _cost(p)[0] * REQUEST_CPU_S / float(os.cpu_count() or 1)
+    return RUN_OVERHEAD_S + max(latency_bound, cpu_bound)
 
 
 def deployment_s(sites: int, rdbms: str, first_rtt_s: float) -> float:
