@@ -9,7 +9,8 @@ import pytest
 
 COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["lab", "down"],
             ["lab", "sweep"], ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
-            ["db"], ["quickstart"]]
+            ["db"], ["db", "up"], ["quickstart"], ["run"], ["plan"], ["analyze"], ["report"],
+            ["keystone"], ["keystone", "up"], ["keystone", "status"], ["keystone", "down"]]
 
 
 def juice(*args: str) -> subprocess.CompletedProcess[str]:
