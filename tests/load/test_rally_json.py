@@ -15,9 +15,10 @@ from juice.load import rally_json
 from juice.load.api import DictEnv, LoadResult
 from juice.load.iterations import read_iterations, write_iterations, write_summary
 from juice.load.runner import RunnerSpec, run_scenario
+from juice.paths import cache_dir
 from tests.load.fakes import FakeNested, FakeSleep
 
-RALLY = Path("/var/cache/juice/rally/bin/rally")
+RALLY = cache_dir() / "rally" / "bin" / "rally"
 
 
 def _results() -> list[LoadResult]:

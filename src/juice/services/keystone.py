@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
+from juice.paths import cache_dir
 from juice.services.base import (
     Endpoint,
     Endpoints,
@@ -60,7 +61,7 @@ from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.util import atomic, proc
 
-VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", "/var/cache/juice/openstack"))
+VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", str(cache_dir() / "openstack")))
 PORT = 5000
 DB_NAME = "keystone"
 ADMIN_USER = "admin"
