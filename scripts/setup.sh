@@ -16,7 +16,8 @@ fi
 APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync socat
           mariadb-server mariadb-client galera-4 mariadb-backup
           postgresql postgresql-client python3-venv
-          memcached redis-server)
+          memcached redis-server
+          libmariadb-dev pkg-config gcc python3-dev)  # build deps of mysqlclient (the C MySQLdb)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -40,7 +40,31 @@ def test_only_filters_and_overrides_repetitions() -> None:
     assert spec.reps_for(s, pts[0]) == 1
 
 
+def test_clients_axis_on_mysql_backends_default_keeps_old_keys() -> None:
+    base = {"workload": "scheduler-db", "backends": ["mariadb", "postgres", "memcached"],
+            "tracks": ["historical-2013.1"], "nodes": [1000], "schedulers": [1], "updates": [False]}
+    s1 = spec.parse(base, "x")
+    assert s1.clients == ["pymysql"]
+    assert [p.get("client") for p in s1.points()] == ["pymysql", None, None]
+    s2 = spec.parse({**base, "clients": ["pymysql", "mysqlclient", "pymysql"]}, "x")
+    pts = s2.points()
+    assert [(p["backend"], p.get("client")) for p in pts] == [
+        ("mariadb", "pymysql"), ("mariadb", "mysqlclient"), ("postgres", None), ("memcached", None)]
+    # the default client is not part of the key or run name: points stored before the axis
+    # existed (params without "client") are still recognised as complete
+    old = {k: v for k, v in pts[0].items() if k != "client"}
+    assert study.point_key(s2, pts[0]) == study.point_key(s2, old)
+    assert study.run_name(pts[0]) == study.run_name(old) == "mariadb-historical-2013.1-n1000-s1-static"
+    assert study.point_key(s2, pts[1]) != study.point_key(s2, pts[0])
+    assert study.run_name(pts[1]).endswith("-mysqlclient")
+    only = spec.parse({**base, "clients": ["pymysql", "mysqlclient"],
+                       "only": [{"client": "mysqlclient"}]}, "x")
+    assert [p.get("client") for p in only.points()] == ["mysqlclient"]
+
+
 @pytest.mark.parametrize(("data", "where"), [
+    ({"workload": "scheduler-db", "clients": ["mysql-connector"]}, "x.yaml: clients.0:"),
+    ({"workload": "scheduler-db", "clients": []}, "x.yaml: clients:"),
     ({"workload": "scheduler-db", "backends": ["oracle"]}, "x.yaml: backends.0:"),
     ({"workload": "scheduler-db", "nodes": {"start": 5000, "stop": 1000}}, "x.yaml: nodes"),
     ({"workload": "scheduler-db", "lab": {"sites": 1}, "backends": ["galera"]}, "x.yaml: lab.sites"),

@@ -137,3 +137,29 @@ def test_postgres_hand_join_and_modern_schema(tmp_path: Path, lab_name: str) -> 
     man = next(m for m in mans if m["params"]["track"] == "modern")
     assert man["layout"]["schema"]["nova_version"].startswith("34.")
     assert (upd[upd["updates"]]["count"] > 0).all()
+
+
+def test_mysql_clients_read_the_same_rows(tmp_path: Path, lab_name: str) -> None:
+    """MariaDB read with PyMySQL and with mysqlclient (the C MySQLdb): the same rows and node
+    objects, the client recorded in params, reads and the report's configurations; the
+    default client's run keeps the pre-axis run name."""
+    data = {"workload": "scheduler-db", "name": "cl", "backends": ["mariadb"],
+            "tracks": ["historical-2013.1", "historical-2013.2"], "nodes": [1000],
+            "clients": ["pymysql", "mysqlclient"], "schedulers": [1], "updates": [False],
+            "repetitions": 1, "lab": {"sites": 1, "delay_ms": 0}}
+    s = spec.parse(data, "cl.yaml")
+    root = study.run(s, tmp_path / "cl.yaml", tmp_path / "results", lambda _: None, lab_name=lab_name)
+    reads, _, mans = report.load([root])
+    assert len(mans) == 4
+    assert sorted(m["params"]["client"] for m in mans) == ["mysqlclient", "mysqlclient", "pymysql", "pymysql"]
+    assert all(m["versions"]["mysqlclient"] != "absent" for m in mans)
+    assert reads["ok"].all(), reads["error"].tolist()
+    for track, want_rows in (("historical-2013.1", 10_000), ("historical-2013.2", 1000 + 1000 + 10_000)):
+        g = reads[reads["track"] == track].set_index("client")
+        assert g.loc["pymysql", "rows_returned"] == g.loc["mysqlclient", "rows_returned"] == want_rows
+        assert g.loc["pymysql", "objects"] == g.loc["mysqlclient", "objects"] == 1000
+    names = _dirs(root)
+    assert sum(n.endswith("-mysqlclient") or "-mysqlclient-" in n for n in names) == 2
+    labels = [report._label(c) for c in report.summary([root])["configurations"]]
+    assert sum("mariadb/mysqlclient" in x for x in labels) == 2
+    assert sum("mariadb/pymysql" in x for x in labels) == 2

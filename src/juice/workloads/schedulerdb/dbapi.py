@@ -1,6 +1,7 @@
 """Connections to the study's stores, by endpoint dict (what crosses the process boundary to
 the scheduler and updater workers): ``{"driver": "mysql"|"postgresql"|"memcached"|"redis",
-"host", "port", "user", "password", "database"}``.
+"host", "port", "user", "password", "database"}``, plus for mysql an optional ``"client"``:
+``"pymysql"`` (default, pure Python) or ``"mysqlclient"`` (the C MySQLdb).
 
 SQL identifiers that are reserved words (``binary``, ``key``) go through ``qi``.
 Connections are opened eagerly (caches too), and must be opened inside the client's site
@@ -24,9 +25,18 @@ def qi(dialect: str, name: str) -> str:
 
 
 def connect(ep: dict[str, Any], *, timeout: float = 600.0) -> Any:
-    """An autocommit DB-API connection (PyMySQL / psycopg 3) or a cache client."""
+    """An autocommit DB-API connection (PyMySQL or MySQLdb / psycopg 3) or a cache client."""
     driver = ep["driver"]
+    if driver == "mysql" and ep.get("client", "pymysql") == "mysqlclient":
+        import MySQLdb  # type: ignore[import-untyped]  # mysqlclient ships no type stubs
+
+        kw: dict[str, Any] = {"database": ep["database"]} if ep.get("database") else {}
+        return MySQLdb.connect(host=ep["host"], port=int(ep["port"]), user=ep["user"],
+                               password=ep["password"], connect_timeout=10, read_timeout=int(timeout),
+                               write_timeout=int(timeout), autocommit=True, **kw)
     if driver == "mysql":
+        if ep.get("client", "pymysql") != "pymysql":
+            raise ValueError(f"client: unknown {ep['client']!r} (pymysql or mysqlclient)")
         import pymysql
 
         return pymysql.connect(host=ep["host"], port=int(ep["port"]), user=ep["user"],

@@ -3,9 +3,10 @@
     html = section([Path("results/scheduler-db")])   # an HTML fragment, or None when no run
     summary([...])                                    # crossings per configuration, for the CLI
 
-A configuration is (backend, track, schedulers, updates); its t(N) samples are every
+A configuration is (backend, client, track, schedulers, updates); its t(N) samples are every
 successful read of its runs. Fits are least squares on those samples (``fit.py``); the
-crossing is where the fitted curve reaches the spec's ``threshold_s``.
+crossing is where the fitted curve reaches the spec's ``threshold_s``. ``client`` is the
+MySQL driver (runs made before that axis existed were PyMySQL); "" for other backends.
 ``paths`` may be study directories (holding run directories) or run directories.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from juice.workloads.schedulerdb.fit import Fit, crossing, fit
+from juice.workloads.schedulerdb.spec import DEFAULT_CLIENT, MYSQL_BACKENDS
 
 WORKLOAD = "scheduler-db"
 SHORTFALL_PCT = 5.0
@@ -49,6 +51,7 @@ def load(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, 
         df = pd.read_parquet(d / "reads.parquet")
         for k, v in m["params"].items():  # params come from the manifest, never the dir name
             df[k] = v
+        df["client"] = _client(m["params"])
         df["run"] = d.name
         reads.append(df)
         try:
@@ -62,6 +65,13 @@ def load(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, 
     return rd, pd.DataFrame(upds), mans
 
 
+def _client(params: dict[str, Any]) -> str:
+    """The point's MySQL driver; runs older than the ``clients`` axis read with PyMySQL."""
+    if params.get("client"):
+        return str(params["client"])
+    return DEFAULT_CLIENT if params.get("backend") in MYSQL_BACKENDS else ""
+
+
 def _threshold(mans: list[dict[str, Any]]) -> float:
     for m in mans:
         t = m.get("spec", {}).get("threshold_s")
@@ -70,7 +80,7 @@ def _threshold(mans: list[dict[str, Any]]) -> float:
     return 60.0
 
 
-CONFIG = ["backend", "track", "schedulers", "updates"]
+CONFIG = ["backend", "client", "track", "schedulers", "updates"]
 
 
 def fits(reads: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
@@ -125,7 +135,9 @@ def _shortfalls(upd: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _label(r: dict[str, Any] | pd.Series) -> str:  # type: ignore[type-arg]
     upd = "updates" if r["updates"] else "no updates"
-    return f"{r['backend']} {r['track']} · {r['schedulers']} sched · {upd}"
+    client = r.get("client") or ""
+    backend = f"{r['backend']}/{client}" if client else str(r["backend"])
+    return f"{backend} {r['track']} · {r['schedulers']} sched · {upd}"
 
 
 def _n_fmt(n: float | None) -> str:

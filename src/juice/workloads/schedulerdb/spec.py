@@ -10,6 +10,7 @@ Example (``examples/scheduler-db.yaml``)::
     stats_per_node: 10
     schedulers: [1, 3, 9]
     updates: [false, true]
+    clients: [pymysql]        # MySQL-protocol backends: pymysql (modern nova), mysqlclient (C MySQLdb)
     repetitions: 3
     lab: {sites: 3, delay_ms: 10}
     threshold_s: 60
@@ -19,6 +20,11 @@ Axes are crossed (backend × track × N × schedulers × updates); ``only`` rest
 combinations measured (each entry a partial point, e.g. ``{schedulers: 9, updates: true}``
 keeps the 9-scheduler points only when updates are on). Cache backends (memcached, redis)
 have one data model, the ``kv`` track, whatever ``tracks`` says.
+
+``clients`` is the Python DB-API driver the schedulers read MariaDB/Galera with: ``pymysql``
+(pure Python, what nova uses today: ``mysql+pymysql``; the default) or ``mysqlclient`` (the C
+MySQLdb the 2013 seed used). Points of MySQL-protocol backends carry ``client``; the others
+(PostgreSQL: psycopg 3; caches) do not. Updaters always use PyMySQL.
 
 ``parse(data, source)`` raises ``UserError("<file>: <field.path>: <msg>")`` (exit code 2).
 """
@@ -34,7 +40,10 @@ from juice.util.validation import one_line
 
 Backend = Literal["mariadb", "galera", "postgres", "memcached", "redis"]
 Track = Literal["historical-2013.1", "historical-2013.2", "modern", "modern-all"]
+Client = Literal["pymysql", "mysqlclient"]
 SQL_BACKENDS = ("mariadb", "galera", "postgres")
+MYSQL_BACKENDS = ("mariadb", "galera")
+DEFAULT_CLIENT: Client = "pymysql"
 CACHE_BACKENDS = ("memcached", "redis")
 KV_TRACK = "kv"
 MAX_NODES = 200_000
@@ -77,6 +86,7 @@ class Point(BaseModel):
     model_config = ConfigDict(extra="forbid")
     backend: Backend | None = None
     track: str | None = None
+    client: Client | None = None
     nodes: int | None = None
     nodes_max: int | None = Field(default=None, ge=1)
     schedulers: int | None = None
@@ -102,6 +112,8 @@ class SchedulerDbSpec(BaseModel):
     stats_per_node: int = Field(default=10, ge=0, le=100)
     schedulers: list[int] = Field(default_factory=lambda: [1, 3, 9], min_length=1)
     updates: list[bool] = Field(default_factory=lambda: [False, True], min_length=1)
+    clients: list[Client] = Field(default_factory=lambda: [DEFAULT_CLIENT], min_length=1,
+                                  description="MySQL-protocol backends: the schedulers' Python driver")
     repetitions: int = Field(default=5, ge=1, le=1000, description="reads per scheduler per point")
     warmup_s: float = Field(default=1.0, ge=0, le=60, description="updates run this long before reads")
     update_workers: int = Field(default=8, ge=1, le=64, description="connections per updater process")
@@ -131,6 +143,11 @@ class SchedulerDbSpec(BaseModel):
             raise ValueError(f"scheduler counts must be 1..64, got {bad[0]}")
         return sorted(set(v))
 
+    @field_validator("clients")
+    @classmethod
+    def _clients(cls, v: list[Client]) -> list[Client]:
+        return list(dict.fromkeys(v))
+
     @model_validator(mode="after")
     def _galera_sites(self) -> SchedulerDbSpec:
         if "galera" in self.backends and self.lab.sites < 2:
@@ -144,17 +161,25 @@ class SchedulerDbSpec(BaseModel):
     def tracks_for(self, backend: str) -> list[str]:
         return [KV_TRACK] if backend in CACHE_BACKENDS else list(self.tracks)
 
+    def clients_for(self, backend: str) -> list[str | None]:
+        """The ``client`` values of ``backend``'s points (None: the point has no ``client``)."""
+        return list(self.clients) if backend in MYSQL_BACKENDS else [None]
+
     def points(self) -> list[dict[str, Any]]:
         """Every measured point, in execution order (backend, track family, N ascending)."""
         out = []
         for b in self.backends:
             for n in self.node_counts():
                 for t in self.tracks_for(b):
-                    for s in self.schedulers:
-                        for u in self.updates:
-                            p = {"backend": b, "track": t, "nodes": n, "schedulers": s, "updates": u}
-                            if not self.only or any(o.matches(p) for o in self.only):
-                                out.append(p)
+                    for c in self.clients_for(b):
+                        for s in self.schedulers:
+                            for u in self.updates:
+                                p: dict[str, Any] = {"backend": b, "track": t, "nodes": n,
+                                                     "schedulers": s, "updates": u}
+                                if c is not None:
+                                    p["client"] = c
+                                if not self.only or any(o.matches(p) for o in self.only):
+                                    out.append(p)
         return out
 
 

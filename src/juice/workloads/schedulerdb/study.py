@@ -3,16 +3,19 @@
 Layout of the results (``<out_root>/<spec.name>/``)::
 
     index.json                 point key -> run directory (rewritten atomically after each point)
-    <backend>-<track>-n<N>-s<S>-<upd|static>-<stamp>/   one run per point (juice.results.store.RunDir:
-        manifest.json          complete or absent; "<name>.failed" kept on error)
+    <backend>-<track>-n<N>-s<S>-<upd|static>[-<client>]-<stamp>/   one run per point
+        manifest.json          (juice.results.store.RunDir: complete or absent;
+                               "<name>.failed" kept on error)
         reads.parquet          one row per read (tidy)
         updates.json           target/achieved update rate and count during the window
 
 Resumable: a point is identified by ``point_key`` (a hash of its parameters and of what
 else changes its meaning: stats per node, repetitions, lab, seed...), stored in its
-manifest. A rerun skips points whose complete run directory exists, never overwrites and
-never duplicates. One lab for the study; each backend deployed once; each layout populated
-incrementally as N grows (only the delta is inserted).
+manifest. The default ``client`` (pymysql) is left out of the key (and of the run name), so
+points measured before the ``clients`` axis existed stay complete. A rerun skips points
+whose complete run directory exists, never overwrites and never duplicates. One lab for the
+study; each backend deployed once; each layout populated incrementally as N grows (only the
+delta is inserted).
 
 A point: start the updaters at N/60 per second (when updates are on), let them run
 ``warmup_s``, then ``repetitions`` times make every scheduler process issue the read at the
@@ -37,7 +40,7 @@ from juice.results.store import RunDir, tool_version
 from juice.util import atomic
 from juice.workloads.schedulerdb.backends import BackendSession
 from juice.workloads.schedulerdb.readers import family
-from juice.workloads.schedulerdb.spec import SchedulerDbSpec, reps_for
+from juice.workloads.schedulerdb.spec import DEFAULT_CLIENT, SchedulerDbSpec, reps_for
 from juice.workloads.schedulerdb.worker import WorkerProc
 
 Progress = Callable[[str], None]
@@ -52,15 +55,17 @@ COST_PER_KNODE = {"historical-2013.1": 0.5, "historical-2013.2": 0.25, "modern":
 
 def point_key(spec: SchedulerDbSpec, p: dict[str, Any]) -> str:
     """Stable identity of a point: its params plus the spec fields that change its meaning."""
-    ident = {**p, "stats_per_node": spec.stats_per_node, "repetitions": reps_for(spec, p),
+    base = {k: v for k, v in p.items() if not (k == "client" and v == DEFAULT_CLIENT)}
+    ident = {**base, "stats_per_node": spec.stats_per_node, "repetitions": reps_for(spec, p),
              "seed": spec.seed, "lab": spec.lab.model_dump(), "candidates": spec.candidates,
              "warmup_s": spec.warmup_s, "layout": LAYOUT_VERSION[family(str(p["track"]))]}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def run_name(p: dict[str, Any]) -> str:
+    client = p.get("client", DEFAULT_CLIENT)
     return (f"{p['backend']}-{p['track']}-n{p['nodes']}-s{p['schedulers']}-"
-            f"{'upd' if p['updates'] else 'static'}")
+            f"{'upd' if p['updates'] else 'static'}" + ("" if client == DEFAULT_CLIENT else f"-{client}"))
 
 
 def estimate_s(p: dict[str, Any], reps: int, cores: int = 2) -> float:
@@ -134,18 +139,21 @@ def _run_backend(spec: SchedulerDbSpec, spec_text: str, sess: BackendSession, po
                  root: Path, done: dict[str, str], progress: Progress) -> None:
     lab = sess.lab
     logs = open(lab.workdir / f"workers-{sess.backend}.log", "ab")  # noqa: SIM115 (closed below)
-    readers: list[WorkerProc] = []
+    readers: dict[str | None, list[WorkerProc]] = {}  # per client (None: not a MySQL backend)
     updaters: list[WorkerProc] = []
     try:
         fams = sorted({family(p["track"]) for p in points}, key=["historical", "modern", "kv"].index)
         for fam in fams:
             facts = sess.prepare(fam)
             ep_r = sess.endpoint(sess.reader_site, fam)
-            for w in readers + updaters:
+            for w in _all(readers) + updaters:
                 w.close()
-            rcfg = {"role": "reader", "endpoint": ep_r, "timeout_s": spec.read_timeout_s}
-            readers = [WorkerProc(exec_argv(lab.site_ns(sess.reader_site), []), rcfg, logs)
-                       for _ in range(max(p["schedulers"] for p in points))]
+            readers = {}
+            for client in dict.fromkeys(p.get("client") for p in points):
+                ep_c = ep_r if client is None else {**ep_r, "client": client}
+                rcfg = {"role": "reader", "endpoint": ep_c, "timeout_s": spec.read_timeout_s}
+                readers[client] = [WorkerProc(exec_argv(lab.site_ns(sess.reader_site), []), rcfg, logs)
+                                   for _ in range(max(p["schedulers"] for p in points))]
             updaters = [WorkerProc(exec_argv(lab.site_ns(s), []),
                                    {"role": "updater", "endpoint": sess.endpoint(s, fam)}, logs)
                         for s in sess.updater_sites] if any(p["updates"] for p in points) else []
@@ -154,15 +162,19 @@ def _run_backend(spec: SchedulerDbSpec, spec_text: str, sess: BackendSession, po
                 pop_s = sess.grow(fam, n, spec.seed, spec.stats_per_node)
                 for p in [q for q in fam_points if q["nodes"] == n]:
                     key = point_key(spec, p)
-                    path = _measure(spec, spec_text, sess, p, key, facts, pop_s, readers, updaters, root,
-                                    progress)
+                    path = _measure(spec, spec_text, sess, p, key, facts, pop_s, readers[p.get("client")],
+                                    updaters, root, progress)
                     done[key] = path.name
                     write_index(root, done)
                     pop_s = 0.0
     finally:
-        for w in readers + updaters:
+        for w in _all(readers) + updaters:
             w.close()
         logs.close()
+
+
+def _all(readers: dict[str | None, list[WorkerProc]]) -> list[WorkerProc]:
+    return [w for ws in readers.values() for w in ws]
 
 
 def _measure(spec: SchedulerDbSpec, spec_text: str, sess: BackendSession, p: dict[str, Any], key: str,
@@ -178,6 +190,7 @@ def _measure(spec: SchedulerDbSpec, spec_text: str, sess: BackendSession, p: dic
                     spec=spec.model_dump(mode="json"),
                     spec_text=spec_text, versions={**sess.versions(),
                                                    "pymysql": _pkg_version("pymysql"),
+                                                   "mysqlclient": _pkg_version("mysqlclient"),
                                                    "psycopg": _pkg_version("psycopg"),
                                                    "pymemcache": _pkg_version("pymemcache"),
                                                    "redis-py": _pkg_version("redis"),
