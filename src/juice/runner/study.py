@@ -108,14 +108,15 @@ def _deployment(lab: LocalLab, p: RunPoint, exp: Experiment,
 
     progress(f"deploying {p.rdbms} for {p.sites} sites")
     t0 = time.monotonic()
-    db = registry.deploy(lab, p.rdbms, progress)
+    # bounded waits that grow with the deployment (45 sites on 2 cores take minutes)
+    db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites))
     try:
         progress(f"{p.rdbms} healthy in {time.monotonic() - t0:.1f} s; starting a Keystone in every site "
                  f"(cache {'on' if p.cache else 'off'})")
         opts = KeystoneOptions(cache=p.cache, workers=exp.keystone.workers,
                                password_hash_rounds=exp.keystone.password_hash_rounds)
         ks = Keystone(lab, db, progress, opts)
-        ks.up()
+        ks.up(timeout=max(300.0, 60.0 + 8.0 * p.sites))
         try:
             yield db, ks
         finally:
