@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from juice.errors import UserError
-from juice.util.validation import one_line
+from juice.util.validation import validate
 
 MAX_SITES = 250
 LAB_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
@@ -174,12 +174,8 @@ def expected_rtt_ms(spec_links: dict[tuple[int, int], Link], a: int, b: int) -> 
 
 def parse(data: Any, source: str = "") -> LabSpec:
     """Validate a spec mapping; raise UserError naming the field (and file) on bad input."""
-    if not isinstance(data, dict):
-        raise UserError(f"{source or 'spec'}: expected a mapping of keys (sites, delay_ms, ...)")
-    try:
-        return LabSpec.model_validate(data)
-    except ValidationError as e:
-        raise UserError(one_line(e, source, "see `juice lab up --help` for the spec format")) from None
+    return validate(LabSpec, data, source, expected="a mapping of keys (sites, delay_ms, ...)",
+                    unknown_key_hint="see `juice lab up --help` for the spec format")
 
 
 def load(path: Path) -> LabSpec:

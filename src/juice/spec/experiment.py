@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from juice.errors import UserError
-from juice.util.validation import one_line
+from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
 LIGHT: tuple[Literal["light", "high"], ...] = ("light",)
@@ -170,7 +170,5 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def parse(data: dict[str, Any], source: str = "spec") -> Experiment:
-    try:
-        return Experiment.model_validate(data)
-    except ValidationError as e:
-        raise UserError(one_line(e, source, "see the examples/ directory for the spec format")) from None
+    return validate(Experiment, data, source, expected="a mapping of keys (name, rdbms, sites, ...)",
+                    unknown_key_hint="see the examples/ directory for the spec format")

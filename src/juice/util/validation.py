@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from juice.errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: Any, source: str, *, expected: str, unknown_key_hint: str) -> M:
+    """``model`` validated from ``data``, or a one-line UserError naming ``source`` and the field.
+
+    ``expected`` says what the file should hold when it is not a mapping at all."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source or 'spec'}: expected {expected}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise UserError(one_line(e, source, unknown_key_hint)) from None
 
 
 def one_line(e: ValidationError, source: str, unknown_key_hint: str) -> str:

@@ -33,10 +33,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from juice.errors import UserError
-from juice.util.validation import one_line
+from juice.util.validation import validate
 
 Backend = Literal["mariadb", "galera", "postgres", "memcached", "redis"]
 Track = Literal["historical-2013.1", "historical-2013.2", "modern", "modern-all"]
@@ -193,11 +192,7 @@ def reps_for(spec: SchedulerDbSpec, p: dict[str, Any]) -> int:
 
 
 def parse(data: Any, source: str = "spec") -> SchedulerDbSpec:
-    """Validate ``data``; UserError naming ``source`` and the field path on the first error."""
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: expected a mapping with `workload: scheduler-db`")
-    try:
-        return SchedulerDbSpec.model_validate(data)
-    except ValidationError as e:
-        # model-level validators name their field at the start of the message
-        raise UserError(one_line(e, source, "see examples/scheduler-db.yaml for the format")) from None
+    """Validate ``data``; UserError naming ``source`` and the field path on the first error
+    (model-level validators name their field at the start of the message)."""
+    return validate(SchedulerDbSpec, data, source, expected="a mapping with `workload: scheduler-db`",
+                    unknown_key_hint="see examples/scheduler-db.yaml for the format")
