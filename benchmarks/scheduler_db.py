@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from juice.workloads.schedulerdb import report, spec, study
+from juice.runner import sweep
+from juice.studies.schedulerdb import STUDY, report, spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,8 +34,8 @@ def main() -> None:
     t0 = time.monotonic()
     root = Path(args.out) / s.name
     if not args.no_run:
-        root = study.run(s, path, Path(args.out), lambda m: print(f"[{time.monotonic() - t0:7.1f}] {m}",
-                                                                  flush=True))
+        sweep.run(STUDY, s, yaml.safe_load(path.read_text()), path.read_text(), root,
+                  lambda m: print(f"[{time.monotonic() - t0:7.1f}] {m}", flush=True))
         print(f"study time: {time.monotonic() - t0:.0f} s")
     reads, upd, _ = report.load([root])
     ok = reads[reads["ok"]]

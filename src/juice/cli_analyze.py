@@ -80,41 +80,46 @@ def analyze(
     filter_percentile: float | None = FILTER_OPT,
     param: list[str] = PARAM_OPT,
 ) -> None:
-    """Describe tables per operation: count, mean, std, min, p25, p50, p75, p95, p99, max
-    (seconds) and failures, plus the iteration Total, grouped by any parameters.
+    """Describe tables of every study found under PATHS: per operation for iteration-based
+    studies (count, mean, std, min, p25, p50, p75, p95, p99, max seconds, failures, plus the
+    iteration Total), per configuration for the others, grouped by any parameters.
 
     juice analyze results/keystone --by rdbms --by sites
 
     juice analyze rally.json --param rdbms=galera --json
     """
-    from juice.analysis.describe import describe
-    from juice.analysis.describe import filter_percentile as fp
+    from juice import studies
     from juice.results import tidy
 
     q = parse_percentile(filter_percentile)
-    df = tidy.load(paths, parse_params(param))
-    known = tidy.param_columns(df)
-    for b in by:
-        if b not in known:
-            raise UserError(f"--by: unknown parameter {b!r} (known: {', '.join(known)})")
-    if q is not None:
-        df = fp(df, q)
-    table = describe(df, by=by)
-    runs, skipped = int(df["run"].nunique()), int(df.attrs.get("failed_runs", 0))
-    note = f"{runs} runs" + (f"; {skipped} failed runs skipped" if skipped else "")
+    params = parse_params(param)
+    found = tidy.discover(paths)
+    if found.empty:
+        raise tidy.no_run_error(paths, found)
+    tables = [(s, table) for s in studies.all()
+              if (table := s.analyze(paths, by, params, q)) is not None]
+    if not tables:
+        raise UserError(f"{', '.join(str(p) for p in paths)}: no study knows these runs "
+                        f"(studies: {', '.join(studies.names())})")
     if as_json:
-        rows = [{k: _jsonable(v) for k, v in r.items()} for r in table.to_dict(orient="records")]
+        tag = len(tables) > 1  # rows of several studies say whose they are
+        rows = [{**({"workload": s.name} if tag else {}), **{k: _jsonable(v) for k, v in r.items()}}
+                for s, table in tables for r in table.to_dict(orient="records")]
         typer.echo(json.dumps(rows, indent=1))
-        err.print(f"[dim]{note}[/dim]")
+        for s, table in tables:
+            err.print(f"[dim]{s.title}: {table.attrs.get('note', '')}[/dim]")
         return
-    t = Table(*table.columns, title=f"seconds per operation ({note})")
-    cells = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
-    for row_cells in cells:
-        t.add_row(*row_cells)
-    # never squeeze numbers into ellipses: as wide as the widest row needs
-    need = sum(max([len(str(c)), *(len(r[i]) for r in cells)]) + 3 for i, c in enumerate(table.columns)) + 1
-    console = out if out.width >= need else Console(width=need, highlight=False, file=out.file)
-    console.print(t)
+    for s, table in tables:
+        title = f"{s.title}: {table.attrs.get('title', 'describe')} ({table.attrs.get('note', '')})"
+        rich_table = Table(*table.columns, title=title)
+        cells = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
+        for row_cells in cells:
+            rich_table.add_row(*row_cells)
+        # never squeeze numbers into ellipses: as wide as the widest row needs
+        need = sum(max([len(str(c)), *(len(r[i]) for r in cells)]) + 3
+                   for i, c in enumerate(table.columns)) + 1
+        console = out if out.width >= need else Console(width=need, highlight=False, file=out.file)
+        console.print(rich_table)
 
 
 def _cell(v: Any) -> str:
@@ -144,22 +149,9 @@ def report(
         output = paths[0] / "report.html" if len(paths) == 1 and paths[0].is_dir() else Path("report.html")
     if output.exists() and output.is_dir():
         raise UserError(f"--output: {output} is a directory: give a file name such as report.html")
-    path = render(paths, output, sections=_sections(), filter_q=None if q == 1.0 else q,
+    path = render(paths, output, filter_q=None if q == 1.0 else q,
                   params=parse_params(param))
     typer.echo(str(path.resolve()))
-
-
-def _sections() -> list[Any]:
-    """Report sections of the workloads that have one (each returns None when the results
-    hold none of its runs)."""
-    out: list[Any] = []
-    try:
-        from juice.workloads.schedulerdb import report as sdb
-
-        out.append(sdb.section)
-    except ImportError:
-        pass
-    return out
 
 
 def register(app: typer.Typer) -> None:

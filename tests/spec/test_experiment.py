@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from juice.errors import UserError
-from juice.spec import estimate
-from juice.spec.experiment import parse, read_yaml
-from juice.spec.matrix import expand
+from juice.spec.base import read_yaml
+from juice.studies.keystone import estimate
+from juice.studies.keystone.matrix import expand
+from juice.studies.keystone.spec import parse
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -26,15 +27,11 @@ def base(**over: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_parses(path: Path) -> None:
-    data = read_yaml(path)
-    if data.get("workload") == "scheduler-db":  # the other study, its own model
-        from juice.workloads.schedulerdb import spec as sdb
-        from juice.workloads.schedulerdb import study
+    from juice import studies
 
-        assert len(study.plan(sdb.parse(data, str(path)))) > 0
-        return
-    exp = parse(data, str(path))
-    assert len(expand(exp)) > 0
+    study, spec, _ = studies.load_spec(path)
+    points = study.expand(spec)
+    assert points and len({p.key for p in points}) == len(points)
 
 
 @pytest.mark.parametrize(("patch", "field"), [

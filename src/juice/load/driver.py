@@ -10,7 +10,7 @@ credentials)::
      "result_path": "/.../driver-2.result.json", "progress_interval_s": 0.25, "nice": 0}
 
 ``scenario`` is resolved by ``resolve_scenario``: a registered name goes through
-``juice.workloads.registry.get(name, args)``; ``"package.module:Class"`` imports the class and
+``juice.studies.keystone.catalog.get(name, args)``; ``"package.module:Class"`` imports the class and
 calls ``Class(**args)`` (tests and benchmarks use this for their Fake* scenarios).
 
 Protocol: one JSON object per line on stdout — ``{"event": "started", "pid": ...}``, then
@@ -54,7 +54,7 @@ def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] |
         cls = getattr(importlib.import_module(mod_name), cls_name)
         scenario: Scenario = cls(**args)
         return scenario
-    registry = importlib.import_module("juice.workloads.registry")
+    registry = importlib.import_module("juice.studies.keystone.catalog")
     found: Scenario = registry.get(name, args, contexts=contexts or None, seed=seed)
     return found
 

@@ -454,6 +454,14 @@ def assemble(parts: Sequence[tuple[Any, Mapping[str, Any]]]) -> pd.DataFrame:
     return pd.DataFrame(cols, copy=False)
 
 
+def no_run_error(paths: Sequence[Path], found: Discovery) -> UserError:
+    """The one-line error for paths that hold no complete run."""
+    where = ", ".join(str(p) for p in paths) or "(no path)"
+    extra = f" ({len(found.failed)} failed runs skipped)" if found.failed else ""
+    return UserError(f"{where}: no complete run found{extra}: give a results directory "
+                     "such as results/quickstart, a run directory or a Rally JSON file")
+
+
 def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None,
          allow_empty: bool = False) -> pd.DataFrame:
     """One tidy DataFrame over run dirs, results roots and Rally JSON files.
@@ -467,10 +475,7 @@ def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None,
 
     found = discover(paths)
     if found.empty:
-        where = ", ".join(str(p) for p in paths) or "(no path)"
-        extra = f" ({len(found.failed)} failed runs skipped)" if found.failed else ""
-        raise UserError(f"{where}: no complete run found{extra}: give a results directory "
-                        "such as results/quickstart, a run directory or a Rally JSON file")
+        raise no_run_error(paths, found)
     parts = list(_parallel(_measures, found.runs))
     for f in found.rally_files:
         parts.extend(split_params(t) for t in rally_import.tables(f, params or {}))

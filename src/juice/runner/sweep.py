@@ -1,0 +1,107 @@
+"""Run the points of any study, resumably, with labs and deployments reused.
+
+    before, ran, failed = sweep.run(study, spec, data, spec_text, study_dir, progress)
+
+Loop structure: the points of ``study.expand(spec)`` not complete yet, in their order; one lab
+per run of adjacent points with equal ``lab_key``; in it one deployment per run of adjacent
+points with equal ``deployment_key``; then each point into its own ``RunDir``. Groups whose
+points are all complete open nothing. A run that raises a JuiceError is kept as ``.failed``
+and the sweep goes on; anything else (a bug, Ctrl-C) stops it, with the lab removed by the
+context managers. Complete runs are recognised by ``study.key_of(manifest)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from juice.errors import JuiceError
+from juice.results.store import RunDir
+from juice.studies.base import Point, Run, Study
+
+Progress = Callable[[str], None]
+
+
+def completed(study: Study[Any, Any], study_dir: Path) -> dict[str, Path]:
+    """run key -> directory, for every complete run of ``study`` under ``study_dir``."""
+    out: dict[str, Path] = {}
+    if not study_dir.is_dir():
+        return out
+    for m in sorted(study_dir.glob("*/manifest.json")):
+        d = m.parent
+        if d.name.startswith(".") or d.name.endswith(".failed"):
+            continue
+        try:
+            manifest = json.loads(m.read_text())
+        except (OSError, ValueError):
+            continue
+        key = study.key_of(manifest) if isinstance(manifest, dict) else None
+        if key:
+            out.setdefault(key, d)
+    return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The points of a spec, split into done and to do, with the time estimate."""
+
+    points: list[Any]
+    done: dict[str, Path]
+    todo: list[Any]
+    estimate_s: float
+    labs: int
+    deployments: int
+
+
+def plan(study: Study[Any, Any], spec: Any, study_dir: Path) -> Plan:
+    points = study.expand(spec)
+    done = completed(study, study_dir)
+    todo = [p for p in points if p.key not in done]
+    est = sum(study.estimate_s(p) for p in todo) + study.overhead_s(todo)
+    labs = sum(1 for _ in groupby(todo, key=lambda p: p.lab_key))
+    deps = sum(1 for _ in groupby(todo, key=lambda p: (p.lab_key, p.deployment_key)))
+    return Plan(points, done, todo, est, labs, deps)
+
+
+def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
+        progress: Progress, ui: Any = None) -> tuple[int, int, int]:
+    """Execute every point not done yet. Returns (done before, run now, failed now)."""
+    pl = plan(study, spec, study_dir)
+    n = len(pl.points)
+    progress(f"{n} runs in the matrix: {n - len(pl.todo)} already complete, "
+             f"{len(pl.todo)} to run → {study_dir}")
+    ran = failed = 0
+    position = n - len(pl.todo)
+    for _lab_key, by_lab in groupby(pl.todo, key=lambda p: p.lab_key):
+        lab_points = list(by_lab)
+        with study.lab(spec, lab_points, progress) as lab:
+            for _dep_key, by_dep in groupby(lab_points, key=lambda p: p.deployment_key):
+                dep_points = list(by_dep)
+                with study.deployment(spec, lab, dep_points, progress) as dep:
+                    for p in dep_points:
+                        position += 1
+                        progress(f"[{position}/{n}] {p.label}")
+                        try:
+                            _one(study, spec, spec_data, spec_text, study_dir, p, dep, progress, ui)
+                            ran += 1
+                        except JuiceError as e:
+                            failed += 1
+                            progress(f"run failed ({e}); kept as .failed, continuing")
+    return n - len(pl.todo), ran, failed
+
+
+def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
+         p: Point, dep: Any, progress: Progress, ui: Any) -> None:
+    with RunDir(study_dir, p.dirname) as rd:
+        study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui), dep)
+        if not (rd.partial / "manifest.json").exists():
+            raise JuiceError(f"study {study.name!r} wrote no manifest for run {p.key} (a bug in the study)")
+
+
+def plan_rows(study: Study[Any, Any], points: Sequence[Any]) -> list[dict[str, Any]]:
+    """The plan table's study columns, one dict per point."""
+    return [study.plan_columns(p) for p in points]

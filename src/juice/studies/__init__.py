@@ -1,0 +1,110 @@
+"""The registry of studies: the one place that knows them by name.
+
+    study = studies.get("scheduler-db")           # a juice.studies.base.Study
+    study, spec = studies.load_spec(Path("examples/quickstart.yaml"))
+    for s in studies.all(): ...                    # built-in first, then plugins, then registered
+
+Built-in studies are one line each in ``BUILTIN`` (name -> "module:attribute", imported on first
+use). Other packages add studies through the ``juice.studies`` entry-point group (the value
+names a Study instance), and tests through :func:`register`. A spec without ``workload:``
+belongs to ``DEFAULT`` (the Keystone study, as before studies had names).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from juice.errors import UserError
+from juice.studies.base import Study
+
+if TYPE_CHECKING:
+    from juice.load.api import Scenario
+
+BUILTIN: dict[str, str] = {
+    "keystone": "juice.studies.keystone:STUDY",
+    "scheduler-db": "juice.studies.schedulerdb:STUDY",
+}
+DEFAULT = "keystone"
+GROUP = "juice.studies"
+
+_loaded: dict[str, Study[Any, Any]] = {}
+_extra: dict[str, Study[Any, Any]] = {}
+
+
+def _import(target: str) -> Study[Any, Any]:
+    mod, _, attr = target.partition(":")
+    obj = getattr(importlib.import_module(mod), attr)
+    if not isinstance(obj, Study):
+        raise TypeError(f"{target} is not a juice.studies.base.Study instance")
+    return obj
+
+
+def _plugins() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=GROUP) if ep.name not in BUILTIN}
+
+
+def names() -> list[str]:
+    """Every study name: built-in, then plugins, then registered."""
+    return list(dict.fromkeys([*BUILTIN, *_plugins(), *_extra]))
+
+
+def get(name: str) -> Study[Any, Any]:
+    """The study called ``name``; UserError listing the choices when there is none."""
+    if name in _extra:
+        return _extra[name]
+    if name not in _loaded:
+        target = BUILTIN.get(name) or _plugins().get(name)
+        if target is None:
+            raise UserError(f"workload: unknown study {name!r} (choose one of {', '.join(names())})")
+        _loaded[name] = _import(target)
+    return _loaded[name]
+
+
+def all() -> list[Study[Any, Any]]:
+    return [get(n) for n in names()]
+
+
+def register(study: Study[Any, Any]) -> Study[Any, Any]:
+    """Add ``study`` (e.g. from a test) under its ``name``; returns it."""
+    _extra[study.name] = study
+    return study
+
+
+def unregister(name: str) -> None:
+    _extra.pop(name, None)
+
+
+def scenario(name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | None = None,
+             seed: int | None = None) -> Scenario:
+    """The load-engine scenario called ``name`` by one of the studies; UserError if none knows it."""
+    for study in all():
+        found = study.scenario(name, args, contexts, seed)
+        if found is not None:
+            return found
+    raise UserError(f"scenario: unknown {name!r} (no study knows it: {', '.join(names())})")
+
+
+def of(data: Mapping[str, Any], source: str) -> Study[Any, Any]:
+    """The study a spec mapping selects with ``workload:`` (default ``DEFAULT``)."""
+    workload = data.get("workload", DEFAULT)
+    if not isinstance(workload, str):
+        raise UserError(f"{source}: workload: expected a study name ({', '.join(names())}), "
+                        f"got {type(workload).__name__}")
+    try:
+        return get(workload)
+    except UserError as e:
+        raise UserError(f"{source}: {e}") from None
+
+
+def load_spec(path: Path) -> tuple[Study[Any, Any], Any, dict[str, Any]]:
+    """(study, validated spec, raw mapping) of the spec file at ``path``; UserError (exit 2)
+    with one line naming the file and the field otherwise."""
+    from juice.spec.base import read_yaml
+
+    data = read_yaml(path)
+    study = of(data, str(path))
+    return study, study.parse(data, str(path)), data

@@ -1,0 +1,110 @@
+"""One run of a Keystone study: drivers in their sites, counters around them, files out.
+
+Light load = one driver in site 1; high load = one driver in every site at once (the seed's
+modes), each against its own site's Keystone. The database statement counters (the seed's
+%reads/%writes method) frame the whole driver window, Rally contexts included, as in the seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from juice.errors import JuiceError, ServiceError
+from juice.lab import LocalLab
+from juice.load.api import LoadResult
+from juice.load.drivers import DriverJob, run_drivers
+from juice.load.iterations import summary, write_iterations
+from juice.load.progress import ProgressUI, RichProgress
+from juice.load.rally_json import write_rally
+from juice.load.runner import RunnerSpec
+from juice.results.store import RunDir
+from juice.services import counters
+from juice.services.base import Progress, Service
+from juice.studies.keystone.matrix import RunPoint
+
+
+def runner_spec(p: RunPoint) -> RunnerSpec:
+    r = p.runner
+    if r.get("rate"):
+        return RunnerSpec(type="open", times=int(r["times"]), rate=float(r["rate"]),
+                          arrival=str(r["arrival"]), max_in_flight=int(r["max_in_flight"]),
+                          timeout_s=float(r["timeout_s"]), seed=p.seed)
+    return RunnerSpec(type="constant", times=int(r["times"]), concurrency=int(r["concurrency"]),
+                      timeout_s=float(r["timeout_s"]), seed=p.seed)
+
+
+def driver_sites(p: RunPoint, lab: LocalLab) -> list[int]:
+    return [1] if p.load == "light" else list(lab.sites)
+
+
+def keystone_env(ks: Any, site: int, concurrency: int) -> dict[str, Any]:
+    """What a Keystone scenario needs in ``site`` (credentials: never stored)."""
+    c = ks.admin_credentials()
+    return {"site": site, "auth_url": ks.auth_url(site), "region": ks.region(site),
+            "username": c.username, "password": c.password, "project_name": c.project_name,
+            "user_domain_name": c.user_domain_name, "project_domain_name": c.project_domain_name,
+            "concurrency": concurrency}
+
+
+def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progress: Progress,
+            ui: ProgressUI | None = None) -> dict[str, Any]:
+    """Run the drivers of ``p``; write iterations.jsonl and rally.json into ``rd``; return the
+    manifest fields describing what happened (per-site outcome, %reads/%writes)."""
+    spec = runner_spec(p)
+    sites = driver_sites(p, lab)
+    # the client's connection pool: the closed loop's workers, or the open loop's in-flight bound
+    pool = spec.concurrency if spec.type == "constant" else spec.max_in_flight
+    jobs = [DriverJob(site=s, scenario=p.scenario, args=dict(p.scenario_args), runner=spec,
+                      contexts=dict(p.contexts), seed=p.seed + 1000 * s,
+                      env=keystone_env(ks, s, pool), timeout_s=_driver_timeout(spec))
+            for s in sites]
+    try:
+        probe: counters.Probe | None = counters.probe_for(db)
+    except (ServiceError, TypeError) as e:
+        progress(f"no statement counters for {p.rdbms} ({e}); %reads/%writes not measured")
+        probe = None
+    bar = ui if ui is not None else RichProgress()
+    if probe is not None:
+        with probe.window() as w:
+            results = run_drivers(lab, jobs, bar)
+        c = w.result
+        rw: dict[str, Any] | None = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
+                                     "pct_writes": round(c.pct_writes, 2), "exact": c.exact,
+                                     "per_command": c.per_command,
+                                     "window": "drivers incl. Rally-like contexts (setup/cleanup)"}
+    else:
+        results = run_drivers(lab, jobs, bar)
+        rw = None
+    n = write_iterations(rd.file("iterations.jsonl"), results)
+    write_rally(rd.file("rally.json"), results, title=f"{p.study}: {p.scenario}",
+                description=f"{p.rdbms}, {p.sites} sites, {p.wan.label} one-way, {p.load} load",
+                tags=["juice", p.study])
+    per_site = [summary(r) for r in results]
+    _say(progress, results)
+    if all(r.failure for r in results):
+        raise JuiceError(f"every driver failed: {results[0].failure}")
+    return {"rwratio": rw, "drivers": per_site, "iterations": n,
+            "failed_iterations": sum(r.failed_count for r in results),
+            "driver_failures": {str(r.site): r.failure for r in results if r.failure}}
+
+
+def finish(rd: RunDir) -> None:
+    """Build the tidy table (actions.parquet) from the run's files, inside the partial run."""
+    from juice.results import tidy
+
+    tidy.build_run_table(rd.partial)
+
+
+def _driver_timeout(spec: RunnerSpec) -> float:
+    per_iter = spec.timeout_s or 600.0
+    return spec.setup_timeout_s + spec.cleanup_timeout_s + per_iter * 4 + 3600.0
+
+
+def _say(progress: Progress, results: list[LoadResult]) -> None:
+    total = sum(len(r.records) for r in results)
+    failed = sum(r.failed_count for r in results)
+    secs = [rec.duration for r in results for rec in r.records if not rec.error]
+    mean = f", mean {sum(secs) / len(secs):.3f} s" if secs else ""
+    msg = f"{total} iterations, {failed} failed{mean}"
+    bad = [f"site {r.site}: {r.failure}" for r in results if r.failure]
+    progress(msg + (f"; driver failures: {'; '.join(bad)}" if bad else ""))

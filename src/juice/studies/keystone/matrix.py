@@ -1,0 +1,98 @@
+"""The run matrix of a Keystone study: the product of its axes, in execution order.
+
+Order = how labs and deployments are reused: one lab per site count; inside it one
+deployment (database + Keystone) per (rdbms, cache); inside that the WAN points are applied
+to the running lab (``set_wan``, then checked); then load × scenario × repetition. A run is
+identified by ``key`` (a hash of its parameters), stored in its manifest, so a resumed sweep
+skips exactly the runs that completed, whatever the directory names say.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from juice.spec.wan import WanPoint, wan_points
+from juice.studies.keystone.spec import Experiment
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    study: str
+    scenario: str
+    scenario_args: dict[str, Any] = field(hash=False, compare=False)
+    contexts: dict[str, Any] = field(hash=False, compare=False)
+    rdbms: str
+    sites: int
+    wan: WanPoint
+    load: str
+    cache: bool
+    repetition: int
+    seed: int
+    runner: dict[str, Any] = field(hash=False, compare=False)
+
+    def params(self) -> dict[str, Any]:
+        """The run's parameters as stored in its manifest (and as analysis columns)."""
+        return {"study": self.study, "workload": "keystone", "scenario": self.scenario,
+                "rdbms": self.rdbms, "sites": self.sites, **self.wan.params(), "load": self.load,
+                "cache": self.cache, "times": self.runner["times"],
+                "concurrency": self.runner["concurrency"], "rate": self.runner.get("rate"),
+                "repetition": self.repetition, "seed": self.seed, "run_id": self.key}
+
+    @property
+    def key(self) -> str:
+        ident = {"study": self.study, "scenario": self.scenario, "args": self.scenario_args,
+                 **({"contexts": self.contexts} if self.contexts else {}),
+                 "rdbms": self.rdbms, "sites": self.sites, "wan": self.wan.label, "load": self.load,
+                 "cache": self.cache, "repetition": self.repetition, "runner": self.runner}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+
+    @property
+    def dirname(self) -> str:
+        """Human-readable; never parsed back (the manifest holds the parameters)."""
+        short = self.scenario.split(".")[-1]
+        wan = self.wan.label.replace(" ", "").replace("/", "-")
+        return (f"{short}-{self.rdbms}-{self.sites}s-{wan}-{self.load}-"
+                f"{'cache' if self.cache else 'nocache'}-r{self.repetition}-{self.key}")
+
+    @property
+    def deployment(self) -> tuple[int, str, bool]:
+        return (self.sites, self.rdbms, self.cache)
+
+    @property
+    def lab_key(self) -> int:
+        """One lab per site count (its WAN changes between points)."""
+        return self.sites
+
+    @property
+    def deployment_key(self) -> tuple[int, str, bool]:
+        return self.deployment
+
+    @property
+    def label(self) -> str:
+        return (f"{self.scenario.split('.')[-1]} · {self.rdbms} · {self.sites} sites · {self.wan.label} · "
+                f"{self.load} load")
+
+
+def expand(exp: Experiment) -> list[RunPoint]:
+    """Every run of the study, in execution order (see the module doc)."""
+    from juice.studies.keystone import catalog as registry
+
+    runner = exp.runner.model_dump(mode="json")
+    scenarios = [(registry.canonical(s.name), s.args, s.contexts) for s in exp.scenarios]
+    out: list[RunPoint] = []
+    for sites in exp.sites:
+        for rdbms in exp.rdbms:
+            for cache in exp.keystone.cache:
+                for wan in wan_points(exp.wan):
+                    for load in exp.load:
+                        for name, args, contexts in scenarios:
+                            for rep in range(exp.repetitions):
+                                out.append(RunPoint(
+                                    study=exp.name, scenario=name, scenario_args=dict(args),
+                                    contexts=dict(contexts),
+                                    rdbms=rdbms, sites=sites, wan=wan, load=load, cache=cache,
+                                    repetition=rep, seed=exp.seed + rep, runner=runner))
+    return out

@@ -1,0 +1,185 @@
+"""The Keystone study's report section (seed 000's shape), re-made from stored runs alone.
+
+Content: provenance (runs, parameters, versions, host facts, WAN backend, skipped runs); the
+outline tables; %reads/%writes; per scenario the stacked-bar tiles per rdbms (by sites, by
+delay, by zones when they vary) with λ and σ, the CDFs, and the describe tables. Bars and
+CDFs drop, per run, the iterations above the 95th percentile of the run's totals (the seed's
+``filter_percentile(.95, ...)``; ``filter_q=None`` keeps them all); tables use every iteration.
+
+Its data are the iterations of Keystone runs and of imported Rally JSON files (whatever their
+scenarios: the Rally-style tables and figures fit any of them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from juice.analysis.describe import percentile_drop_keys
+from juice.analysis.stats import iteration_key, iteration_totals, operation_order, runs_table, varying
+from juice.report.figures import op_colors
+from juice.report.tables import fmt, table_html
+from juice.results import tidy
+from juice.studies.base import ReportInput
+from juice.studies.keystone import figures as keystone
+
+
+def _manifests(runs: Sequence[Path]) -> list[dict[str, Any]]:
+    out = []
+    for r in runs:
+        try:
+            out.append({"_dir": r.name, **tidy.read_manifest(r)})
+        except Exception:  # provenance is best effort; the data were already loaded
+            out.append({"_dir": r.name})
+    return out
+
+
+def _distinct(values: list[Any]) -> str:
+    seen: list[str] = []
+    for v in values:
+        s = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+        if s not in seen:
+            seen.append(s)
+    return "; ".join(seen)
+
+
+def _provenance(found: tidy.Discovery, df: pd.DataFrame, it: pd.DataFrame,
+                manifests: list[dict[str, Any]], filter_q: float | None) -> str:
+    n_runs = int(df["run"].nunique())
+    skipped = ""
+    if found.failed or found.partial:
+        names = ", ".join(p.name for p in [*found.failed, *found.partial][:20])
+        skipped = (f"<p class=note>Skipped: {len(found.failed)} failed and {len(found.partial)} "
+                   f"incomplete run directories ({escape(names)}).</p>")
+    runs = runs_table(df)
+    var = varying(df)
+    const = {c: runs[c].iloc[0] for c in runs.columns if c != "run" and c not in var}
+    rows = [{"parameter": k, "value": fmt(v)} for k, v in const.items()]
+    rows += [{"parameter": k, "value": ", ".join(fmt(v) for v in sorted(
+        runs[k].drop_duplicates().tolist(), key=keystone._key))} for k in var if k not in keystone.POOLED]
+    facts: list[dict[str, str]] = []
+    keys: dict[str, list[Any]] = {}
+    for m in manifests:
+        for k, v in m.items():
+            if k in ("versions",) and isinstance(v, Mapping):
+                for vk, vv in v.items():
+                    keys.setdefault(f"version: {vk}", []).append(vv)
+            elif k == "juice":
+                keys.setdefault("version: juice (runs)", []).append(v)
+            elif k == "wan" and isinstance(v, Mapping):  # the runner's WAN record: backend + check
+                chk = v.get("check")
+                status = ("not checked" if not isinstance(chk, Mapping)
+                          else "check passed" if chk.get("ok") else "check FAILED")
+                keys.setdefault("WAN emulation", []).append(f"{v.get('backend')} ({status})")
+            elif k == "host" or "wan" in k.lower() or k == "backend":
+                keys.setdefault(k, []).append(v)
+    facts = [{"fact": k, "value": _distinct(v)} for k, v in keys.items()]
+    per_run = it.groupby(it["run"].astype(str), sort=True).agg(
+        iterations=("failed", "size"), failures=("failed", "sum")).reset_index()
+    per_run["lam"] = per_run["failures"] / per_run["iterations"]
+    shown = [c for c in var if c not in keystone.POOLED or c == "repetition"]
+    rt = runs.astype({"run": str})[["run", *shown]].merge(per_run, on="run", how="left")
+    flt = (f"bars and CDFs leave out, per run, the iterations above the {filter_q:.0%} quantile of "
+           "the run's totals (as the seed's <code>filter_percentile</code>); tables use every iteration"
+           if filter_q else "bars, CDFs and tables use every iteration")
+    return (f"<p class=note>Keystone study and Rally files: {n_runs} runs, {len(it)} iterations, "
+            f"{int(it['failed'].sum())} failed.</p>{skipped}"
+            f"<p class=note>An iteration's total is the sum of its top-level atomic actions; "
+            f"λ = failed iterations / iterations; σ = standard deviation of the totals of "
+            f"successful iterations; delays are one-way. {flt}.</p>"
+            "<h3>Parameters</h3>" + table_html(pd.DataFrame(rows, columns=["parameter", "value"]))
+            + ("<h3>Versions, host, WAN</h3>" + table_html(pd.DataFrame(facts)) if facts else "")
+            + f"<details><summary>{len(rt)} runs</summary>{table_html(rt, digits=3)}</details>")
+
+
+def _rwratio(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for m in manifests:
+        rw = m.get("rwratio")
+        if isinstance(rw, Mapping):
+            rows.append({"run": m["_dir"], **{k: rw.get(k) for k in
+                                                 ("pct_reads", "pct_writes", "reads", "writes")}})
+    return pd.DataFrame(rows, columns=["run", "pct_reads", "pct_writes", "reads", "writes"])
+
+
+def sections(inputs: ReportInput) -> list[str]:
+    """The section over the Keystone runs and Rally files among ``inputs.paths`` ([] if none).
+    Runs of other studies (their manifests name another ``workload``) are left to them."""
+    found = tidy.discover(inputs.paths)
+    mine = [d for d in found.runs if _is_keystone(d)]
+    if not mine and not found.rally_files:
+        return []
+    df = tidy.load([*mine, *found.rally_files], inputs.params, allow_empty=True)
+    if df.empty:
+        return []
+    return _body(found, df, _manifests(mine), inputs.filter_q)
+
+
+def _is_keystone(run_dir: Path) -> bool:
+    try:
+        workload = tidy.read_manifest(run_dir).get("workload", "keystone")
+    except Exception:  # an unreadable manifest: its iterations decide (tidy.load says why)
+        return True
+    return bool(workload == "keystone")
+
+
+def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any]],
+          filter_q: float | None) -> list[str]:
+    it = iteration_totals(df)
+    if filter_q:
+        drop = percentile_drop_keys(it, filter_q, ("run",))
+        keep = ~np.isin(iteration_key(df), drop)
+        df_f = df.loc[keep, keystone.needed(df)] if len(drop) else df
+        it_f = it[~np.isin(it["key"].to_numpy(), drop)] if len(drop) else it
+    else:
+        df_f, it_f = df, it
+    data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
+    colors = op_colors(operation_order(df))
+    body = [_provenance(found, df, it, manifests, filter_q),
+            "<h2>Outline</h2>", keystone.outline_tables(data)]
+    rw = keystone.rwratio_table(data)
+    if rw:
+        body += ["<h2>%reads / %writes</h2>", "<p class=note>Statement counters of the database "
+                 "around each run's window (reads: SELECT; writes: INSERT, UPDATE, DELETE, REPLACE); "
+                 "mean over runs.</p>", rw]
+    scenarios: list[Any] = (sorted(df["scenario"].dropna().unique().tolist(), key=str)
+                            if "scenario" in df.columns else [None])
+    for s in scenarios:
+        body.append(f"<h2>{escape(str(s) if s is not None else 'All runs')}</h2>")
+        body.extend(keystone.scenario_figures(data, s, colors))
+        body += ["<h3>Per operation (seconds, every iteration)</h3>", keystone.describe_tables(data, s)]
+    return body
+
+
+
+
+def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+                  filter_q: float | None) -> pd.DataFrame | None:
+    """``juice analyze``: describe tables per operation (and the iteration Total) over the
+    Keystone runs and Rally files under ``paths``, grouped by ``by``; None when there are none."""
+    from juice.analysis.describe import describe, filter_percentile
+    from juice.errors import UserError
+
+    found = tidy.discover(paths)
+    mine = [d for d in found.runs if _is_keystone(d)]
+    if not mine and not found.rally_files:
+        return None
+    df = tidy.load([*mine, *found.rally_files], params)
+    known = tidy.param_columns(df)
+    for b in by:
+        if b not in known:
+            raise UserError(f"--by: unknown parameter {b!r} (known: {', '.join(known)})")
+    if filter_q is not None:
+        df = filter_percentile(df, filter_q)
+    table = describe(df, by=list(by))
+    skipped = len(found.failed)
+    table.attrs["note"] = f"{int(df['run'].nunique())} runs" + (f"; {skipped} failed runs skipped"
+                                                                 if skipped else "")
+    table.attrs["title"] = "seconds per operation"
+    return table

@@ -1,0 +1,119 @@
+"""Labs, deployments and runs of the Keystone study (the pieces its ``Study`` hands the runner).
+
+    juice run examples/quickstart.yaml      # → results/quickstart/<run>/..., report.html
+
+One ephemeral lab per site count; in it one deployment (database + a Keystone per site) per
+(rdbms, cache); for each WAN point the running lab's WAN is changed and checked (the
+deployment remembers the current point); then every (load, scenario, repetition) run.
+
+Each run is a directory written atomically (``RunDir``): manifest.json (spec, params,
+versions, WAN backend and check, deployment facts, host facts, seed, %reads/%writes),
+iterations.jsonl (Juice's records), rally.json (Rally task format 1.2) and actions.parquet
+(the tidy table).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from juice.lab import LocalLab
+from juice.lab.check import check
+from juice.results.store import tool_version
+from juice.services.base import Service
+from juice.spec.wan import WanPoint
+from juice.studies.base import Run
+from juice.studies.keystone.matrix import RunPoint
+from juice.studies.keystone.spec import Experiment
+
+Progress = Callable[[str], None]
+
+
+@contextmanager
+def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Iterator[LocalLab]:
+    name = "run" + secrets.token_hex(3)
+    lab_spec = wan.lab_spec(name, sites, exp.wan.jitter_ms, exp.wan.loss_pct)
+    progress(f"lab {name}: {sites} sites")
+    with LocalLab.up(lab_spec, ephemeral=True, progress=progress) as the_lab:
+        yield the_lab
+
+
+@dataclass
+class Deployment:
+    """A database and a Keystone per site in ``lab``; ``wan`` is the WAN point applied last."""
+
+    lab: LocalLab
+    db: Service
+    ks: Any
+    wan: str | None = None
+    wan_report: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def deployment(lab: LocalLab, p: RunPoint, exp: Experiment, progress: Progress) -> Iterator[Deployment]:
+    from juice.services import registry
+    from juice.services.keystone import Keystone, KeystoneOptions
+
+    progress(f"deploying {p.rdbms} for {p.sites} sites")
+    t0 = time.monotonic()
+    # bounded waits that grow with the deployment (45 sites on 2 cores take minutes)
+    db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites))
+    try:
+        progress(f"{p.rdbms} healthy in {time.monotonic() - t0:.1f} s; starting a Keystone in every site "
+                 f"(cache {'on' if p.cache else 'off'})")
+        opts = KeystoneOptions(cache=p.cache, workers=exp.keystone.workers,
+                               password_hash_rounds=exp.keystone.password_hash_rounds)
+        ks = Keystone(lab, db, progress, opts)
+        ks.up(timeout=max(300.0, 60.0 + 8.0 * p.sites))
+        try:
+            yield Deployment(lab, db, ks)
+        finally:
+            ks.stop()
+    finally:
+        db.stop()
+
+
+def _apply_wan(lab: LocalLab, exp: Experiment, wan: WanPoint, progress: Progress) -> dict[str, Any]:
+    new = wan.lab_spec(lab.state.name, len(lab.sites), exp.wan.jitter_ms, exp.wan.loss_pct)
+    if new.model_dump() != lab.spec.model_dump():
+        progress(f"WAN → {wan.label}")
+        lab.set_wan(new)
+    out: dict[str, Any] = {"backend": lab.state.backend, "point": wan.label,
+                           "spec": new.model_dump(mode="json")}
+    if exp.check_wan:
+        rep = check(lab, probes=10)
+        out["check"] = rep.to_dict()
+        if not rep.ok:
+            progress("warning: the WAN check found a pair out of tolerance (recorded in the manifest)")
+    return out
+
+
+def run_point(run: Run[Experiment, RunPoint], dep: Deployment) -> None:
+    """Apply the point's WAN when it differs from the running one, drive the load, write the run."""
+    from juice.studies.keystone import drive
+
+    exp, p = run.spec, run.point
+    if p.wan.label != dep.wan:
+        dep.wan_report = _apply_wan(dep.lab, exp, p.wan, run.progress)
+        dep.wan = p.wan.label
+    outcome = drive.execute(run.rd, p, dep.lab, dep.db, dep.ks, run.progress, run.ui)
+    run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data),
+                 scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
+                 versions=versions(dep.ks), deployment={"rdbms": p.rdbms, **dep.ks.facts()},
+                 wan=dep.wan_report, **outcome)
+    drive.finish(run.rd)
+
+
+def versions(ks: Any) -> dict[str, str]:
+    v = {"mariadbd": tool_version(["mariadbd", "--version"]),
+         "postgres": tool_version(["/usr/lib/postgresql/15/bin/postgres", "--version"]),
+         "kernel": tool_version(["uname", "-r"])}
+    facts = ks.facts() if hasattr(ks, "facts") else {}
+    for k in ("keystone", "gunicorn", "memcached"):
+        if f"{k}_version" in facts:
+            v[k] = str(facts[f"{k}_version"])
+    return v

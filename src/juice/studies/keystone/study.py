@@ -1,0 +1,98 @@
+"""The Keystone study on the study contract: spec, points, labs, deployments, plan, report.
+
+One lab per site count (``RunPoint.lab_key``), one deployment per (sites, rdbms, cache)
+(``deployment_key``), WAN points applied to the running lab (``run.Deployment``). Runs made
+before the study contract carry their key as ``params.run_id`` (no top-level ``workload``):
+``key_of`` reads both, so they stay complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from juice.studies.base import Progress, ReportInput, Run, Study
+from juice.studies.keystone import estimate
+from juice.studies.keystone import run as runs
+from juice.studies.keystone.matrix import RunPoint, expand
+from juice.studies.keystone.spec import Experiment, parse
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from juice.lab import LocalLab
+    from juice.load.api import Scenario
+
+WORKLOAD = "keystone"
+
+
+class KeystoneStudy(Study[Experiment, RunPoint]):
+    """Seed 000: Keystone on MariaDB/Galera/PostgreSQL/CockroachDB across sites and WANs."""
+
+    name = WORKLOAD
+    title = "Keystone (seed 000)"
+    example = "examples/quickstart.yaml"
+
+    def parse(self, data: Mapping[str, Any], source: str) -> Experiment:
+        return parse(dict(data), source)
+
+    def expand(self, spec: Experiment) -> list[RunPoint]:
+        return expand(spec)
+
+    def results_dir(self, spec: Experiment) -> Path:
+        return Path(spec.results or f"results/{spec.name}")
+
+    def key_of(self, manifest: Mapping[str, Any]) -> str | None:
+        key = super().key_of(manifest)
+        if key or "workload" in manifest:
+            return key
+        params = manifest.get("params")  # a run made before the study contract
+        if not isinstance(params, Mapping) or params.get("workload", WORKLOAD) != WORKLOAD:
+            return None
+        return str(params["run_id"]) if params.get("run_id") else None
+
+    @contextmanager
+    def lab(self, spec: Experiment, points: Sequence[RunPoint], progress: Progress) -> Iterator[LocalLab]:
+        with runs.lab(spec, points[0].sites, points[0].wan, progress) as lab:
+            yield lab
+
+    @contextmanager
+    def deployment(self, spec: Experiment, lab: LocalLab, points: Sequence[RunPoint],
+                   progress: Progress) -> Iterator[runs.Deployment]:
+        with runs.deployment(lab, points[0], spec, progress) as dep:
+            yield dep
+
+    def run_point(self, run: Run[Experiment, RunPoint], deployment: runs.Deployment) -> None:
+        runs.run_point(run, deployment)
+
+    def plan_columns(self, point: RunPoint) -> dict[str, Any]:
+        return {"scenario": point.scenario.split(".")[-1], "rdbms": point.rdbms, "sites": point.sites,
+                "wan (one-way)": point.wan.label, "load": point.load,
+                "cache": "on" if point.cache else "off", "rep": point.repetition}
+
+    def estimate_s(self, point: RunPoint) -> float:
+        return estimate.run_s(point)
+
+    def overhead_s(self, points: Sequence[RunPoint]) -> float:
+        return estimate.total_s(points) - sum(estimate.run_s(p) for p in points)
+
+    def report_sections(self, inputs: ReportInput) -> list[str]:
+        from juice.studies.keystone import report
+
+        return report.sections(inputs)
+
+    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+                filter_q: float | None) -> pd.DataFrame | None:
+        from juice.studies.keystone import report
+
+        return report.describe_runs(paths, by, params, filter_q)
+
+    def scenario(self, name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | None,
+                 seed: int | None) -> Scenario | None:
+        from juice.studies.keystone import catalog
+
+        if not catalog.known(name):
+            return None
+        return catalog.get(name, dict(args), contexts=dict(contexts) if contexts else None, seed=seed)

@@ -1,4 +1,0 @@
-"""The scheduler–database study (seed 001): the scheduler's read of every compute node's
-state as N grows, under N/60 updates per second, with 1/3/9 schedulers, on MariaDB, Galera,
-PostgreSQL and the cache alternative (memcached, Redis). Entry points: ``spec.parse``,
-``study.plan`` / ``study.run``, ``report.section`` / ``report.summary``."""
