@@ -1,1 +1,1 @@
-"""Executes experiment specs: the Keystone study runner (resumable sweeps)."""
+"""Executes experiment specs of every study: resumable sweeps (``sweep``), labs and deployments reused."""
