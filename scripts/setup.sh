@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything Juice needs on a fresh Debian 12 machine (run as root). Idempotent.
 #   - Debian packages (network tools, databases, probes)
-#   - the project venv in $JUICE_CACHE/venv (outside the clone, reused between runs)
+#   - uv (pinned) and three venvs in $JUICE_CACHE (outside the clone, reused between runs):
+#     venv (Juice), openstack, rally, each exactly its lock file in scripts/lock/
 #   - native helpers built into $JUICE_CACHE/bin
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +38,9 @@ for svc in mariadb postgresql memcached redis-server; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 
-# Python venv (python3.11), cached outside the clone and refreshed when pyproject changes.
+# Python venvs (python3.11), cached outside the clone. Each installs exactly its lock file
+# (scripts/lock/*.txt, every distribution pinned with hashes; regenerate with
+# `bash scripts/lock.sh`) with uv, and is rebuilt when the hash of its lock changes.
 mkdir -p "$cache"
 py=${JUICE_PYTHON:-}
 if [ -z "$py" ]; then
@@ -46,38 +49,81 @@ if [ -z "$py" ]; then
   done
 fi
 [ -n "$py" ] || { echo "setup.sh: Python 3.11 not found; install python3.11" >&2; exit 2; }
-# venv DIR STAMP_SOURCE INSTALL_ARGS...: (re)create the venv DIR when STAMP_SOURCE (the file
-# that pins its contents) changed since it was built; otherwise leave it as it is and set
-# kept=1. (Not used in a condition, so `set -e` still stops on a failed install.)
+lock=$here/scripts/lock
+
+# uv, pinned with hashes by scripts/lock/uv.txt, installed with pip into its own venv
+# ($cache/uv); reinstalled when uv.txt changes. Its cache is $cache/uv-cache.
+uvdir=$cache/uv
+uv=$uvdir/bin/uv
+uv_want=$(sha256sum "$lock/uv.txt" | cut -d' ' -f1)
+if ! [ -x "$uv" ] || [ "$(cat "$uvdir/.juice-stamp" 2>/dev/null)" != "$uv_want" ]; then
+  log "installing uv ($(grep -o '^uv==[^ ]*' "$lock/uv.txt")) into $uvdir"
+  rm -rf "$uvdir"
+  "$py" -m venv "$uvdir"
+  timeout 600 "$uvdir/bin/pip" install -q --disable-pip-version-check --no-input --require-hashes \
+    --only-binary :all: -r "$lock/uv.txt" \
+    || { echo "setup.sh: could not install uv from PyPI into $uvdir (see above); check the network to PyPI and rerun" >&2; exit 1; }
+  echo "$uv_want" > "$uvdir/.juice-stamp"
+fi
+export UV_CACHE_DIR=$cache/uv-cache UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
+# Juice, mysqlclient and ovs build from sdist: their build back-end is pinned too.
+export UV_BUILD_CONSTRAINT=$lock/build.txt
+
+# frozen DIR: the venv's distributions as sorted `name==version` lines, names normalised
+# (PEP 503), editable installs left out; with no DIR, the same from a lock file on stdin.
+frozen() {
+  if [ $# -gt 0 ]; then "$uv" pip freeze -q --python "$1/bin/python" --exclude-editable; else cat; fi \
+    | sed -nE 's/^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ;\\]+).*/\1==\2/p' \
+    | awk -F'==' '{ n = tolower($1); gsub(/[-_.]+/, "-", n); print n "==" $2 }' | LC_ALL=C sort
+}
+# venv DIR LOCK [STAMP_FILE...]: (re)create the venv DIR with exactly the distributions of LOCK
+# when the hash of LOCK (and of the STAMP_FILEs) changed since it was built, or when what is
+# installed no longer equals LOCK; otherwise leave it as it is and set kept=1. Then check that
+# what is installed equals LOCK. (Not used in a condition, so `set -e` still stops on a failed
+# install.)
 venv() {
   local dir=$1 pins=$2; shift 2
-  local want; want=$(sha256sum "$pins" | cut -d' ' -f1)
+  local want; want=$(cat "$pins" "$@" | sha256sum | cut -d' ' -f1)
   kept=0
   if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.juice-stamp" 2>/dev/null)" = "$want" ]; then
-    kept=1
-    return 0
+    if [ "$(frozen "$dir")" = "$(frozen < "$pins")" ]; then
+      kept=1
+      return 0
+    fi
+    log "$dir no longer matches ${pins#"$here"/}: rebuilding it"
   fi
-  log "creating the venv $dir ($(basename "$pins"); a minute or two)"
+  log "creating the venv $dir (${pins#"$here"/})"
   rm -rf "$dir"
-  "$py" -m venv "$dir"
-  "$dir/bin/pip" install -q --upgrade pip
-  "$dir/bin/pip" install -q "$@"
+  "$uv" venv -q --python "$py" "$dir"
+  timeout 1800 "$uv" pip sync -q --python "$dir/bin/python" --require-hashes "$pins" \
+    || { echo "setup.sh: installing ${pins#"$here"/} into $dir failed (see above); fix the cause (network to PyPI, build deps) and rerun" >&2; exit 1; }
+  if [ "$(frozen "$dir")" != "$(frozen < "$pins")" ]; then
+    echo "setup.sh: $dir does not hold exactly ${pins#"$here"/} after install (diff: $(diff <(frozen < "$pins") <(frozen "$dir") | grep '^[<>]' | tr '\n' ' ')); rerun setup.sh, and if it persists regenerate the locks with 'bash scripts/lock.sh'" >&2
+    exit 1
+  fi
   echo "$want" > "$dir/.juice-stamp"
 }
 
-# Juice's own venv. When it is kept, re-point its editable install at this clone (CI clones
-# elsewhere), which is cheap.
-venv "$cache/venv" "$here/pyproject.toml" -e "$here[dev]"
-if [ "$kept" = 1 ]; then
-  "$cache/venv/bin/pip" install -q --no-deps -e "$here" >/dev/null
+# Juice's own venv: the lock, then Juice itself, editable, without dependencies. When the venv
+# is kept, the editable install is re-pointed at this clone (CI clones elsewhere) only if it
+# points elsewhere, which is cheap.
+venv "$cache/venv" "$lock/juice.txt" "$here/pyproject.toml"
+juice_url=$(sed -nE 's/.*"url": ?"([^"]*)".*/\1/p' "$cache"/venv/lib/python3.11/site-packages/juice-*.dist-info/direct_url.json 2>/dev/null || true)
+if [ "$kept" = 0 ] || [ "$juice_url" != "file://$here" ]; then
+  "$uv" pip install -q --python "$cache/venv/bin/python" --no-deps -e "$here"
 fi
 # The OpenStack services (Keystone, nova), kept out of Juice's venv.
-venv "$cache/openstack" "$here/scripts/requirements-openstack.txt" \
-  -r "$here/scripts/requirements-openstack.txt"
+venv "$cache/openstack" "$lock/openstack.txt"
 # Real Rally (format checks, the Juice-vs-Rally benchmark), in its own venv too.
-venv "$cache/rally" "$here/scripts/requirements-rally.txt" -r "$here/scripts/requirements-rally.txt"
+venv "$cache/rally" "$lock/rally.txt"
 
 # Native helpers.
 "$here/native/build.sh" "$cache/bin"
-ln -sf "$cache/venv/bin/juice" /usr/local/bin/juice
+# `juice` on the PATH only for the default cache: a set-up in another JUICE_CACHE (tests,
+# benchmarks/setup_time.sh) leaves the link to /var/cache/juice alone.
+if [ "$cache" = /var/cache/juice ]; then
+  ln -sf "$cache/venv/bin/juice" /usr/local/bin/juice
+else
+  log "JUICE_CACHE is not the default: /usr/local/bin/juice left as it is; use $cache/venv/bin/juice"
+fi
 log "ready: $("$cache/venv/bin/juice" --version)"
