@@ -21,7 +21,9 @@
 # with hashes in build.txt. The hashes cover every file of a release (all platforms), hence the
 # size of the files. A lock resolved for 3.11.2 can hold a package a later 3.11.x does not need
 # (async-timeout, for python_full_version < 3.11.3): it is installed all the same, unused.
-# No root needed; network: PyPI only.
+# Each lock also records a digest of the top-level pins it comes from (scripts/lock-inputs.py),
+# so that setup.sh stops with "run 'bash scripts/lock.sh'" when a pin was edited but the locks
+# were not regenerated. No root needed; network: PyPI only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 UV_VERSION=0.13.9          # the uv that resolves here and that setup.sh installs (via uv.txt)
@@ -73,6 +75,8 @@ compile scripts/lock/uv.txt "$tmp/uv.in" "$@"
 # The temp inputs' paths must not leak into the files (they would change at every run).
 sed -i "s|$tmp/build.in|pyproject.toml [build-system]|; s|$tmp/uv.in|UV_VERSION in scripts/lock.sh|" \
   scripts/lock/build.txt scripts/lock/uv.txt
+# Each lock records a digest of the pins it was resolved from: setup.sh refuses a stale lock.
+"$py" scripts/lock-inputs.py --write
 for f in juice openstack rally build uv; do
   log "scripts/lock/$f.txt: $(grep -c '^[A-Za-z0-9]' "scripts/lock/$f.txt") packages"
 done

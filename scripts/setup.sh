@@ -50,6 +50,8 @@ if [ -z "$py" ]; then
 fi
 [ -n "$py" ] || { echo "setup.sh: Python 3.11 not found; install python3.11" >&2; exit 2; }
 lock=$here/scripts/lock
+# A top-level pin edited without regenerating the locks stops here, before anything is built.
+"$py" "$here/scripts/lock-inputs.py" --check
 
 # uv, pinned with hashes by scripts/lock/uv.txt, installed with pip into its own venv
 # ($cache/uv); reinstalled when uv.txt changes. Its cache is $cache/uv-cache.
