@@ -29,10 +29,12 @@ class Counters:
     errors: int = 0
     in_flight: int = 0
     dropped: int = 0
+    window_started_ms: int = 0  # epoch ms when the measured window started (0: not yet)
 
     def snapshot(self) -> dict[str, int]:
         return {"total": self.total, "done": self.done, "errors": self.errors,
-                "in_flight": self.in_flight, "dropped": self.dropped}
+                "in_flight": self.in_flight, "dropped": self.dropped,
+                "window_started_ms": self.window_started_ms}
 
 
 def format_error(exc: BaseException, message: str | None = None) -> list[str]:

@@ -166,6 +166,7 @@ async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
     failure: str | None = None
     cpu0 = time.process_time()
     started = clock.epoch(clock.ns())
+    counters.window_started_ms = int(started * 1000)
     try:
         async with gc_policy(runner.gc):
             records, dropped = await _window(scenario, ctx, env.site, runner, clock, counters)
