@@ -141,3 +141,20 @@ def test_windows_and_recovery_per_site() -> None:
     assert r.loc[3, "recovery_s"] == pytest.approx(0.4)  # the first success: started at 20, took 0.4 s
     assert r.loc[1, "recovery_s"] == pytest.approx(0.1)
     assert r.loc[3, "failures_during"] == 10
+
+
+def test_report_section_shows_events_windows_recovery_and_timeline(tmp_path: Any) -> None:
+    import json
+
+    from juice.report.faults import section
+
+    rows = [(s, float(t), s == 3 and 10 <= t < 20, 0.2) for t in range(30) for s in (1, 3)]
+    df = tidy(rows)
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "events.jsonl").write_text(json.dumps({"index": 0, "description": "at 10 s: partition site 3",
+                                                  "t_start": 10.0, "t_end": 20.0, "detail": {}}) + "\n")
+    html = "".join(section([run, tmp_path / "no-events"], df))
+    assert html.count("<h3>Faults in r</h3>") == 1
+    assert "at 10 s: partition site 3" in html and "λ during" in html and "recovery_s" in html
+    assert html.count("<figure>") == 1

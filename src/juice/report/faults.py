@@ -1,0 +1,89 @@
+"""The faults section of a report: for every run with an ``events.jsonl`` (a fault schedule,
+``juice.runner.faults``), what was done and when, λ and latency per site before / during /
+after each fault, the recovery time, and a timeline of every iteration (latency per site, failed
+ones marked) with the fault windows shaded.
+
+    html = section(run_dirs, df)     # df: the tidy table of those runs; [] without events
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from juice.analysis.faults import fault_iterations, fault_windows, recovery
+from juice.report.figures import PALETTE, _new, figure_html
+from juice.report.tables import table_html
+
+EVENTS = "events.jsonl"
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The fault events of a run ([] when it had no schedule)."""
+    try:
+        lines = (run_dir / EVENTS).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(x) for x in lines if x.strip()]
+
+
+def section(run_dirs: list[Path], df: pd.DataFrame) -> list[str]:
+    out: list[str] = []
+    for d in run_dirs:
+        events = read_events(d)
+        if not events:
+            continue
+        mine = df[df["run"].astype(str) == d.name]
+        if mine.empty:
+            continue
+        it = fault_iterations(mine)
+        t0 = float(it["start"].min())
+        out.append(f"<h3>Faults in {escape(d.name)}</h3>")
+        out.append(table_html(pd.DataFrame([{
+            "fault": e["index"], "what": e.get("description", ""),
+            "start (s)": None if e.get("t_start") is None else round(e["t_start"] - t0, 2),
+            "end (s)": None if e.get("t_end") is None else round(e["t_end"] - t0, 2),
+            "error": e.get("error") or e.get("undo_error") or "",
+            "detail": json.dumps(e.get("detail") or {}, sort_keys=True)} for e in events])))
+        w = fault_windows(it, events)
+        if not w.empty:
+            out.append("<p class=note>λ per site and window (an iteration counts in the window where "
+                       "it started; before/after last as long as the fault).</p>")
+            lam = w.pivot_table(index=["fault", "site"], columns="window", values="lam", observed=True)
+            mean = w.pivot_table(index=["fault", "site"], columns="window", values="mean_s", observed=True)
+            table = lam.add_prefix("λ ").join(mean.add_prefix("mean s ")).reset_index()
+            out.append(table_html(table, digits=3))
+        rec = recovery(it, events)
+        if not rec.empty:
+            out.append("<p class=note>Recovery: seconds from the end of the fault (heal, restore, "
+                       "restart done) to the end of the site's first successful iteration after it.</p>")
+            out.append(table_html(rec, digits=3))
+        out.append(figure_html(_timeline(it, events, t0, d.name)))
+    return out
+
+
+def _timeline(it: pd.DataFrame, events: list[dict[str, Any]], t0: float, title: str) -> Any:
+    sites = sorted(int(s) for s in it["site"].unique())
+    fig = _new(9.0, 1.2 + 1.3 * len(sites))
+    axes = fig.subplots(len(sites), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, site in zip(axes, sites, strict=True):
+        s = it[it["site"] == site]
+        ok, bad = s[~s["failed"]], s[s["failed"]]
+        ax.plot(ok["start"] - t0, ok["total_s"], ".", ms=3, color=PALETTE[0], label="success")
+        top = float(np.nanmax(ok["total_s"])) if len(ok) else 1.0
+        ax.plot(bad["start"] - t0, np.full(len(bad), top), "x", ms=4, color=PALETTE[2], label="failed")
+        for e in events:
+            if e.get("t_start") is None:
+                continue
+            end = e["t_end"] if e.get("t_end") is not None else float(it["end"].max())
+            ax.axvspan(e["t_start"] - t0, end - t0, color=PALETTE[1], alpha=0.2, lw=0)
+        ax.set_ylabel(f"site {site}\ntotal (s)")
+    axes[0].set_title(f"{title}: iterations over time, fault windows shaded")
+    axes[0].legend(loc="upper right", fontsize=7)
+    axes[-1].set_xlabel("seconds since the first iteration started")
+    return fig
