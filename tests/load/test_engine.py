@@ -140,3 +140,29 @@ def test_load_result_round_trips_through_dict() -> None:
     res = run(FakeSleep(sleep_s=0, fail_every=2), RunnerSpec(times=3))
     again = LoadResult.from_dict(res.to_dict())
     assert again == res
+
+
+def test_warmup_iterations_run_first_are_tagged_and_kept_apart() -> None:
+    s = FakeSleep(sleep_s=0.001)
+    res = run(s, RunnerSpec(times=5, concurrency=2, warmup_times=3))
+    assert [r.index for r in res.records] == [0, 1, 2, 3, 4]
+    assert len(res.warmup) == 3 and all(r.warmup for r in res.warmup)
+    assert not any(r.warmup for r in res.records)
+    assert s.calls == 8
+    assert max(r.timestamp for r in res.warmup) <= res.started_at <= min(r.timestamp for r in res.records)
+    back = type(res).from_dict(res.to_dict())
+    assert len(back.warmup) == 3 and back.warmup[0].warmup
+
+
+def test_warmup_in_seconds_and_in_the_open_loop() -> None:
+    res = run(FakeSleep(sleep_s=0.01), RunnerSpec(times=3, concurrency=1, warmup_s=0.1))
+    assert len(res.warmup) >= 1 and len(res.records) == 3
+    res = run(FakeSleep(sleep_s=0.001), RunnerSpec(type="open", rate=200, times=4, warmup_times=6))
+    assert len(res.warmup) == 6 and len(res.records) == 4
+
+
+@pytest.mark.parametrize("bad", [{"warmup_times": -1}, {"warmup_s": float("nan")},
+                                 {"warmup_times": 2, "warmup_s": 1.0}])
+def test_warmup_bad_input(bad: dict[str, object]) -> None:
+    with pytest.raises(UserError, match="runner.warmup"):
+        RunnerSpec(times=1, **bad)  # type: ignore[arg-type]

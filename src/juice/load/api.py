@@ -151,6 +151,7 @@ class IterationRecord:
     intended_at: float | None = None  # open loop: epoch s the request was due
     dispatch_lag: float | None = None  # open loop: actual start - intended start, s
     latency: float | None = None  # open loop: end - intended start, s (wrk2 "corrected")
+    warmup: bool = False  # run before the measured window: stored, left out of statistics
 
     @property
     def failed(self) -> bool:
@@ -169,7 +170,7 @@ class IterationRecord:
                 "duration": self.duration, "idle_duration": self.idle_duration,
                 "error": self.error, "atomic_actions": self.atomic_actions,
                 "intended_at": self.intended_at, "dispatch_lag": self.dispatch_lag,
-                "latency": self.latency}
+                "latency": self.latency, **({"warmup": True} if self.warmup else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> IterationRecord:
@@ -178,7 +179,7 @@ class IterationRecord:
                    error=[str(e) for e in d.get("error") or []],
                    atomic_actions=list(d.get("atomic_actions") or []),
                    intended_at=d.get("intended_at"), dispatch_lag=d.get("dispatch_lag"),
-                   latency=d.get("latency"))
+                   latency=d.get("latency"), warmup=bool(d.get("warmup", False)))
 
 
 @dataclass
@@ -216,6 +217,8 @@ class LoadResult:
     parameters (``{"scenario": {...}, "runner": {...}}``); ``failure`` is set when the
     driver itself failed (crash, timeout, setup error): its records may then be partial.
     ``achieved_rate`` is iterations started per second of window (open loop's real rate).
+    ``warmup`` holds the iterations run before the window (``RunnerSpec.warmup_*``): stored,
+    tagged, and never part of ``records`` or of any statistic.
     """
 
     scenario: str
@@ -229,6 +232,7 @@ class LoadResult:
     cpu_s: float
     args: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None
+    warmup: list[IterationRecord] = field(default_factory=list)
 
     @property
     def load_duration(self) -> float:
@@ -247,7 +251,8 @@ class LoadResult:
                 "records": [r.to_dict() for r in self.records], "dropped": self.dropped.to_dict(),
                 "started_at": self.started_at, "finished_at": self.finished_at,
                 "setup_s": self.setup_s, "cleanup_s": self.cleanup_s, "cpu_s": self.cpu_s,
-                "args": self.args, "failure": self.failure}
+                "args": self.args, "failure": self.failure,
+                "warmup": [r.to_dict() for r in self.warmup]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LoadResult:
@@ -257,4 +262,5 @@ class LoadResult:
                    started_at=float(d["started_at"]), finished_at=float(d["finished_at"]),
                    setup_s=float(d.get("setup_s", 0.0)), cleanup_s=float(d.get("cleanup_s", 0.0)),
                    cpu_s=float(d.get("cpu_s", 0.0)), args=dict(d.get("args") or {}),
-                   failure=d.get("failure"))
+                   failure=d.get("failure"),
+                   warmup=[IterationRecord.from_dict(r) for r in d.get("warmup", [])])

@@ -81,26 +81,31 @@ async def run_once(scenario: Scenario, it: Iteration, timeout_s: float | None,
     return rec
 
 
-async def closed_loop(scenario: Scenario, ctx: Context, *, site: int, times: int,
+async def closed_loop(scenario: Scenario, ctx: Context, *, site: int, times: int | None,
                       concurrency: int, timeout_s: float | None, clock: Clock,
-                      counters: Counters | None = None) -> list[IterationRecord]:
+                      counters: Counters | None = None,
+                      until_ns: int | None = None) -> list[IterationRecord]:
     """Exactly ``times`` iterations, never more than ``concurrency`` at once; records sorted by
-    index (= start order)."""
+    index (= start order). With ``until_ns`` (a ``clock.ns()`` deadline) instead of ``times``,
+    no iteration starts after the deadline (used for a warm-up in seconds)."""
+    if times is None and until_ns is None:
+        raise ValueError("closed_loop needs times or until_ns")
     records: list[IterationRecord] = []
     next_index = 0
+    limit = times if times is not None else 10_000_000  # bounded even by a deadline
 
     async def worker() -> None:
         nonlocal next_index
-        while next_index < times:
+        while next_index < limit and (until_ns is None or clock.ns() < until_ns):
             i = next_index
             next_index += 1
             records.append(await run_once(scenario, Iteration(i, site, ctx, clock), timeout_s,
                                           counters))
 
     if counters is not None:
-        counters.total = times
+        counters.total = times or 0
     async with asyncio.TaskGroup() as tg:
-        for _ in range(min(concurrency, times)):
+        for _ in range(min(concurrency, limit)):
             tg.create_task(worker())
     records.sort(key=lambda r: r.index)
     return records

@@ -3,7 +3,8 @@
 
 ``write_iterations(path, results)`` — JSON Lines, one iteration per line, failed ones
 included: every ``IterationRecord`` field (``index, site, timestamp, duration, idle_duration,
-error, atomic_actions, intended_at, dispatch_lag, latency``) plus ``scenario``. Written
+error, atomic_actions, intended_at, dispatch_lag, latency``) plus ``scenario``; warm-up
+iterations (run before the measured window) follow, with ``"warmup": true``. Written
 atomically (temp file + rename).
 
 ``write_summary(path, results)`` — one JSON object per ``LoadResult`` without its records:
@@ -26,6 +27,8 @@ def iteration_rows(results: Sequence[LoadResult]) -> Iterator[dict[str, Any]]:
     for res in results:
         for rec in res.records:
             yield {"scenario": res.scenario, **rec.to_dict()}
+        for rec in res.warmup:
+            yield {"scenario": res.scenario, **rec.to_dict(), "warmup": True}
 
 
 def write_iterations(path: Path, results: Sequence[LoadResult]) -> int:
@@ -52,6 +55,7 @@ def read_iterations(path: Path) -> list[tuple[str, IterationRecord]]:
 def summary(res: LoadResult) -> dict[str, Any]:
     d = res.to_dict()
     d.pop("records")
+    d["warmup"] = len(res.warmup)
     d.update(iterations=len(res.records), failed_iterations=res.failed_count,
              load_duration=res.load_duration, achieved_rate=res.achieved_rate)
     return d

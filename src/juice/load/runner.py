@@ -56,6 +56,8 @@ class RunnerSpec:
     setup_timeout_s: float = 600.0
     cleanup_timeout_s: float = 600.0
     gc: str = "freeze"
+    warmup_times: int = 0  # iterations run before the measured window (stored, tagged)
+    warmup_s: float = 0.0  # or: seconds of load before the measured window
 
     def __post_init__(self) -> None:
         where = "runner"
@@ -65,6 +67,10 @@ class RunnerSpec:
             raise UserError(f"{where}.type: {self.type!r} is not one of {', '.join(RUNNER_TYPES)}")
         if self.times is not None and self.times < 0:
             raise UserError(f"{where}.times: must be >= 0 (got {self.times})")
+        if self.warmup_times < 0 or not 0 <= self.warmup_s < float("inf"):
+            raise UserError(f"{where}.warmup: must be >= 0 and finite")
+        if self.warmup_times and self.warmup_s:
+            raise UserError(f"{where}.warmup: give iterations or seconds, not both")
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise UserError(f"{where}.timeout_s: must be > 0 or null (got {self.timeout_s})")
         if self.type == "constant":
@@ -153,6 +159,31 @@ async def _window(scenario: Scenario, ctx: Context, site: int, runner: RunnerSpe
                            timeout_s=runner.timeout_s, clock=clock, counters=counters)
 
 
+async def _warmup(scenario: Scenario, ctx: Context, site: int, runner: RunnerSpec, clock: Clock,
+                  counters: Counters) -> list[IterationRecord]:
+    """The warm-up: the window's own loop, for ``warmup_times`` iterations or ``warmup_s``
+    seconds; its records are tagged and its counts reset before the window."""
+    if not (runner.warmup_times or runner.warmup_s):
+        return []
+    if runner.type == "constant":
+        records = await closed_loop(scenario, ctx, site=site, times=runner.warmup_times or None,
+                                    concurrency=runner.concurrency, timeout_s=runner.timeout_s,
+                                    clock=clock, counters=counters,
+                                    until_ns=(clock.ns() + int(runner.warmup_s * 1e9)
+                                              if runner.warmup_s else None))
+    else:
+        assert runner.rate is not None
+        records, _ = await open_loop(scenario, ctx, site=site, rate=runner.rate, arrival=runner.arrival,
+                                     times=runner.warmup_times or None,
+                                     duration_s=runner.warmup_s or None,
+                                     max_in_flight=runner.max_in_flight, seed=runner.seed + 7919,
+                                     timeout_s=runner.timeout_s, clock=clock, counters=counters)
+    for r in records:
+        r.warmup = True
+    counters.total = counters.done = counters.errors = counters.dropped = 0
+    return records
+
+
 async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
                        args: dict[str, Any] | None = None,
                        counters: Counters | None = None) -> LoadResult:
@@ -164,6 +195,13 @@ async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
     ctx = await _bounded("setup", scenario.setup(env), runner.setup_timeout_s)
     setup_s = time.perf_counter() - t
     failure: str | None = None
+    warm: list[IterationRecord] = []
+    try:
+        async with gc_policy(runner.gc):
+            warm = await _warmup(scenario, ctx, env.site, runner, clock, counters)
+    except BaseException:
+        await _bounded("cleanup", scenario.cleanup(env, ctx), runner.cleanup_timeout_s)
+        raise
     cpu0 = time.process_time()
     started = clock.epoch(clock.ns())
     counters.window_started_ms = int(started * 1000)
@@ -183,4 +221,4 @@ async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
                       started_at=started, finished_at=finished, setup_s=setup_s,
                       cleanup_s=cleanup_s, cpu_s=cpu_s,
                       args={"scenario": dict(args or {}), "runner": runner.to_dict()},
-                      failure=failure)
+                      failure=failure, warmup=warm)
