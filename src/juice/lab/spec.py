@@ -12,6 +12,13 @@ Three ways to state the WAN, plus per-pair overrides:
 ``jitter_ms`` (standard deviation) and ``loss_pct`` apply to every delayed pair unless a pair
 overrides them. Unknown keys are rejected with the field named.
 
+Bounds (the shared types of ``juice.spec.base``; no NaN or infinity, no bool or string for a
+number): ``sites`` 1..250 (one /24 and one namespace per site); every delay ONE-WAY 0..10,000
+ms (the longest real paths are ~300 ms one-way, a geostationary satellite hop; beyond 10 s,
+TCP retries and service timeouts fail runs instead of measuring them); ``jitter_ms``
+0..10,000 ms; ``loss_pct`` 0..100 %; a ``matrix`` is sites x sites with 0 on its diagonal;
+zone names follow the spec name pattern (letters, digits, ``_.-``, at most 64).
+
 Example (``lab.yaml``)::
 
     name: edge
@@ -28,45 +35,54 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from juice.errors import UserError
+from juice.spec.base import MAX_SITES as MAX_SITES
+from juice.spec.base import (
+    NAME_RE,
+    JitterMs,
+    OneWayMs,
+    Percent,
+    SiteCount,
+    Strict,
+    StrictBool,
+    StrictStr,
+    read_yaml,
+)
 from juice.util.validation import validate
 
-MAX_SITES = 250
 LAB_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+ZoneName = Annotated[str, StringConstraints(strict=True, pattern=NAME_RE)]
 
 
-class PairOverride(BaseModel):
+class PairOverride(Strict):
     """One link whose figures differ from the base model."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    a: int = Field(ge=1, description="first site (source when directed)")
-    b: int = Field(ge=1, description="second site (destination when directed)")
-    delay_ms: float | None = Field(default=None, ge=0, description="one-way delay, ms")
-    jitter_ms: float | None = Field(default=None, ge=0)
-    loss_pct: float | None = Field(default=None, ge=0, le=100)
-    directed: bool = False
+    a: SiteCount = Field(description="first site (source when directed), 1..sites")
+    b: SiteCount = Field(description="second site (destination when directed), 1..sites")
+    delay_ms: OneWayMs | None = Field(default=None, description="one-way delay, 0..10,000 ms")
+    jitter_ms: JitterMs | None = Field(default=None, description="std deviation, 0..10,000 ms")
+    loss_pct: Percent | None = Field(default=None, description="packet loss, 0..100 %")
+    directed: StrictBool = False
 
 
-class LabSpec(BaseModel):
+class LabSpec(Strict):
     """Sites and WAN of one lab. Validated on construction; see the module doc."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = "lab"
-    sites: int = Field(ge=1, le=MAX_SITES)
-    delay_ms: float | None = Field(default=None, ge=0, description="uniform one-way delay, ms")
-    jitter_ms: float = Field(default=0.0, ge=0, description="std deviation of the delay, ms")
-    loss_pct: float = Field(default=0.0, ge=0, le=100)
-    zones: dict[str, list[int]] | None = None
-    intra_zone_delay_ms: float | None = Field(default=None, ge=0)
-    inter_zone_delay_ms: float | None = Field(default=None, ge=0)
-    matrix: list[list[float]] | None = None
+    name: StrictStr = Field(default="lab", description="1-12 lowercase letters/digits, a letter first")
+    sites: SiteCount = Field(description="number of sites, 1..250")
+    delay_ms: OneWayMs | None = Field(default=None, description="uniform one-way delay, 0..10,000 ms")
+    jitter_ms: JitterMs = Field(default=0.0, description="std deviation of the delay, 0..10,000 ms")
+    loss_pct: Percent = Field(default=0.0, description="packet loss, 0..100 %")
+    zones: dict[ZoneName, list[SiteCount]] | None = Field(default=None, description="zone -> its sites")
+    intra_zone_delay_ms: OneWayMs | None = Field(default=None, description="one-way, 0..10,000 ms")
+    inter_zone_delay_ms: OneWayMs | None = Field(default=None, description="one-way, 0..10,000 ms")
+    matrix: list[list[OneWayMs]] | None = Field(default=None, description="one-way ms, row = from")
     pairs: list[PairOverride] = Field(default_factory=list)
-    backend: str = Field(default="auto", pattern="^(auto|netem|userspace)$")
+    backend: StrictStr = Field(default="auto", pattern="^(auto|netem|userspace)$")
 
     @model_validator(mode="after")
     def _consistent(self) -> LabSpec:
@@ -117,6 +133,9 @@ class LabSpec(BaseModel):
             for c, v in enumerate(row):
                 if v < 0:
                     raise ValueError(f"matrix.{r}.{c}: negative delay {v}")
+            if row[r] != 0:
+                raise ValueError(f"matrix.{r}.{r}: the delay of site {r + 1} to itself must be 0, "
+                                 f"got {row[r]:g}")
 
     def zone_of(self) -> dict[int, str]:
         """Site -> zone name (empty without zones)."""
@@ -180,13 +199,7 @@ def parse(data: Any, source: str = "") -> LabSpec:
 
 def load(path: Path) -> LabSpec:
     """Read and validate a YAML lab spec file."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such spec file") from None
-    except yaml.YAMLError as e:
-        raise UserError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
-    return parse(data, str(path))
+    return parse(read_yaml(path, expected="a mapping of keys (sites, delay_ms, ...)"), str(path))
 
 
 def even_zones(sites: int, count: int) -> dict[str, list[int]]:

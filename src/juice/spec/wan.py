@@ -1,49 +1,69 @@
 """The WAN axis every lab-based study shares: uniform one-way delays, hierarchical zones, full
 matrices. ``Wan`` is the spec part (strict); ``wan_points(wan)`` expands it into ``WanPoint``s,
-each of which renders the lab spec of one point of the axis."""
+each of which renders the lab spec of one point of the axis.
+
+Bounds (the shared types of ``juice.spec.base``): every delay is ONE-WAY, 0..10,000 ms (a
+geostationary satellite hop is ~300 ms; beyond 10 s, TCP retries and service timeouts fail
+runs instead of measuring them); ``jitter_ms`` 0..10,000 ms; ``loss_pct`` 0..100 %; zone
+counts 1..250 (the most sites a lab has); a matrix is square, 1..250 sites a side, with 0 on
+its diagonal (a site's delay to itself). A value is listed once per axis (a duplicate would be
+the same runs twice)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from juice.lab import spec as labspec
-from juice.spec.base import Strict
+from juice.spec.base import JitterMs, OneWayMs, Percent, SiteCount, Strict, no_duplicates
 
 
 class ZonesPoint(Strict):
     """Hierarchical zones: ``count`` zones of contiguous sites (seed: 3 zones of 3 sites)."""
 
-    count: int = Field(ge=1)
-    intra_ms: float = Field(ge=0, description="one-way delay between sites of a zone")
-    inter_ms: float = Field(ge=0, description="one-way delay between zones")
+    count: SiteCount = Field(description="number of zones, 1..250 (at most the sites of the lab)")
+    intra_ms: OneWayMs = Field(description="one-way delay between sites of a zone, 0..10,000 ms")
+    inter_ms: OneWayMs = Field(description="one-way delay between zones, 0..10,000 ms")
 
 
 class Wan(Strict):
     """The WAN axis. Each entry of each list is one point of the axis."""
 
-    delay_ms: list[float] = Field(default_factory=list)
+    delay_ms: list[OneWayMs] = Field(default_factory=list,
+                                     description="uniform one-way delays, 0..10,000 ms each")
     zones: list[ZonesPoint] = Field(default_factory=list)
-    matrices: list[list[list[float]]] = Field(default_factory=list)
-    jitter_ms: float = Field(default=0.0, ge=0)
-    loss_pct: float = Field(default=0.0, ge=0, le=100)
-
-    @field_validator("delay_ms")
-    @classmethod
-    def _non_negative(cls, v: list[float]) -> list[float]:
-        for d in v:
-            if d < 0:
-                raise ValueError(f"one-way delay must be >= 0 ms, got {d:g}")
-        return v
+    matrices: list[list[list[OneWayMs]]] = Field(
+        default_factory=list, description="full one-way matrices (row = from, column = to), "
+                                          "0..10,000 ms, 0 on the diagonal")
+    jitter_ms: JitterMs = Field(default=0.0, description="std deviation of every delay, 0..10,000 ms")
+    loss_pct: Percent = Field(default=0.0, description="packet loss of every delayed link, 0..100 %")
 
     @model_validator(mode="after")
     def _some(self) -> Wan:
         if not (self.delay_ms or self.zones or self.matrices):
             raise ValueError("give at least one point: delay_ms: [0], zones: [...] or matrices: [...]")
+        try:
+            no_duplicates(self.delay_ms)
+        except ValueError as e:
+            raise ValueError(f"delay_ms.{e}") from None
+        labels = [(z.count, z.intra_ms, z.inter_ms) for z in self.zones]
+        for i, z in enumerate(labels):
+            if z in labels[:i]:
+                raise ValueError(f"zones.{i}: the same zones as zones.{labels.index(z)}; each point once")
+        for i, m in enumerate(self.matrices):
+            n = len(m)
+            if n < 1:
+                raise ValueError(f"matrices.{i}: empty matrix; give one row per site")
+            for r, row in enumerate(m):
+                if len(row) != n:
+                    raise ValueError(f"matrices.{i}.{r}: has {len(row)} columns, expected {n} "
+                                     f"(a matrix is square: one row and one column per site)")
+                if row[r] != 0:
+                    raise ValueError(f"matrices.{i}.{r}.{r}: the delay of site {r + 1} to itself "
+                                     f"must be 0, got {row[r]:g}")
         return self
-
 
 
 @dataclass(frozen=True)

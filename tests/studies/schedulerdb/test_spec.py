@@ -70,7 +70,7 @@ def test_clients_axis_on_mysql_backends_default_keeps_old_keys() -> None:
     ({"workload": "scheduler-db", "lab": {"sites": 1}, "backends": ["galera"]}, "x.yaml: lab.sites"),
     ({"workload": "scheduler-db", "colour": "red"}, "x.yaml: colour:"),
     ({"workload": "rally"}, "x.yaml: workload:"),
-    ({"workload": "scheduler-db", "schedulers": [0]}, "x.yaml: schedulers:"),
+    ({"workload": "scheduler-db", "schedulers": [0]}, "x.yaml: schedulers.0: must be >= 1, got 0"),
 ])
 def test_errors_name_the_file_and_field(data: dict[str, object], where: str) -> None:
     with pytest.raises(UserError) as e:

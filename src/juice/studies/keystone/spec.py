@@ -21,64 +21,167 @@ Every list is an axis; the run matrix is their product (see ``juice.studies.keys
     keystone: {cache: [true], workers: 1, password_hash_rounds: 4}
 
 Unknown keys are rejected; errors name the field path and the file (exit 2).
+
+Bounds (no NaN or infinity anywhere, no bool or string for a number; see ``juice.spec.base``):
+
+==============================  ===============  ==============================================
+field                           range            why
+==============================  ===============  ==============================================
+``seed``                        0..2**31-1       every RNG accepts it (run r uses seed + r)
+``repetitions``                 1..1,000
+``sites`` (each)                1..250           the most sites a lab has
+``wan``                         see juice.spec.wan: one-way delays 0..10,000 ms, jitter
+                                0..10,000 ms, loss 0..100 %
+``runner.times``                1..10,000,000    iterations per driver
+``runner.concurrency``          1..10,000        iterations in flight per driver (closed loop)
+``runner.rate``                 0.01..10,000/s   open loop; below 0.01/s a run is hours per
+                                                 iteration, above 10,000/s one driver cannot send
+``runner.max_in_flight``        1..100,000       open loop: arrivals beyond are dropped
+``runner.timeout_s``            1..86,400 s      per iteration (one iteration is >= 14
+                                                 requests: under 1 s only times out)
+``keystone.workers``            1..32            gunicorn workers per site
+``keystone.password_hash_rounds``  4..14         bcrypt cost: each round doubles a password
+                                                 check (4: ~1 ms, 12: ~0.25 s, 14: ~0.9 s on
+                                                 this host); the plan's estimate assumes cheap
+                                                 hashing, so keep 4 to measure the control plane
+``scenarios.*.contexts.users``  tenants and users_per_tenant 1..1,000 each, at most 10,000
+                                users; resource_management_workers 1..100
+``description``                 at most 2,000 characters
+==============================  ===============  ==============================================
+
+Every axis lists each value once (a duplicate would be the same runs twice); scenario names,
+arguments and contexts are checked when the spec is read (so ``juice plan`` reports them);
+arguments and contexts are plain data (no NaN or infinity). A spec has at most 10,000 runs and
+at most 30 days of work by the plan's own estimate: a longer study is several specs.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from juice.spec.base import NAME_RE, Strict
-from juice.spec.wan import Wan
+from juice.errors import UserError
+from juice.spec.base import (
+    MAX_PLAN_S,
+    MAX_RUNS,
+    NAME_RE,
+    FiniteFloat,
+    PositiveInt,
+    Repetitions,
+    Seconds,
+    Seed,
+    SiteCount,
+    Strict,
+    StrictBool,
+    StrictStr,
+    no_duplicates,
+    plain_data,
+)
+from juice.spec.wan import Wan, wan_points
 from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
 LIGHT: tuple[Literal["light", "high"], ...] = ("light",)
+MAX_USERS = 10_000
+ResultsPath = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=4096,
+                                               pattern=r"^[^\x00]+$")]
 
 
 class ScenarioRef(Strict):
     """A scenario, its arguments, and Rally's contexts (default: users 1 tenant × 1 user)."""
 
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    contexts: dict[str, Any] = Field(default_factory=dict)
+    name: StrictStr = Field(max_length=200, description="a Keystone scenario (KeystoneBasic.<op>, <op>...)")
+    args: dict[str, Any] = Field(default_factory=dict, description="the scenario's arguments")
+    contexts: dict[str, Any] = Field(default_factory=dict, description="Rally contexts (users)")
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        from juice.studies.keystone import catalog
+
+        try:
+            catalog.canonical(v)
+        except UserError as e:
+            raise ValueError(str(e).removeprefix("scenario: ")) from None
+        return v
+
+    @field_validator("args", "contexts")
+    @classmethod
+    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+        plain_data(v)
+        return v
+
+    @model_validator(mode="after")
+    def _buildable(self) -> ScenarioRef:
+        """The scenario accepts these arguments and contexts (nothing is contacted)."""
+        from juice.studies.keystone import catalog
+
+        users = self.contexts.get("users")
+        if users is not None and not isinstance(users, dict):
+            raise ValueError("contexts.users: expected a mapping (tenants, users_per_tenant, ...)")
+        if isinstance(users, dict):
+            for k, hi in (("tenants", 1000), ("users_per_tenant", 1000),
+                          ("resource_management_workers", 100)):
+                n = users.get(k)
+                if isinstance(n, int) and not isinstance(n, bool) and n > hi:
+                    raise ValueError(f"contexts.users.{k}: at most {hi}, got {n}")
+            t, u = users.get("tenants", 1), users.get("users_per_tenant", 1)
+            if isinstance(t, int) and isinstance(u, int) and t * u > MAX_USERS:
+                raise ValueError(f"contexts.users: {t} tenants x {u} users = {t * u} users; "
+                                 f"at most {MAX_USERS} (made before every run)")
+        try:
+            catalog.get(self.name, dict(self.args), dict(self.contexts))
+        except UserError as e:
+            raise ValueError(str(e).removeprefix(f"{catalog.canonical(self.name)}.")) from None
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"args: not accepted by the scenario ({e})") from None
+        return self
 
 
 class Runner(Strict):
     """Closed loop (``times`` × ``concurrency``) unless ``rate`` is set (open loop)."""
 
-    times: int = Field(default=10, ge=1, le=10_000_000)
-    concurrency: int = Field(default=1, ge=1, le=10_000)
-    rate: float | None = Field(default=None, gt=0, description="open loop: iterations per second")
+    times: PositiveInt = Field(default=10, le=10_000_000, description="iterations per driver, 1..10,000,000")
+    concurrency: PositiveInt = Field(default=1, le=10_000, description="closed loop: in flight, 1..10,000")
+    rate: FiniteFloat | None = Field(default=None, ge=0.01, le=10_000,
+                                     description="open loop: iterations per second, 0.01..10,000")
     arrival: Literal["constant", "poisson"] = "constant"
-    max_in_flight: int = Field(default=1000, ge=1)
-    timeout_s: float = Field(default=300.0, gt=0, description="per-iteration bound")
+    max_in_flight: PositiveInt = Field(default=1000, le=100_000,
+                                       description="open loop: arrivals beyond are dropped, 1..100,000")
+    timeout_s: Seconds = Field(default=300.0, ge=1, le=86_400, description="per-iteration bound, 1..86,400 s")
 
 
 class KeystoneAxis(Strict):
-    cache: list[bool] = Field(default_factory=lambda: [True], min_length=1)
-    workers: int = Field(default=1, ge=1, le=32)
-    password_hash_rounds: int = Field(default=4, ge=4, le=31)
+    cache: list[StrictBool] = Field(default_factory=lambda: [True], min_length=1,
+                                    description="Keystone's cache on/off (an axis)")
+    workers: PositiveInt = Field(default=1, le=32, description="gunicorn workers per site, 1..32")
+    password_hash_rounds: PositiveInt = Field(default=4, ge=4, le=14, description="bcrypt cost, 4..14")
+
+    @field_validator("cache")
+    @classmethod
+    def _once(cls, v: list[bool]) -> list[bool]:
+        no_duplicates(v)
+        return v
 
 
 class Experiment(Strict):
-    """A Keystone study. See the module doc for the meaning of every field."""
+    """A Keystone study. See the module doc for the meaning and bounds of every field."""
 
-    name: str = Field(pattern=NAME_RE)
+    name: StrictStr = Field(pattern=NAME_RE, description="letters, digits, _.- (at most 64)")
     workload: Literal["keystone"] = "keystone"
-    description: str = ""
-    seed: int = 1
-    repetitions: int = Field(default=1, ge=1, le=1000)
-    rdbms: list[str] = Field(min_length=1)
-    sites: list[int] = Field(min_length=1)
+    description: StrictStr = Field(default="", max_length=2000)
+    seed: Seed = Field(default=1, description="0..2**31-1; repetition r uses seed + r")
+    repetitions: Repetitions = Field(default=1, description="1..1,000")
+    rdbms: list[StrictStr] = Field(min_length=1, description=f"an axis: {', '.join(RDBMS)}")
+    sites: list[SiteCount] = Field(min_length=1, description="an axis of site counts, 1..250 each")
     wan: Wan = Field(default_factory=lambda: Wan(delay_ms=[0.0]))
     load: list[Literal["light", "high"]] = Field(default_factory=lambda: list(LIGHT), min_length=1)
     scenarios: list[ScenarioRef] = Field(min_length=1)
     runner: Runner = Field(default_factory=Runner)
     keystone: KeystoneAxis = Field(default_factory=KeystoneAxis)
-    check_wan: bool = Field(default=True, description="ping every pair after each WAN change")
-    results: str | None = Field(default=None, description="results root (default results/<name>)")
+    check_wan: StrictBool = Field(default=True, description="ping every pair after each WAN change")
+    results: ResultsPath | None = Field(default=None, description="results root (default results/<name>)")
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -90,17 +193,16 @@ class Experiment(Strict):
     @field_validator("rdbms")
     @classmethod
     def _known_rdbms(cls, v: list[str]) -> list[str]:
-        for r in v:
+        for i, r in enumerate(v):
             if r not in RDBMS:
-                raise ValueError(f"unknown rdbms {r!r} (choose from {', '.join(RDBMS)})")
+                raise ValueError(f"{i}: unknown rdbms {r!r} (choose from {', '.join(RDBMS)})")
+        no_duplicates(v)
         return v
 
-    @field_validator("sites")
+    @field_validator("sites", "load")
     @classmethod
-    def _site_counts(cls, v: list[int]) -> list[int]:
-        for n in v:
-            if not 1 <= n <= 250:
-                raise ValueError(f"a site count must be between 1 and 250, got {n}")
+    def _once(cls, v: list[Any]) -> list[Any]:
+        no_duplicates(v)
         return v
 
     @model_validator(mode="after")
@@ -113,6 +215,35 @@ class Experiment(Strict):
         for i, m in enumerate(self.wan.matrices):
             if any(len(m) != n for n in self.sites):
                 raise ValueError(f"wan.matrices.{i}: a {len(m)}×{len(m)} matrix needs sites: [{len(m)}]")
+        return self
+
+    @model_validator(mode="after")
+    def _scenarios_once(self) -> Experiment:
+        from juice.studies.keystone import catalog
+
+        seen = [(catalog.canonical(s.name), repr(s.args), repr(s.contexts)) for s in self.scenarios]
+        for i, s in enumerate(seen):
+            if s in seen[:i]:
+                raise ValueError(f"scenarios.{i}: the same scenario as scenarios.{seen.index(s)}; "
+                                 f"each once (repetitions repeats runs)")
+        return self
+
+    @model_validator(mode="after")
+    def _size(self) -> Experiment:
+        """At most MAX_RUNS runs and MAX_PLAN_S of estimated work (the plan's own estimate)."""
+        from juice.studies.keystone import estimate
+        from juice.studies.keystone.matrix import expand
+
+        runs = (len(self.sites) * len(self.rdbms) * len(self.keystone.cache) * len(wan_points(self.wan))
+                * len(self.load) * len(self.scenarios) * self.repetitions)
+        if runs > MAX_RUNS:
+            raise ValueError(f"{runs} runs (sites × rdbms × cache × wan × load × scenarios × "
+                             f"repetitions); at most {MAX_RUNS} in one spec: split it")
+        total = estimate.total_s(expand(self))
+        if not total <= MAX_PLAN_S:
+            raise ValueError(f"estimated at {total / 86400:.0f} days of runs; at most "
+                             f"{MAX_PLAN_S / 86400:.0f} days in one spec: fewer or shorter runs "
+                             f"(runner.times, sites, wan), or split it")
         return self
 
 

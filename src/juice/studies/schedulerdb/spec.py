@@ -27,14 +27,52 @@ MySQLdb the 2013 seed used). Points of MySQL-protocol backends carry ``client``;
 (PostgreSQL: psycopg 3; caches) do not. Updaters always use PyMySQL.
 
 ``parse(data, source)`` raises ``UserError("<file>: <field.path>: <msg>")`` (exit code 2).
+
+Bounds (no NaN or infinity, no bool or string for a number; see ``juice.spec.base``):
+
+=====================  ==============  ======================================================
+field                  range           why
+=====================  ==============  ======================================================
+``nodes`` (each)       1..200,000      compute nodes; 200K rows x stats_per_node fit the lab
+``nodes.step``         1..200,000
+``stats_per_node``     0..100          rows per node in the 2013 layouts
+``schedulers`` (each)  1..64           reader processes at once
+``repetitions``        1..1,000        reads per scheduler per point (``only`` too)
+``warmup_s``           0..60 s         updates before the first read
+``update_workers``     1..64           connections per updater process
+``candidates``         1..200,000      at most one per node
+``lab.sites``          1..9            the study's lab
+``lab.delay_ms``       0..500 ms       one-way between every pair
+``threshold_s``        0.1..86,400 s   the report interval the fit is compared with
+``read_timeout_s``     1..86,400 s     a read slower than this fails
+``seed``               0..2**31-1
+=====================  ==============  ======================================================
+
+``backends``, ``tracks`` and ``updates`` list each value once; a spec has at most 10,000
+points (and at most 100,000 combinations before ``only``), ``only`` must select at least one,
+and the plan's estimate of the whole spec is at most 30 days: a longer study is several specs.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from juice.spec.base import (
+    MAX_PLAN_S,
+    MAX_RUNS,
+    NAME_RE,
+    NonNegativeInt,
+    OneWayMs,
+    PositiveInt,
+    Repetitions,
+    Seconds,
+    Seed,
+    Strict,
+    StrictBool,
+    no_duplicates,
+)
 from juice.util.validation import validate
 
 Backend = Literal["mariadb", "galera", "postgres", "memcached", "redis"]
@@ -46,17 +84,20 @@ DEFAULT_CLIENT: Client = "pymysql"
 CACHE_BACKENDS = ("memcached", "redis")
 KV_TRACK = "kv"
 MAX_NODES = 200_000
+MAX_SCHEDULERS = 64
+MAX_COMBINATIONS = 100_000  # points before ``only`` (computed to filter them)
+NodeCount = Annotated[int, Field(strict=True, ge=1, le=MAX_NODES)]
+SchedulerCount = Annotated[int, Field(strict=True, ge=1, le=MAX_SCHEDULERS)]
 DEFAULT_BACKENDS: tuple[Backend, ...] = ("mariadb", "memcached")
 DEFAULT_TRACKS: tuple[Track, ...] = ("historical-2013.1",)
 
 
-class NodeRange(BaseModel):
+class NodeRange(Strict):
     """``{start, stop, step}``: stop included (1000..19000 step 1000 = 19 points)."""
 
-    model_config = ConfigDict(extra="forbid")
-    start: int = Field(default=1000, ge=1, le=MAX_NODES)
-    stop: int = Field(default=19000, ge=1, le=MAX_NODES)
-    step: int = Field(default=1000, ge=1)
+    start: NodeCount = Field(default=1000, description="first node count, 1..200,000")
+    stop: NodeCount = Field(default=19000, description="last node count (included), 1..200,000")
+    step: NodeCount = Field(default=1000, description="1..200,000")
 
     @model_validator(mode="after")
     def _order(self) -> NodeRange:
@@ -68,29 +109,27 @@ class NodeRange(BaseModel):
         return list(range(self.start, self.stop + 1, self.step))
 
 
-class LabPart(BaseModel):
+class LabPart(Strict):
     """The lab the study runs in. Central backends use site 1 only (server, readers and
     updaters together, as the seed's single box); Galera puts a node in every site, the
     schedulers read from node 1 and the updates arrive through the other nodes."""
 
-    model_config = ConfigDict(extra="forbid")
-    sites: int = Field(default=3, ge=1, le=9)
-    delay_ms: float = Field(default=10.0, ge=0, le=500, description="one-way, between every pair")
+    sites: PositiveInt = Field(default=3, le=9, description="1..9")
+    delay_ms: OneWayMs = Field(default=10.0, le=500, description="one-way, between every pair, 0..500 ms")
 
 
-class Point(BaseModel):
+class Point(Strict):
     """A partial point for ``only`` (None = any value); ``nodes_max`` bounds N and
     ``repetitions`` overrides the spec's for the points this entry selects."""
 
-    model_config = ConfigDict(extra="forbid")
     backend: Backend | None = None
-    track: str | None = None
+    track: Track | Literal["kv"] | None = None
     client: Client | None = None
-    nodes: int | None = None
-    nodes_max: int | None = Field(default=None, ge=1)
-    schedulers: int | None = None
-    updates: bool | None = None
-    repetitions: int | None = Field(default=None, ge=1, le=1000)
+    nodes: NodeCount | None = None
+    nodes_max: NodeCount | None = None
+    schedulers: SchedulerCount | None = None
+    updates: StrictBool | None = None
+    repetitions: Repetitions | None = Field(default=None, description="1..1,000")
 
     def matches(self, p: dict[str, Any]) -> bool:
         if self.nodes_max is not None and int(p["nodes"]) > self.nodes_max:
@@ -99,48 +138,61 @@ class Point(BaseModel):
         return all(v is None or p.get(k) == v for k, v in want.items())
 
 
-class SchedulerDbSpec(BaseModel):
-    """One scheduler–database study. See the module doc."""
+def _nodes_kind(v: Any) -> str:
+    return "range" if isinstance(v, dict | NodeRange) else "list"
 
-    model_config = ConfigDict(extra="forbid")
+
+Nodes = Annotated[Annotated[list[NodeCount], Tag("list")] | Annotated[NodeRange, Tag("range")],
+                  Discriminator(_nodes_kind)]
+
+
+class SchedulerDbSpec(Strict):
+    """One scheduler–database study. See the module doc for the meaning and bounds of every field."""
+
     workload: Literal["scheduler-db"]
-    name: str = Field(default="scheduler-db", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    name: str = Field(default="scheduler-db", pattern=NAME_RE,
+                      description="letters, digits, _.- (at most 64)")
     backends: list[Backend] = Field(default_factory=lambda: list(DEFAULT_BACKENDS), min_length=1)
     tracks: list[Track] = Field(default_factory=lambda: list(DEFAULT_TRACKS), min_length=1)
-    nodes: list[int] | NodeRange = Field(default_factory=NodeRange)
-    stats_per_node: int = Field(default=10, ge=0, le=100)
-    schedulers: list[int] = Field(default_factory=lambda: [1, 3, 9], min_length=1)
-    updates: list[bool] = Field(default_factory=lambda: [False, True], min_length=1)
+    nodes: Nodes = Field(default_factory=NodeRange,
+                         description="node counts (1..200,000 each) or {start, stop, step}")
+    stats_per_node: NonNegativeInt = Field(default=10, le=100, description="0..100")
+    schedulers: list[SchedulerCount] = Field(default_factory=lambda: [1, 3, 9], min_length=1,
+                                             description="schedulers reading at once, 1..64 each")
+    updates: list[StrictBool] = Field(default_factory=lambda: [False, True], min_length=1)
     clients: list[Client] = Field(default_factory=lambda: [DEFAULT_CLIENT], min_length=1,
                                   description="MySQL-protocol backends: the schedulers' Python driver")
-    repetitions: int = Field(default=5, ge=1, le=1000, description="reads per scheduler per point")
-    warmup_s: float = Field(default=1.0, ge=0, le=60, description="updates run this long before reads")
-    update_workers: int = Field(default=8, ge=1, le=64, description="connections per updater process")
-    candidates: int = Field(default=1000, ge=1, description="modern: placement's max_placement_results")
+    repetitions: Repetitions = Field(default=5, description="reads per scheduler per point, 1..1,000")
+    warmup_s: Seconds = Field(default=1.0, le=60, description="updates run this long before reads, 0..60 s")
+    update_workers: PositiveInt = Field(default=8, le=64,
+                                        description="connections per updater process, 1..64")
+    candidates: PositiveInt = Field(default=1000, le=MAX_NODES,
+                                    description="modern: placement's max_placement_results, 1..200,000")
     only: list[Point] = Field(default_factory=list)
     lab: LabPart = Field(default_factory=LabPart)
-    threshold_s: float = Field(default=60.0, gt=0)
-    read_timeout_s: float = Field(default=600.0, gt=0, description="a read slower than this fails")
-    seed: int = 1
+    threshold_s: Seconds = Field(default=60.0, ge=0.1, le=86_400,
+                                 description="report interval, 0.1..86,400 s")
+    read_timeout_s: Seconds = Field(default=600.0, ge=1, le=86_400,
+                                    description="a read slower than this fails, 1..86,400 s")
+    seed: Seed = Field(default=1, description="0..2**31-1")
 
     @field_validator("nodes")
     @classmethod
     def _nodes(cls, v: list[int] | NodeRange) -> list[int] | NodeRange:
-        if isinstance(v, list):
-            if not v:
-                raise ValueError("give at least one node count")
-            bad = [n for n in v if n < 1 or n > MAX_NODES]
-            if bad:
-                raise ValueError(f"node counts must be 1..{MAX_NODES}, got {bad[0]}")
+        if isinstance(v, list) and not v:
+            raise ValueError("give at least one node count")
         return v
 
     @field_validator("schedulers")
     @classmethod
     def _scheds(cls, v: list[int]) -> list[int]:
-        bad = [s for s in v if s < 1 or s > 64]
-        if bad:
-            raise ValueError(f"scheduler counts must be 1..64, got {bad[0]}")
         return sorted(set(v))
+
+    @field_validator("backends", "tracks", "updates")
+    @classmethod
+    def _once(cls, v: list[Any]) -> list[Any]:
+        no_duplicates(v)
+        return v
 
     @field_validator("clients")
     @classmethod
@@ -151,6 +203,30 @@ class SchedulerDbSpec(BaseModel):
     def _galera_sites(self) -> SchedulerDbSpec:
         if "galera" in self.backends and self.lab.sites < 2:
             raise ValueError("lab.sites: galera needs >= 2 sites (reads on node 1, updates on the others)")
+        return self
+
+    @model_validator(mode="after")
+    def _size(self) -> SchedulerDbSpec:
+        """At most MAX_COMBINATIONS before ``only``, 1..MAX_RUNS points after it, and at most
+        MAX_PLAN_S of work by the plan's own estimate."""
+        from juice.studies.schedulerdb.study import estimate_s
+
+        combos = (sum(len(self.tracks_for(b)) * len(self.clients_for(b)) for b in self.backends)
+                  * len(self.node_counts()) * len(self.schedulers) * len(self.updates))
+        if combos > MAX_COMBINATIONS:
+            raise ValueError(f"nodes: {combos} combinations of backends, tracks, clients, node counts, "
+                             f"schedulers and updates; at most {MAX_COMBINATIONS} (fewer node counts: "
+                             f"a larger step)")
+        points = self.points()
+        if not points:
+            raise ValueError("only: selects none of the points of the axes")
+        if len(points) > MAX_RUNS:
+            raise ValueError(f"{len(points)} points; at most {MAX_RUNS} in one spec (use only, or split it)")
+        total = sum(estimate_s(p, reps_for(self, p)) for p in points)
+        if not total <= MAX_PLAN_S:
+            raise ValueError(f"estimated at {total / 86400:.0f} days of reads; at most "
+                             f"{MAX_PLAN_S / 86400:.0f} days in one spec: fewer node counts, "
+                             f"schedulers or repetitions, or split it")
         return self
 
     def node_counts(self) -> list[int]:
