@@ -13,6 +13,10 @@ Contract (one ``Service`` per deployment of a component, possibly many servers):
 ``Sites`` is the part of a lab a service needs; ``juice.lab.LocalLab`` provides it. Data
 dirs, logs and sockets live under ``lab.workdir`` so lab teardown removes them, and server
 processes run inside the site namespaces so teardown (or the crash sweep) kills them.
+
+Servers are started with ``juice.services.process.spawn`` (one way for every service: log,
+pid, bounded health wait, stop by recorded pid); client code reaches a site with
+``from_site(lab, site, fn)``.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeVar
 
 from juice.errors import ServiceError
+from juice.services.client import in_site
 from juice.util import proc
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 
 def quiet(_: str) -> None:
@@ -164,6 +170,19 @@ class Service(ABC):
 def chown_tree(path: Path, user: str) -> None:
     """Give ``path`` (recursively) to ``user`` (servers drop root)."""
     proc.run(["chown", "-R", f"{user}:{user}", str(path)])
+
+
+def site_ns(lab: Sites, site: int) -> str | None:
+    """The network namespace of ``site`` when the lab has one (``LocalLab.site_ns``)."""
+    fn = getattr(lab, "site_ns", None)
+    return str(fn(site)) if callable(fn) else None
+
+
+def from_site(lab: Sites, site: int, fn: Callable[[], T], timeout: float = 10.0) -> T:
+    """``fn()`` run inside ``site``'s network namespace, so the sockets it opens reach the lab
+    addresses across the emulated WAN (called directly when the lab has no namespaces)."""
+    ns = site_ns(lab, site)
+    return fn() if ns is None else in_site(ns, fn, timeout=timeout)
 
 
 def log_tail(log: Path, lines: int = 3) -> str:
