@@ -9,7 +9,6 @@ user root, insecure mode — lab only).
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from juice.errors import ServiceError, UserError
@@ -21,11 +20,9 @@ from juice.services.base import (
     Service,
     Sites,
     quiet,
-    reap,
-    stop_pid,
     wait_for,
 )
-from juice.util import proc
+from juice.services.process import Server, spawn, stop_all
 
 SQL_PORT = 26257
 HTTP_PORT = 8080
@@ -59,10 +56,13 @@ class Cockroach(Service):
         super().__init__(lab, progress)
         self.exe = binary()
         self.node_sites = sites or list(lab.sites)
-        self.children: dict[int, subprocess.Popen[bytes]] = {}
+        self.servers: dict[int, Server] = {}
 
     def home(self, site: int) -> Path:
         return self.lab.workdir / f"s{site}" / "cockroach"
+
+    def log(self, site: int) -> Path:
+        return self.home(site) / "cockroach.log"
 
     def configure(self) -> None:
         for s in self.node_sites:
@@ -73,8 +73,7 @@ class Cockroach(Service):
         join = [self.lab.site_ip(s) for s in self.node_sites[:3]]
         for s in self.node_sites:
             argv = start_args(self.exe, self.home(s), self.lab.site_ip(s), s, join)
-            with open(self.home(s) / "cockroach.log", "ab") as out:
-                self.children[s] = self.lab.popen(s, argv, stdout=out, stderr=out)
+            self.servers[s] = spawn(self.lab, s, argv, log=self.log(s), what=f"cockroach in site {s}")
         first = self.node_sites[0]
         self.lab.run(first, [self.exe, "init", "--insecure",
                              f"--host={self.lab.site_ip(first)}:{SQL_PORT}"], timeout=120)
@@ -87,13 +86,14 @@ class Cockroach(Service):
             cp = self.lab.run(first, [self.exe, "node", "status", "--insecure", "--format=tsv",
                                       f"--host={self.lab.site_ip(first)}:{SQL_PORT}"], check=False)
             return cp.returncode == 0 and cp.stdout.count("\ttrue\t") >= len(self.node_sites)
-        wait_for(live, timeout, "cockroach nodes live", self.home(first) / "cockroach.log", interval=1.0)
+        def exited() -> str | None:
+            return next((f"node in site {s} {why}" for s, srv in self.servers.items()
+                         if (why := srv.exited())), None)
+        wait_for(live, timeout, "cockroach nodes live", self.log(first), interval=1.0, fail=exited)
 
     def stop(self) -> None:
-        for s, child in list(self.children.items()):
-            stop_pid(child.pid, proc.start_time(child.pid), grace_s=30)
-            reap(child)
-            del self.children[s]
+        stop_all(self.servers.values(), grace_s=30)
+        self.servers.clear()
 
     def endpoint(self, site: int) -> Endpoints:
         local = site if site in self.node_sites else self.node_sites[0]
@@ -101,14 +101,13 @@ class Cockroach(Service):
         return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
-        return [ServerRecord(kind=self.kind, site=s, pid=c.pid, pid_start=proc.start_time(c.pid),
-                             datadir=str(self.home(s)), log=str(self.home(s) / "cockroach.log"),
-                             port=SQL_PORT) for s, c in self.children.items()]
+        return [srv.record(self.kind, port=SQL_PORT, datadir=self.home(s))
+                for s, srv in self.servers.items()]
 
     def log_files(self) -> list[Path]:
-        return [self.home(s) / "cockroach.log" for s in self.node_sites]
+        return [self.log(s) for s in self.node_sites]
 
     def describe(self) -> str:
-        if not self.children:
+        if not self.servers:
             raise ServiceError("cockroach: not started")
-        return f"{len(self.children)} nodes"
+        return f"{len(self.servers)} nodes"

@@ -19,7 +19,6 @@ pure function tested without servers.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,20 +33,18 @@ from juice.services.base import (
     Sites,
     chown_tree,
     quiet,
-    read_pidfile,
-    reap,
-    stop_pid,
-    wait_for,
 )
 from juice.services.mariadb import (
-    MARIADBD,
     MariaDBServer,
     ServerOptions,
     endpoint_of,
     install_datadir,
     socket_ok,
     socket_query,
+    template_args,
 )
+from juice.services.process import spawn, stop_all
+from juice.util import proc
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 GCOMM_PORT = 4567
@@ -182,27 +179,22 @@ class Galera(Service):
         """Turn a fresh datadir into a one-node-cluster state (uuid:seqno in grastate+InnoDB)."""
         site = self.node_sites[0]
         ip = self.lab.site_ip(site)
-        data, sock, pid, log = home / "data", home / "mysqld.sock", home / "mysqld.pid", home / "error.log"
-        argv = [MARIADBD, "--no-defaults", "--user=mysql", f"--datadir={data}", f"--socket={sock}",
-                f"--pid-file={pid}", f"--log-error={log}", "--skip-networking", "--skip-log-bin",
-                "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M",
-                "--performance-schema=OFF", "--wsrep-on=ON", f"--wsrep-provider={PROVIDER}",
+        data, sock = home / "data", home / "mysqld.sock"
+        argv = [*template_args(home), "--wsrep-on=ON", f"--wsrep-provider={PROVIDER}",
                 "--wsrep-cluster-address=gcomm://", "--wsrep-new-cluster",
                 f"--wsrep-cluster-name={self.opts.cluster_name}", "--binlog-format=ROW",
                 f"--wsrep-provider-options=gmcast.listen_addr=tcp://{ip}:{GCOMM_PORT};"
                 f"gcache.size={self.opts.gcache_mb}M", "--innodb-autoinc-lock-mode=2"]
-        pid.unlink(missing_ok=True)
-        child = self.lab.popen(site, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = spawn(self.lab, site, argv, log=None, tail=home / "error.log", pidfile=home / "mysqld.pid",
+                    what="galera template node")
         try:
-            wait_for(lambda: socket_ok(sock), 60, "galera template node", log,
-                     fail=lambda: f"exited ({child.returncode})" if child.poll() is not None else None)
+            srv.wait_ready(lambda: socket_ok(sock), 60)
             # The socket answers before the provider is primary (slow under load): wait for it.
-            wait_for(lambda: _wsrep_ready(sock), 60, "galera template node: wsrep_ready", log)
+            srv.wait_ready(lambda: _wsrep_ready(sock), 60, "galera template node: wsrep_ready")
             # A replicated write, so the position is past the bootstrap (seqno >= 1).
             socket_query(sock, "CREATE TABLE IF NOT EXISTS juice.juice_seed (id INT PRIMARY KEY)")
         finally:
-            stop_pid(read_pidfile(pid) or child.pid, None, grace_s=60)
-            reap(child)
+            srv.stop(grace_s=60)
         state = read_grastate(data)
         if state.get("seqno", "-1") == "-1":
             raise ServiceError(f"galera template did not save its position (grastate: {state})")
@@ -230,16 +222,13 @@ class Galera(Service):
         self.timings["start_s"] = time.monotonic() - t0
 
     def _wait_synced(self, node: MariaDBServer, timeout: float) -> None:
-        node.wait_pid(timeout)
-        wait_for(lambda: _synced(node), timeout, f"galera node in site {node.site}", node.log,
-                 interval=0.2, fail=node.exited)
+        node.wait_ready(lambda: _synced(node), timeout, f"galera node in site {node.site}", interval=0.2)
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         n = len(self.nodes)
         for node in self.nodes.values():
-            wait_for(lambda node=node: self.cluster_size(node) == n, timeout,  # type: ignore[misc]
-                     f"galera node s{node.site}: wsrep_cluster_size != {n}", node.log, interval=0.2,
-                     fail=node.exited)
+            node.wait_ready(lambda node=node: self.cluster_size(node) == n, timeout,  # type: ignore[misc]
+                            f"galera node s{node.site}: wsrep_cluster_size != {n}", interval=0.2)
         self.progress(f"galera cluster of {n} ready: wsrep_cluster_size={n}, wsrep_ready=ON everywhere")
 
     def cluster_size(self, node: MariaDBServer) -> int:
@@ -250,13 +239,12 @@ class Galera(Service):
 
     def stop(self) -> None:
         # Joiners first, the bootstrap node last (it then holds safe_to_bootstrap).
-        live = [n for n in self.nodes.values() if n.child is not None or n.pid is not None]
-        others = [n for n in live if n is not self.first]
-        if others:
-            with ThreadPoolExecutor(max_workers=len(others)) as ex:
-                list(ex.map(lambda n: n.stop(), others))
+        live = [n for n in self.nodes.values() if n.process is not None]
+        stop_all([n.process for n in live if n is not self.first and n.process is not None], grace_s=60)
         if self.first in live:
             self.first.stop()
+        for n in live:
+            n.process = None
         if live:
             self.progress(f"galera: {len(live)} node(s) stopped")
 
@@ -291,7 +279,5 @@ def _wsrep_ready(sock: Path) -> bool:
 
 def proc_cp(src: Path, dst: Path) -> None:
     """Copy a datadir keeping owners and modes (cp -a; reflinks when the fs has them)."""
-    from juice.util import proc
-
     proc.run(["cp", "-a", "--reflink=auto", str(src), str(dst)], timeout=120)
     chown_tree(dst, "mysql")

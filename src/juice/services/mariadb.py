@@ -10,8 +10,8 @@ in ``<lab.workdir>/s<site>/<name>/``.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,11 +28,8 @@ from juice.services.base import (
     chown_tree,
     log_tail,
     quiet,
-    read_pidfile,
-    reap,
-    stop_pid,
-    wait_for,
 )
+from juice.services.process import Server, spawn
 from juice.util import proc
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -92,6 +89,14 @@ def bootstrap_sql(user: str = USER, password: str = PASSWORD, database: str = DA
     )
 
 
+def template_args(home: Path) -> list[str]:
+    """A short-lived server on ``home``'s datadir, socket only (networking off)."""
+    return [MARIADBD, "--no-defaults", "--user=mysql", f"--datadir={home / 'data'}",
+            f"--socket={home / 'mysqld.sock'}", f"--pid-file={home / 'mysqld.pid'}",
+            f"--log-error={home / 'error.log'}", "--skip-networking", "--skip-log-bin",
+            "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M", "--performance-schema=OFF"]
+
+
 def install_datadir(home: Path, progress: Progress = quiet) -> None:
     """A fresh datadir with the Juice user, made by a short-lived server on a socket only.
 
@@ -103,27 +108,17 @@ def install_datadir(home: Path, progress: Progress = quiet) -> None:
     t0 = time.monotonic()
     proc.run([INSTALL_DB, f"--datadir={data}", "--user=mysql", "--auth-root-authentication-method=normal",
               "--skip-test-db", "--skip-name-resolve"], timeout=120)
-    # Create users/database with networking off, then shut down cleanly.
-    sock, pid = home / "mysqld.sock", home / "mysqld.pid"
-    log = home / "error.log"
-    child = subprocess.Popen(
-        [MARIADBD, "--no-defaults", "--user=mysql", f"--datadir={data}", f"--socket={sock}",
-         f"--pid-file={pid}", f"--log-error={log}", "--skip-networking", "--skip-log-bin",
-         "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M", "--performance-schema=OFF"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Create users/database with networking off (on this host: no site needed), then shut
+    # down cleanly.
+    sock = home / "mysqld.sock"
+    srv = spawn(None, 0, template_args(home), log=None, tail=home / "error.log",
+                pidfile=home / "mysqld.pid", what="mariadb template server")
     try:
-        wait_for(lambda: socket_ok(sock), 60, "mariadb template server", log,
-                 fail=lambda: f"exited with {child.returncode}" if child.poll() is not None else None)
-        conn = pymysql.connect(unix_socket=str(sock), user="root", autocommit=True)
-        try:
-            with conn.cursor() as cur:
-                for stmt in bootstrap_sql().strip().splitlines():
-                    cur.execute(stmt)
-        finally:
-            conn.close()
+        srv.wait_ready(lambda: socket_ok(sock), 60)
+        for stmt in bootstrap_sql().strip().splitlines():
+            socket_query(sock, stmt)
     finally:
-        stop_pid(read_pidfile(pid) or child.pid, None, grace_s=30)
-        reap(child)
+        srv.stop(grace_s=30)
     progress(f"initialized MariaDB datadir in {time.monotonic() - t0:.1f} s")
 
 
@@ -160,15 +155,14 @@ def connect(ep: Endpoint, *, timeout: float = 10.0, autocommit: bool = True) -> 
 
 @dataclass
 class MariaDBServer:
-    """One mariadbd in one site. ``home`` = <workdir>/s<site>/<name>."""
+    """One mariadbd in one site. ``home`` = <workdir>/s<site>/<name>; its pid comes from
+    ``mysqld.pid`` (``process.spawn`` with ``pidfile``)."""
 
     lab: Sites
     site: int
     name: str = "mariadb"
     opts: ServerOptions | None = None
-    child: subprocess.Popen[bytes] | None = None
-    pid: int | None = None
-    pid_start: int | None = None
+    process: Server | None = None
     extra_record: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -190,21 +184,15 @@ class MariaDBServer:
 
     def start(self, extra_args: list[str] | None = None) -> None:
         argv = server_args(self.options, self.home) + (extra_args or [])
-        (self.home / "mysqld.pid").unlink(missing_ok=True)
-        with open(self.home / "stdout.log", "ab") as out:
-            self.child = self.lab.popen(self.site, argv, stdout=out, stderr=out)
+        self.process = spawn(self.lab, self.site, argv, log=self.home / "stdout.log", tail=self.log,
+                             pidfile=self.home / "mysqld.pid", what=f"mariadbd in site {self.site}")
 
-    def exited(self) -> str | None:
-        if self.child is not None and self.child.poll() is not None:
-            return f"mariadbd in site {self.site} exited with code {self.child.returncode}"
-        return None
-
-    def wait_pid(self, timeout: float) -> None:
-        pidfile = self.home / "mysqld.pid"
-        wait_for(lambda: read_pidfile(pidfile) is not None, timeout,
-                 f"mariadbd in site {self.site}", self.log, fail=self.exited)
-        self.pid = read_pidfile(pidfile)
-        self.pid_start = proc.start_time(self.pid) if self.pid else None
+    def wait_ready(self, check: Callable[[], bool], timeout: float, what: str | None = None,
+                   interval: float = 0.1) -> None:
+        """Bounded wait for ``check`` (its pid file first); fails early if mariadbd exits."""
+        if self.process is None:
+            raise ServiceError(f"mariadbd in site {self.site}: not started")
+        self.process.wait_ready(check, timeout, what, interval=interval)
 
     def ping(self) -> bool:
         """True when the server answers over its own socket (root, no network needed)."""
@@ -219,18 +207,17 @@ class MariaDBServer:
         return str(rows[0][1]) if rows else None
 
     def stop(self, grace_s: float = 60.0) -> None:
-        pid = self.pid or read_pidfile(self.home / "mysqld.pid")
-        if pid is None and self.child is not None and self.child.poll() is None:
-            pid = self.child.pid
-        stop_pid(pid, self.pid_start, grace_s=grace_s)
-        reap(self.child)
-        self.child, self.pid = None, None
+        if self.process is not None:
+            self.process.stop(grace_s=grace_s)
+            self.process = None
 
     def record(self, kind: str) -> ServerRecord:
-        return ServerRecord(kind=kind, site=self.site, pid=self.pid or 0, pid_start=self.pid_start,
-                            datadir=str(self.home / "data"), log=str(self.log),
-                            port=self.options.port,
-                            extra={"socket": str(self.home / "mysqld.sock"), **self.extra_record})
+        extra = {"socket": str(self.home / "mysqld.sock"), **self.extra_record}
+        if self.process is None:
+            return ServerRecord(kind=kind, site=self.site, pid=0, pid_start=None,
+                                datadir=str(self.home / "data"), log=str(self.log),
+                                port=self.options.port, extra=extra)
+        return self.process.record(kind, port=self.options.port, datadir=self.home / "data", extra=extra)
 
 
 def endpoint_of(lab: Sites, site: int, port: int = PORT) -> Endpoint:
@@ -260,13 +247,11 @@ class MariaDBCentral(Service):
         self.progress(f"mariadbd starting in site {self.server.site} on {self.server.options.bind}")
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
-        self.server.wait_pid(timeout)
-        wait_for(self.server.ping, timeout, f"mariadbd in site {self.server.site}", self.server.log,
-                 fail=self.server.exited)
+        self.server.wait_ready(self.server.ping, timeout)
         self.progress(f"mariadbd ready: {self.server.options.bind}:{self.server.options.port}")
 
     def stop(self) -> None:
-        if self.server.child is not None or self.server.pid is not None:
+        if self.server.process is not None:
             self.server.stop()
             self.progress(f"mariadbd in site {self.server.site} stopped")
 

@@ -6,7 +6,7 @@
     mc.stats(1)["curr_items"]                     # the server's `stats`, read from inside site 1
     mc.stop()                                     # TERM, then KILL after a grace period
 
-Each server runs in its site's namespace (``lab.popen``) as the ``memcache`` user (``nobody``
+Each server runs in its site's namespace (``process.spawn``) as the ``memcache`` user (``nobody``
 where that user does not exist), in the foreground, with its log in
 ``<lab.workdir>/s<site>/memcached/memcached-s<site>.log``. ``ip netns exec`` execs the server, so the
 started process IS memcached: its pid is recorded directly (no pid file needed).
@@ -17,7 +17,6 @@ from __future__ import annotations
 import pwd
 import shutil
 import socket
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,10 +29,10 @@ from juice.services.base import (
     Service,
     Sites,
     chown_tree,
+    from_site,
     quiet,
-    reap,
-    wait_for,
 )
+from juice.services.process import Server, spawn, stop_all
 from juice.util import proc
 
 MEMCACHED = "/usr/bin/memcached"
@@ -63,12 +62,6 @@ def version() -> str:
         return "unknown"
     parts = cp.stdout.split()
     return parts[1] if len(parts) > 1 else "unknown"
-
-
-def _in_site(lab: Sites, site: int) -> str | None:
-    """The namespace name of ``site`` when the lab exposes it (``LocalLab.site_ns``)."""
-    fn = getattr(lab, "site_ns", None)
-    return str(fn(site)) if callable(fn) else None
 
 
 def query_stats(host: str, port: int, timeout: float = 3.0) -> dict[str, str]:
@@ -112,8 +105,7 @@ class Memcached(Service):
         self.port = port
         self.memory_mb = memory_mb
         self.user = run_user()
-        self.children: dict[int, subprocess.Popen[bytes]] = {}
-        self.pids: dict[int, tuple[int, int | None]] = {}
+        self.servers: dict[int, Server] = {}
 
     def home(self, site: int) -> Path:
         return self.lab.workdir / f"s{site}" / "memcached"
@@ -139,57 +131,40 @@ class Memcached(Service):
 
     def start(self) -> None:
         for s in self.server_sites:
-            with open(self.log(s), "ab") as out:
-                child = self.lab.popen(s, server_args(self.lab.site_ip(s), self.port, self.memory_mb,
-                                                      self.user), stdout=out, stderr=out)
-            self.children[s] = child
-            self.pids[s] = (child.pid, proc.start_time(child.pid))
+            self.servers[s] = spawn(self.lab, s, server_args(self.lab.site_ip(s), self.port, self.memory_mb,
+                                                             self.user),
+                                    log=self.log(s), what=f"memcached in site {s}")
         self.progress(f"memcached starting in site(s) {','.join(map(str, self.server_sites))} "
                       f"on port {self.port}")
-
-    def _exited(self, site: int) -> str | None:
-        child = self.children.get(site)
-        if child is not None and child.poll() is not None:
-            return f"memcached in site {site} exited with code {child.returncode}"
-        return None
 
     def ping(self, site: int) -> bool:
         """True when OUR server in ``site`` answers (its ``stats`` pid is the one we started:
         another memcached already on the port does not count)."""
-        mine = self.pids.get(site)
+        mine = self.servers.get(site)
         try:
-            return mine is not None and self.stats(site).get("pid") == str(mine[0])
+            return mine is not None and self.stats(site).get("pid") == str(mine.pid)
         except (OSError, ServiceError):
             return False
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
-        for s in self.server_sites:
-            wait_for(lambda s=s: self.ping(s), timeout, f"memcached in site {s}", self.log(s),  # type: ignore[misc]
-                     interval=0.05, fail=lambda s=s: self._exited(s))  # type: ignore[misc]
+        for s, srv in self.servers.items():
+            srv.wait_ready(lambda s=s: self.ping(s), timeout, interval=0.05)  # type: ignore[misc]
         self.progress(f"memcached ready in {len(self.server_sites)} site(s)")
 
     def stats(self, site: int) -> dict[str, str]:
         """The ``stats`` of the memcached serving ``site``, queried from inside that site."""
         s = site if site in self.server_sites else self.server_sites[0]
         host = self.lab.site_ip(s)
-        ns = _in_site(self.lab, site)
-        if ns is None:
-            return query_stats(host, self.port)
-        from juice.services.client import in_site
-
-        return in_site(ns, lambda: query_stats(host, self.port), timeout=10)
+        return from_site(self.lab, site, lambda: query_stats(host, self.port))
 
     def stop(self) -> None:
-        live = list(self.pids.items())
-        if not live:
+        if not self.servers:
             return
-        # TERM all first (memcached exits at once), then wait/kill each (bounded).
-        proc.terminate([pid for _, (pid, st) in live if proc.alive(pid, st)], grace_s=10)
-        for s, _ in live:
-            reap(self.children.get(s))
-        self.children.clear()
-        self.pids.clear()
-        self.progress(f"memcached stopped in {len(live)} site(s)")
+        # TERM all first (memcached exits at once), then wait/kill (bounded).
+        stop_all(self.servers.values(), grace_s=10)
+        n = len(self.servers)
+        self.servers.clear()
+        self.progress(f"memcached stopped in {n} site(s)")
 
     def endpoint(self, site: int) -> Endpoints:
         host, port = self.address(site).rsplit(":", 1)
@@ -198,9 +173,8 @@ class Memcached(Service):
         return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
-        return [ServerRecord(kind=self.kind, site=s, pid=pid, pid_start=st, datadir=str(self.home(s)),
-                             log=str(self.log(s)), port=self.port)
-                for s, (pid, st) in self.pids.items()]
+        return [srv.record(self.kind, port=self.port, datadir=self.home(s))
+                for s, srv in self.servers.items()]
 
     def log_files(self) -> list[Path]:
         return [self.log(s) for s in self.server_sites]

@@ -6,7 +6,8 @@ the primary in site 1 (one WAN round trip, plus the round trip to the synchronou
 ``sync_quorum`` > 0: ``synchronous_standby_names = 'ANY k (s2, s3, ...)'``; 0 = async).
 
 Servers run as ``postgres`` (initdb refuses root): commands go through ``setpriv`` so the
-process started in the site namespace IS the postmaster (no forking wrapper). Every server
+process started in the site namespace IS the postmaster (no forking wrapper); its pid is
+read from ``postmaster.pid`` all the same (``process.spawn`` with ``pidfile``). Every server
 loads ``pg_stat_statements`` so the counter probe can count statements by command.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,11 +32,9 @@ from juice.services.base import (
     Sites,
     chown_tree,
     quiet,
-    read_pidfile,
-    reap,
-    stop_pid,
     wait_for,
 )
+from juice.services.process import Server, spawn
 from juice.util import proc
 
 BIN = Path("/usr/lib/postgresql/15/bin")
@@ -114,9 +112,7 @@ class PgServer:
 
     def __init__(self, lab: Sites, site: int, port: int = PORT) -> None:
         self.lab, self.site, self.port = lab, site, port
-        self.child: subprocess.Popen[bytes] | None = None
-        self.pid: int | None = None
-        self.pid_start: int | None = None
+        self.process: Server | None = None
         self.role = "primary"
 
     @property
@@ -146,15 +142,9 @@ class PgServer:
         chown_tree(self.home, "postgres")
 
     def start(self) -> None:
-        (self.data / "postmaster.pid").unlink(missing_ok=True)
-        with open(self.log, "ab") as out:
-            self.child = self.lab.popen(self.site, [*AS_POSTGRES, str(BIN / "postgres"), "-D",
-                                                    str(self.data)], stdout=out, stderr=out)
-
-    def exited(self) -> str | None:
-        if self.child is not None and self.child.poll() is not None:
-            return f"postgres in site {self.site} exited with code {self.child.returncode}"
-        return None
+        self.process = spawn(self.lab, self.site, [*AS_POSTGRES, str(BIN / "postgres"), "-D", str(self.data)],
+                             log=self.log, pidfile=self.data / "postmaster.pid",
+                             what=f"postgres ({self.role}) in site {self.site}")
 
     def connect_admin(self, dbname: str = "postgres") -> psycopg.Connection[tuple[object, ...]]:
         """Superuser connection over the unix socket (no network namespace needed)."""
@@ -174,27 +164,26 @@ class PgServer:
             return False
 
     def wait_ready(self, timeout: float) -> None:
-        wait_for(self.ping, timeout, f"postgres ({self.role}) in site {self.site}", self.log,
-                 fail=self.exited)
-        self.pid = read_pidfile(self.data / "postmaster.pid")
-        self.pid_start = proc.start_time(self.pid) if self.pid else None
+        """Bounded wait until it answers (pid from ``postmaster.pid``); fails early on exit."""
+        if self.process is None:
+            raise ServiceError(f"postgres ({self.role}) in site {self.site}: not started")
+        self.process.wait_ready(self.ping, timeout)
 
     def stop(self) -> None:
-        pid = self.pid or read_pidfile(self.data / "postmaster.pid")
-        if pid is None and self.child is not None and self.child.poll() is None:
-            pid = self.child.pid
-        stop_pid(pid, self.pid_start, sig=signal.SIGINT, grace_s=30)  # SIGINT = fast shutdown
-        reap(self.child)
-        self.child, self.pid = None, None
+        if self.process is not None:
+            self.process.stop(grace_s=30, sig=signal.SIGINT)  # SIGINT = fast shutdown
+            self.process = None
 
     def endpoint(self) -> Endpoint:
         return Endpoint("postgresql", self.lab.site_ip(self.site), self.port, USER, PASSWORD,
                         DATABASE, self.site)
 
     def record(self, kind: str) -> ServerRecord:
-        return ServerRecord(kind=kind, site=self.site, pid=self.pid or 0, pid_start=self.pid_start,
-                            datadir=str(self.data), log=str(self.log), port=self.port,
-                            extra={"role": self.role, "socket_dir": str(self.home)})
+        extra = {"role": self.role, "socket_dir": str(self.home)}
+        if self.process is None:
+            return ServerRecord(kind=kind, site=self.site, pid=0, pid_start=None, datadir=str(self.data),
+                                log=str(self.log), port=self.port, extra=extra)
+        return self.process.record(kind, port=self.port, datadir=self.data, extra=extra)
 
 
 BOOTSTRAP_SQL = [
@@ -302,7 +291,7 @@ class Postgres(Service):
         self.progress(f"postgres read-local ready: {len(self.standbys)} standbys streaming, {mode}")
 
     def stop(self) -> None:
-        live = [s for s in self.servers() if s.child is not None or s.pid is not None]
+        live = [s for s in self.servers() if s.process is not None]
         # Standbys first so the primary does not wait on them while shutting down.
         for s in sorted(live, key=lambda x: x.role == "primary"):
             s.stop()

@@ -1,13 +1,22 @@
-"""Redis as a small Service (one ``redis-server`` in one site, no persistence), for the
-scheduler-db cache alternative. Runs in the foreground inside the site namespace, bound to
-the site address; its pid is the started process (``ip netns exec`` execs the server).
+"""Redis: one ``redis-server`` in one site, bound to the site address, no persistence.
+
+    rd = Redis(lab, progress, site=1, maxmemory_mb=1024)  # pure: nothing started
+    rd.up()                                               # configure + start + wait_healthy (bounded)
+    rd.address(3)                                         # "10.210.1.2:6379" (what a client in site 3 uses)
+    rd.info(1)["used_memory"]                             # the server's INFO, read from inside site 1
+    rd.stop()                                             # TERM, then KILL after a grace period
+
+The cache alternative of the scheduler-db study (next to ``services.memcached``). The server
+runs in its site's namespace (``process.spawn``) in the foreground, without RDB snapshots or
+an AOF and without protected mode (a lab-only address); it logs to stdout, appended to
+``<lab.workdir>/s<site>/redis/redis.log``. ``ip netns exec`` execs the server, so the started
+process IS redis-server: its pid is recorded directly (no pid file needed).
 """
 
 from __future__ import annotations
 
 import shutil
 import socket
-import subprocess
 from pathlib import Path
 
 from juice.errors import ServiceError
@@ -18,10 +27,10 @@ from juice.services.base import (
     ServerRecord,
     Service,
     Sites,
+    from_site,
     quiet,
-    reap,
-    wait_for,
 )
+from juice.services.process import Server, spawn
 from juice.util import proc
 
 REDIS = "/usr/bin/redis-server"
@@ -29,80 +38,132 @@ PORT = 6379
 
 
 def server_args(ip: str, port: int, home: Path, maxmemory_mb: int) -> list[str]:
-    """The redis-server command line: no RDB/AOF, no protected mode (lab-only address)."""
+    """The redis-server command line: foreground, log on stdout, no RDB/AOF, no protected
+    mode (lab-only address)."""
     return [REDIS, "--bind", ip, "--port", str(port), "--save", "", "--appendonly", "no",
             "--protected-mode", "no", "--daemonize", "no", "--dir", str(home),
-            "--maxmemory", f"{maxmemory_mb}mb", "--logfile", str(home / "redis.log")]
+            "--maxmemory", f"{maxmemory_mb}mb", "--logfile", ""]
 
 
-def _ping(host: str, port: int) -> bool:
+def version() -> str:
+    """redis-server's version (e.g. ``7.0.15``), or ``unknown``."""
     try:
-        with socket.create_connection((host, port), timeout=2) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
+        cp = proc.run([REDIS, "--version"], check=False, timeout=10)
+    except Exception:
+        return "unknown"
+    for word in cp.stdout.split():
+        if word.startswith("v="):
+            return word[2:]
+    return "unknown"
+
+
+def command(host: str, port: int, *words: str, timeout: float = 3.0) -> bytes:
+    """One inline command (``PING``, ``INFO``...) over RESP; the raw reply (run it where
+    ``host`` is reachable)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(" ".join(words).encode() + b"\r\n")
+        buf = s.recv(65536)
+        if buf.startswith(b"$"):  # a bulk string: read until its announced length is in
+            size = int(buf[1:buf.index(b"\r\n")])
+            for _ in range(1000):  # bounded: INFO is a few kB
+                if len(buf) >= buf.index(b"\r\n") + 2 + size:
+                    break
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        return buf
+
+
+def parse_info(reply: bytes) -> dict[str, str]:
+    """``INFO``'s ``key:value`` lines as a dict (sections and comments skipped)."""
+    out: dict[str, str] = {}
+    for line in reply.decode(errors="replace").splitlines()[1:]:
+        if ":" in line and not line.startswith("#"):
+            k, v = line.split(":", 1)
+            out[k] = v.strip()
+    return out
 
 
 class Redis(Service):
+    """One redis-server in ``site`` (default 1); clients of every site use it."""
+
     kind = "redis"
 
     def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1, port: int = PORT,
                  maxmemory_mb: int = 1024) -> None:
         super().__init__(lab, progress)
         if site not in lab.sites:
-            raise ServiceError(f"site: {site} is not a site of this lab")
+            raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
+        if not 0 < port < 65536:
+            raise ServiceError(f"port: {port} is not a TCP port")
+        if maxmemory_mb < 1:
+            raise ServiceError(f"maxmemory_mb: must be >= 1, got {maxmemory_mb}")
         self.site, self.port, self.maxmemory_mb = site, port, maxmemory_mb
-        self.child: subprocess.Popen[bytes] | None = None
-        self.pid_start: int | None = None
+        self.server: Server | None = None
 
     @property
     def home(self) -> Path:
         return self.lab.workdir / f"s{self.site}" / "redis"
 
+    @property
+    def log(self) -> Path:
+        return self.home / "redis.log"
+
+    def address(self, site: int) -> str:
+        """``ip:port`` of the server (the same for a client in any site)."""
+        return f"{self.lab.site_ip(self.site)}:{self.port}"
+
+    # ---- lifecycle -----------------------------------------------------------------------
     def configure(self) -> None:
         if not Path(REDIS).exists():
             raise ServiceError(f"{REDIS} is missing: run scripts/setup.sh")
         shutil.rmtree(self.home, ignore_errors=True)
         self.home.mkdir(parents=True)
+        (self.home / "cmdline").write_text(" ".join(server_args(
+            self.lab.site_ip(self.site), self.port, self.home, self.maxmemory_mb)) + "\n")
 
     def start(self) -> None:
-        with open(self.home / "stdout.log", "ab") as out:
-            self.child = self.lab.popen(self.site, server_args(self.lab.site_ip(self.site), self.port,
-                                                               self.home, self.maxmemory_mb),
-                                        stdout=out, stderr=out)
-        self.pid_start = proc.start_time(self.child.pid)
+        argv = server_args(self.lab.site_ip(self.site), self.port, self.home, self.maxmemory_mb)
+        self.server = spawn(self.lab, self.site, argv, log=self.log, what=f"redis in site {self.site}")
+        self.progress(f"redis starting in site {self.site} on port {self.port}")
+
+    def info(self, site: int) -> dict[str, str]:
+        """The server's ``INFO``, queried from inside ``site``."""
+        ip = self.lab.site_ip(self.site)
+        return parse_info(from_site(self.lab, site, lambda: command(ip, self.port, "INFO")))
+
+    def ping(self) -> bool:
+        """True when OUR server answers (its ``process_id`` is the one we started: another
+        redis already on the port does not count)."""
+        if self.server is None:
+            return False
+        try:
+            return self.info(self.site).get("process_id") == str(self.server.pid)
+        except (OSError, ValueError, ServiceError):
+            return False
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
-        from juice.services.client import in_site
-
-        ns = getattr(self.lab, "site_ns")(self.site)  # noqa: B009 (Sites has no site_ns)
-        ip = self.lab.site_ip(self.site)
-        child = self.child
-
-        def exited() -> str | None:
-            return f"redis exited ({child.returncode})" if child and child.poll() is not None else None
-        wait_for(lambda: bool(in_site(ns, lambda: _ping(ip, self.port), timeout=10)), timeout,
-                 f"redis in site {self.site}", self.home / "redis.log", interval=0.05, fail=exited)
-        self.progress(f"redis ready: {ip}:{self.port}")
+        if self.server is None:
+            raise ServiceError(f"redis in site {self.site}: not started")
+        self.server.wait_ready(self.ping, timeout, interval=0.05)
+        self.progress(f"redis ready: {self.address(self.site)}")
 
     def stop(self) -> None:
-        if self.child is None:
+        if self.server is None:
             return
-        if proc.alive(self.child.pid, self.pid_start):
-            proc.terminate([self.child.pid], grace_s=10)
-        reap(self.child)
-        self.child = None
-        self.progress("redis stopped")
+        self.server.stop(grace_s=10)
+        self.server = None
+        self.progress(f"redis stopped in site {self.site}")
 
     def endpoint(self, site: int) -> Endpoints:
         ep = Endpoint("redis", self.lab.site_ip(self.site), self.port, "", site=self.site)
         return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
-        pid = self.child.pid if self.child else 0
-        return [ServerRecord(kind=self.kind, site=self.site, pid=pid, pid_start=self.pid_start,
-                             datadir=str(self.home), log=str(self.home / "redis.log"), port=self.port)]
+        if self.server is None:
+            return []
+        return [self.server.record(self.kind, port=self.port, datadir=self.home)]
 
     def log_files(self) -> list[Path]:
-        return [self.home / "redis.log"]
+        return [self.log]
