@@ -16,15 +16,8 @@ from juice.lab import LocalLab, netns, spec
 from juice.services import counters, registry
 from juice.services import keystone as ksmod
 from juice.services.base import Endpoint, Endpoints, ServerRecord, Service
-from juice.services.keystone import (
-    AdminCredentials,
-    Keystone,
-    KeystoneOptions,
-    children_of,
-    read_openrc,
-    render_conf,
-    render_openrc,
-)
+from juice.services.keystone import Keystone, KeystoneOptions, children_of, render_conf
+from juice.services.keystone_creds import AdminCredentials, read_openrc, render_openrc
 from juice.services.keystone_http import issue_token, validate_token
 from juice.services.memcached import Memcached
 from juice.util import proc

@@ -33,11 +33,10 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,23 +49,24 @@ from juice.services.base import (
     ServerRecord,
     Service,
     Sites,
+    from_site,
     log_tail,
     quiet,
     read_pidfile,
     reap,
-    wait_for,
 )
-from juice.services.keystone_http import issue_token, request, site_ns
+from juice.services.keystone_creds import ADMIN_PROJECT, AdminCredentials, render_openrc
+from juice.services.keystone_creds import read_openrc as read_openrc  # re-exported
+from juice.services.keystone_http import issue_token, request
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
+from juice.services.process import Server, port_open, spawn, stop_all
 from juice.util import atomic, proc
 
 VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", str(cache_dir() / "openstack")))
 PORT = 5000
 DB_NAME = "keystone"
 ADMIN_USER = "admin"
-ADMIN_PROJECT = "admin"
-DOMAIN = "Default"
 CACHE_BACKEND = "dogpile.cache.pymemcache"
 APP = "juice_keystone_wsgi:application"
 # The WSGI module gunicorn loads: oslo.config parses sys.argv when Keystone initializes, and
@@ -100,23 +100,6 @@ class KeystoneOptions:
             raise UserError(f"token_expiration_s: expected >= 60 s, got {self.token_expiration_s}")
         if self.sites is not None and not self.sites:
             raise UserError("sites: give at least one site (or leave it unset for every site)")
-
-
-@dataclass(frozen=True)
-class AdminCredentials:
-    """The admin of one deployment. ``password`` is secret: it is left out of ``repr``."""
-
-    urls: tuple[tuple[int, str], ...]  # (site, auth url)
-    username: str
-    password: str = field(repr=False)
-    project_name: str = ADMIN_PROJECT
-    user_domain_name: str = DOMAIN
-    project_domain_name: str = DOMAIN
-
-    def auth_url(self, site: int) -> str:
-        """The identity URL a client in ``site`` uses (its own site's Keystone, else the first)."""
-        urls = dict(self.urls)
-        return urls.get(site, self.urls[0][1])
 
 
 def render_conf(*, db_url: str, slave_url: str | None, memcache: str | None, fernet_dir: Path,
@@ -186,42 +169,6 @@ def dist_version(name: str) -> str:
     return "unknown"
 
 
-def render_openrc(creds: AdminCredentials, site: int, region: str) -> str:
-    """Shell exports for the admin (site ``site``'s Keystone); ``JUICE_KEYSTONE_URLS`` lists
-    every site's URL so ``read_openrc`` can rebuild the credentials."""
-    urls = ";".join(f"{s}={u}" for s, u in creds.urls)
-    return "".join(f"export {k}='{v}'\n" for k, v in [
-        ("OS_AUTH_URL", creds.auth_url(site)), ("OS_USERNAME", creds.username),
-        ("OS_PASSWORD", creds.password), ("OS_PROJECT_NAME", creds.project_name),
-        ("OS_USER_DOMAIN_NAME", creds.user_domain_name),
-        ("OS_PROJECT_DOMAIN_NAME", creds.project_domain_name),
-        ("OS_IDENTITY_API_VERSION", "3"), ("OS_REGION_NAME", region), ("JUICE_KEYSTONE_URLS", urls)])
-
-
-def read_openrc(path: Path) -> AdminCredentials:
-    """The admin credentials from an openrc written by ``Keystone`` (e.g. after ``juice keystone
-    up`` in another process). UserError when the file is missing or not one of ours."""
-    env: dict[str, str] = {}
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"{path}: no openrc (is Keystone up? `juice keystone up`)") from None
-    for line in text.splitlines():
-        if line.startswith("export ") and "=" in line:
-            k, v = line.removeprefix("export ").split("=", 1)
-            env[k] = v.strip("'")
-    try:
-        pairs = (x.split("=", 1) for x in env["JUICE_KEYSTONE_URLS"].split(";"))
-        urls = tuple((int(s), u) for s, u in pairs)
-        return AdminCredentials(urls=urls, username=env["OS_USERNAME"], password=env["OS_PASSWORD"],
-                                project_name=env["OS_PROJECT_NAME"],
-                                user_domain_name=env["OS_USER_DOMAIN_NAME"],
-                                project_domain_name=env["OS_PROJECT_DOMAIN_NAME"])
-    except (KeyError, ValueError):
-        raise UserError(f"{path}: not an openrc written by juice "
-                        "(missing JUICE_KEYSTONE_URLS/OS_*)") from None
-
-
 # ---- the service ---------------------------------------------------------------------------
 
 class Keystone(Service):
@@ -241,8 +188,7 @@ class Keystone(Service):
         self.first = self.ks_sites[0]
         self._password = secrets.token_urlsafe(24)
         self.memcached = Memcached(lab, progress, sites=self.ks_sites) if self.opts.cache else None
-        self.children: dict[int, subprocess.Popen[bytes]] = {}
-        self.pids: dict[int, tuple[int, int | None]] = {}
+        self.servers: dict[int, Server] = {}  # site -> its gunicorn master
         self.timings: dict[str, float] = {}
 
     # ---- names -----------------------------------------------------------------------------
@@ -351,21 +297,7 @@ class Keystone(Service):
         self.timings["configure_s"] = time.monotonic() - t0
 
     def _port_taken(self, site: int) -> bool:
-        ip = self.lab.site_ip(site)
-
-        def probe() -> bool:
-            try:
-                socket.create_connection((ip, PORT), timeout=1).close()
-                return True
-            except OSError:
-                return False
-
-        ns = site_ns(self.lab, site)
-        if ns is None:
-            return probe()
-        from juice.services.client import in_site
-
-        return in_site(ns, probe, timeout=10)
+        return port_open(self.lab, site, self.lab.site_ip(site), PORT)
 
     def _create_database(self) -> None:
         """``CREATE DATABASE keystone`` on the db service, as its admin user, from site 1."""
@@ -396,14 +328,8 @@ class Keystone(Service):
             else:
                 raise ServiceError(f"{what}: Keystone cannot use a {ep.driver!r} database")
 
-        ns = site_ns(self.lab, self.first)
         try:
-            if ns is None:
-                create()
-            else:
-                from juice.services.client import in_site
-
-                in_site(ns, create, timeout=60)
+            from_site(self.lab, self.first, create, timeout=60)
         except ServiceError:
             raise
         except Exception as e:
@@ -455,21 +381,16 @@ class Keystone(Service):
         for s in self.ks_sites:
             pidfile = self.home(s) / "gunicorn.pid"
             pidfile.unlink(missing_ok=True)
-            with open(self.log(s), "ab") as out:
-                child = self.lab.popen(s, gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers,
-                                                        pidfile, self.shared),
-                                       stdout=out, stderr=out, env=self._env(site=s), cwd=self.home(s))
-            self.children[s] = child
-            self.pids[s] = (child.pid, proc.start_time(child.pid))
+            argv = gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers, pidfile, self.shared)
+            # ``ip netns exec`` execs gunicorn: the spawned process IS the master.
+            self.servers[s] = spawn(self.lab, s, argv, log=self.log(s), what=f"keystone in site {s}",
+                                    env=self._env(site=s), cwd=self.home(s))
         self.timings["start_s"] = time.monotonic() - t0
         self.progress(f"keystone: gunicorn ({self.opts.workers} worker(s)) starting in "
                       f"{len(self.ks_sites)} site(s)")
 
-    def _exited(self, site: int) -> str | None:
-        """Why waiting for ``site`` is pointless: gunicorn exited, or its workers crash-loop."""
-        child = self.children.get(site)
-        if child is not None and child.poll() is not None:
-            return f"gunicorn exited with code {child.returncode}"
+    def _crash_loop(self, site: int) -> str | None:
+        """Why waiting for ``site`` is pointless although gunicorn runs: its workers keep dying."""
         try:
             booted = self.log(site).read_text(errors="replace").count("Booting worker")
         except FileNotFoundError:
@@ -491,8 +412,8 @@ class Keystone(Service):
         t0 = time.monotonic()
 
         def one(site: int) -> None:
-            wait_for(lambda: self._answers(site), timeout, f"keystone in site {site}", self.log(site),
-                     interval=0.25, fail=lambda: self._exited(site))
+            self.servers[site].wait_ready(lambda: self._answers(site), timeout, interval=0.25,
+                                          fail=lambda: self._crash_loop(site))
             self.progress(f"keystone in site {site} answers ({time.monotonic() - t0:.1f} s)")
 
         with ThreadPoolExecutor(max_workers=len(self.ks_sites)) as ex:
@@ -547,16 +468,13 @@ class Keystone(Service):
     def stop(self) -> None:
         """gunicorn: TERM (graceful) to every master, bounded wait, then KILL masters and any
         worker left; then the memcacheds."""
-        live = {s: p for s, p in self.pids.items() if proc.alive(*p)}
+        live = [srv for srv in self.servers.values() if srv.running()]
+        workers = [w for srv in live if srv.pid for w in children_of(srv.pid)]
+        stop_all(self.servers.values(), grace_s=20, sig=signal.SIGTERM)
+        proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
         if live:
-            workers = [w for pid, _ in live.values() for w in children_of(pid)]
-            proc.terminate([pid for pid, _ in live.values()], grace_s=20, sig=signal.SIGTERM)
-            proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
             self.progress(f"keystone: gunicorn stopped in {len(live)} site(s)")
-        for child in self.children.values():
-            reap(child)
-        self.children.clear()
-        self.pids.clear()
+        self.servers.clear()
         if self.memcached is not None:
             self.memcached.stop()
 
@@ -567,10 +485,9 @@ class Keystone(Service):
         return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
-        recs = [ServerRecord(kind=self.kind, site=s, pid=pid, pid_start=st, datadir=str(self.home(s)),
-                             log=str(self.log(s)), port=PORT,
-                             extra={"workers": self.opts.workers, "region": self.region(s)})
-                for s, (pid, st) in self.pids.items()]
+        recs = [srv.record(self.kind, port=PORT, datadir=self.home(s),
+                           extra={"workers": self.opts.workers, "region": self.region(s)})
+                for s, srv in self.servers.items()]
         return recs + (self.memcached.records() if self.memcached is not None else [])
 
     def log_files(self) -> list[Path]:

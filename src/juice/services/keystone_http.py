@@ -15,13 +15,11 @@ import json
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from juice.errors import ServiceError
-from juice.services.base import Sites
-
-if TYPE_CHECKING:
-    from juice.services.keystone import AdminCredentials
+from juice.services.base import Sites, from_site
+from juice.services.keystone_creds import AdminCredentials
 
 
 @dataclass(frozen=True)
@@ -32,11 +30,6 @@ class Response:
 
     def json(self) -> Any:
         return json.loads(self.body or b"null")
-
-
-def site_ns(lab: Sites, site: int) -> str | None:
-    fn = getattr(lab, "site_ns", None)
-    return str(fn(site)) if callable(fn) else None
 
 
 def request(lab: Sites, site: int, method: str, url: str, *, body: Any = None,
@@ -59,12 +52,7 @@ def request(lab: Sites, site: int, method: str, url: str, *, body: Any = None,
         finally:
             conn.close()
 
-    ns = site_ns(lab, site)
-    if ns is None:
-        return call()
-    from juice.services.client import in_site
-
-    return in_site(ns, call, timeout=timeout + 5)
+    return from_site(lab, site, call, timeout=timeout + 5)
 
 
 def issue_token(lab: Sites, site: int, creds: AdminCredentials, url: str | None = None) -> str:
