@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import UserError
-from juice.results import tidy
+from juice.results.tidy_table import assemble, iterations_table, split_params
 
 NEW_PREFIX = "keystone."
 LEGACY_PREFIX = "keystone_v3."
@@ -146,10 +146,10 @@ def tables(path: Path, params: Mapping[str, Any]) -> list[Any]:
     out = []
     for run, wparams, recs in workloads(read(path), path):
         merged = {"rdbms": None, "sites": None, "delay_ms": None, **wparams, **params}
-        out.append(tidy.iterations_table(run, merged, recs))
+        out.append(iterations_table(run, merged, recs))
     return out
 
 
 def load(path: Path, params: Mapping[str, Any] | None = None) -> Any:
     """The tidy DataFrame of one Rally file (see ``juice.results.tidy.load`` for many)."""
-    return tidy.assemble([tidy.split_params(t) for t in tables(path, params or {})])
+    return assemble([split_params(t) for t in tables(path, params or {})])
