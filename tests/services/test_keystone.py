@@ -15,7 +15,7 @@ from juice.errors import ServiceError, UserError
 from juice.lab import LocalLab, netns, spec
 from juice.services import counters, registry
 from juice.services import keystone as ksmod
-from juice.services.base import Endpoint, Endpoints, ServerRecord, Service
+from juice.services.base import Endpoint, Endpoints, ServerRecord, Service, wait_for
 from juice.services.keystone import Keystone, KeystoneOptions, children_of, render_conf
 from juice.services.keystone_creds import AdminCredentials, read_openrc, render_openrc
 from juice.services.keystone_http import issue_token, validate_token
@@ -157,6 +157,22 @@ def test_keystone_on_galera_cache_on(lab_name: str, tmp_path: Path) -> None:
                 Keystone(lab, db, options=FAST).configure()
             pids = _all_pids(ks)
             assert len(pids) == 3 + 3 + 3  # gunicorn masters, their workers, memcacheds
+
+            # Crashes for fault schedules: kill -9 one server, the others carry on, restart it.
+            killed = db.kill(3)
+            assert not proc.alive(killed["pid"])
+            wait_for(lambda: db.cluster_size(db.nodes[1]) == 2, 60, "galera sees node 3 leave")
+            assert issue_token(lab, 1, creds)  # site 1 still serves
+            back = db.restart(3)
+            assert back["cluster_size"] == 3 and [db.cluster_size(n) for n in db.nodes.values()] == [3, 3, 3]
+            gone = ks.kill(2)
+            assert not proc.alive(gone["pid"]) and not any(proc.alive(w) for w in gone["workers"])
+            with pytest.raises(Exception):  # noqa: B017 (refused or reset: nothing listens)
+                issue_token(lab, 2, creds)
+            with pytest.raises(ServiceError, match="nothing killed"):
+                ks.restart(1)
+            assert ks.restart(2)["pid"] and issue_token(lab, 2, creds)
+            pids += _all_pids(ks)
         finally:
             ks.stop()
         assert not any(proc.alive(p) for p in pids)

@@ -136,6 +136,15 @@ class Service(ABC):
     @abstractmethod
     def log_files(self) -> list[Path]: ...
 
+    def kill(self, site: int) -> dict[str, Any]:
+        """SIGKILL this service's server in ``site`` (a crash, for fault schedules); returns
+        facts about it (``pid``). It stays down until ``restart`` (or ``stop`` forgets it)."""
+        raise ServiceError(f"{self.kind}: killing one server is not supported")
+
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+        """Start the server killed in ``site`` again and wait until it serves (bounded)."""
+        raise ServiceError(f"{self.kind}: restarting one server is not supported")
+
     def collect_logs(self, dest: Path) -> list[Path]:
         """Copy every server log into ``dest``; returns the copies."""
         dest.mkdir(parents=True, exist_ok=True)

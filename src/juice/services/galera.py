@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from juice.errors import ServiceError
 from juice.services.base import (
@@ -37,6 +38,7 @@ from juice.services.base import (
 from juice.services.mariadb import (
     MariaDBServer,
     ServerOptions,
+    _pid,
     endpoint_of,
     install_datadir,
     socket_ok,
@@ -247,6 +249,35 @@ class Galera(Service):
             n.process = None
         if live:
             self.progress(f"galera: {len(live)} node(s) stopped")
+
+    def kill(self, site: int) -> dict[str, Any]:
+        """SIGKILL the node of ``site`` (the others see it leave the cluster)."""
+        node = self._node(site)
+        if node.process is None:
+            raise ServiceError(f"galera node in site {site} is not running")
+        pid = node.process.kill()
+        node.process = None
+        return {"pid": pid}
+
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+        """Start the node of ``site`` again: it rejoins the running cluster (IST, or a full
+        rsync SST when its state was lost) and is back when it is Synced and sees every node."""
+        node = self._node(site)
+        if node.process is not None:
+            raise ServiceError(f"galera node in site {site} is already running")
+        t0 = time.monotonic()
+        node.start()
+        self._wait_synced(node, timeout)
+        n = len(self.nodes)
+        node.wait_ready(lambda: self.cluster_size(node) == n, timeout,
+                        f"galera node s{site}: wsrep_cluster_size != {n}", interval=0.2)
+        return {"pid": _pid(node),
+                "rejoin_s": round(time.monotonic() - t0, 3), "cluster_size": self.cluster_size(node)}
+
+    def _node(self, site: int) -> MariaDBServer:
+        if site not in self.nodes:
+            raise ServiceError(f"site: galera has no node in site {site} (nodes: {sorted(self.nodes)})")
+        return self.nodes[site]
 
     def endpoint(self, site: int) -> Endpoints:
         local = site if site in self.nodes else self.first.site

@@ -379,15 +379,38 @@ class Keystone(Service):
             self.memcached.start()
             self.memcached.wait_healthy(30)
         for s in self.ks_sites:
-            pidfile = self.home(s) / "gunicorn.pid"
-            pidfile.unlink(missing_ok=True)
-            argv = gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers, pidfile, self.shared)
-            # ``ip netns exec`` execs gunicorn: the spawned process IS the master.
-            self.servers[s] = spawn(self.lab, s, argv, log=self.log(s), what=f"keystone in site {s}",
-                                    env=self._env(site=s), cwd=self.home(s))
+            self._start_site(s)
         self.timings["start_s"] = time.monotonic() - t0
         self.progress(f"keystone: gunicorn ({self.opts.workers} worker(s)) starting in "
                       f"{len(self.ks_sites)} site(s)")
+
+    def _start_site(self, s: int) -> None:
+        pidfile = self.home(s) / "gunicorn.pid"
+        pidfile.unlink(missing_ok=True)
+        argv = gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers, pidfile, self.shared)
+        # ``ip netns exec`` execs gunicorn: the spawned process IS the master.
+        self.servers[s] = spawn(self.lab, s, argv, log=self.log(s), what=f"keystone in site {s}",
+                                env=self._env(site=s), cwd=self.home(s))
+
+    def kill(self, site: int) -> dict[str, Any]:
+        """SIGKILL the gunicorn master of ``site`` and its workers (a crashed Keystone)."""
+        srv = self.servers.get(site)
+        if srv is None or not srv.running():
+            raise ServiceError(f"no running keystone in site {site}")
+        workers = children_of(srv.pid) if srv.pid else []
+        pid = srv.kill(workers)
+        del self.servers[site]
+        return {"pid": pid, "workers": workers}
+
+    def restart(self, site: int, timeout: float = 120.0) -> dict[str, Any]:
+        """Start the Keystone of ``site`` again and wait until it answers."""
+        if site not in self.ks_sites or site in self.servers:
+            raise ServiceError(f"keystone in site {site}: nothing killed to restart")
+        t0 = time.monotonic()
+        self._start_site(site)
+        self.servers[site].wait_ready(lambda: self._answers(site), timeout, interval=0.25,
+                                      fail=lambda: self._crash_loop(site))
+        return {"pid": self.servers[site].pid, "restart_s": round(time.monotonic() - t0, 3)}
 
     def _crash_loop(self, site: int) -> str | None:
         """Why waiting for ``site`` is pointless although gunicorn runs: its workers keep dying."""

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pymysql
 
@@ -220,6 +221,11 @@ class MariaDBServer:
         return self.process.record(kind, port=self.options.port, datadir=self.home / "data", extra=extra)
 
 
+def _pid(server: MariaDBServer) -> int | None:
+    """The running pid of ``server`` (None when it is not running)."""
+    return server.process.pid if server.process is not None else None
+
+
 def endpoint_of(lab: Sites, site: int, port: int = PORT) -> Endpoint:
     return Endpoint("mysql", lab.site_ip(site), port, USER, PASSWORD, DATABASE, site)
 
@@ -254,6 +260,22 @@ class MariaDBCentral(Service):
         if self.server.process is not None:
             self.server.stop()
             self.progress(f"mariadbd in site {self.server.site} stopped")
+
+    def kill(self, site: int) -> dict[str, Any]:
+        if site != self.server.site or self.server.process is None:
+            raise ServiceError(f"no running mariadb in site {site} (it runs in site {self.server.site})")
+        pid = self.server.process.kill()
+        self.server.process = None
+        return {"pid": pid}
+
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+        if site != self.server.site or self.server.process is not None:
+            raise ServiceError(f"mariadb in site {site}: nothing killed to restart")
+        t0 = time.monotonic()
+        self.start()
+        self.wait_healthy(timeout)
+        return {"pid": _pid(self.server),
+                "restart_s": round(time.monotonic() - t0, 3)}
 
     def endpoint(self, site: int) -> Endpoints:
         ep = endpoint_of(self.lab, self.server.site)

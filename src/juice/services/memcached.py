@@ -19,6 +19,7 @@ import shutil
 import socket
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from juice.errors import ServiceError
 from juice.services.base import (
@@ -131,9 +132,7 @@ class Memcached(Service):
 
     def start(self) -> None:
         for s in self.server_sites:
-            self.servers[s] = spawn(self.lab, s, server_args(self.lab.site_ip(s), self.port, self.memory_mb,
-                                                             self.user),
-                                    log=self.log(s), what=f"memcached in site {s}")
+            self._start_site(s)
         self.progress(f"memcached starting in site(s) {','.join(map(str, self.server_sites))} "
                       f"on port {self.port}")
 
@@ -145,6 +144,24 @@ class Memcached(Service):
             return mine is not None and self.stats(site).get("pid") == str(mine.pid)
         except (OSError, ServiceError):
             return False
+
+    def _start_site(self, s: int) -> None:
+        self.servers[s] = spawn(self.lab, s, server_args(self.lab.site_ip(s), self.port, self.memory_mb,
+                                                         self.user),
+                                log=self.log(s), what=f"memcached in site {s}")
+
+    def kill(self, site: int) -> dict[str, Any]:
+        srv = self.servers.pop(site, None)
+        if srv is None or not srv.running():
+            raise ServiceError(f"no running memcached in site {site}")
+        return {"pid": srv.kill()}
+
+    def restart(self, site: int, timeout: float = 60.0) -> dict[str, Any]:
+        if site not in self.server_sites or site in self.servers:
+            raise ServiceError(f"memcached in site {site}: nothing killed to restart")
+        self._start_site(site)
+        self.servers[site].wait_ready(lambda: self.ping(site), timeout)
+        return {"pid": self.servers[site].pid}
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         for s, srv in self.servers.items():

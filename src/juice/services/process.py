@@ -104,6 +104,17 @@ class Server:
         """``sig``, wait up to ``grace_s`` (bounded), then SIGKILL; the wrapper is reaped."""
         stop_all([self], grace_s, sig)
 
+    def kill(self, extra: Iterable[int] = ()) -> int | None:
+        """SIGKILL the server (a crash, for fault injection) and ``extra`` pids (e.g. its
+        workers) at once, wait until they are gone (bounded) and reap; returns the pid killed."""
+        pid = self._target()
+        pids = [p for p in [pid, *extra] if p is not None and proc.alive(p)]
+        if pids:
+            proc.terminate(pids, grace_s=0.0, sig=signal.SIGKILL)
+        reap(self.child)
+        self.child = None
+        return pid
+
     def record(self, kind: str, *, port: int, datadir: Path,
                extra: Mapping[str, Any] | None = None) -> ServerRecord:
         """What ``services.json`` keeps about this server (``juice db status/down``)."""
