@@ -33,6 +33,9 @@ everywhere:
   ====================  ==================  ====================================================
 
 Field-specific bounds are stated in each field's description and in each spec module's doc.
+They go INSIDE the type, ``Annotated[Seconds, Interval(ge=1, le=86_400)]``, never as
+``Field(ge=...)`` on a field whose type already has that bound: pydantic keeps the last bound
+of a kind, and the type's comes last.
 A whole spec is also bounded: at most ``MAX_RUNS`` runs, and at most ``MAX_PLAN_S`` of work by
 its study's own estimate (``juice plan``), so the estimate a valid spec prints is finite and
 sane; a longer study is several specs.
@@ -40,6 +43,7 @@ sane; a longer study is several specs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -50,6 +54,7 @@ from annotated_types import Ge, Le
 from pydantic import AllowInfNan, BaseModel, ConfigDict
 
 from juice.errors import UserError
+from juice.util.validation import shown
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -109,8 +114,8 @@ def plain_data(v: Any, where: str = "", depth: int = 0) -> None:
         for i, x in enumerate(v):
             plain_data(x, f"{where}.{i}" if where else str(i), depth + 1)
     elif isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            raise ValueError(f"{where or 'value'}: expected a finite number, got {v}")
+        if not math.isfinite(v):
+            raise ValueError(f"{where or 'value'}: expected a finite number, got {shown(v)}")
     elif v is not None and not isinstance(v, str | int):
         raise ValueError(f"{where or 'value'}: unsupported value of type {type(v).__name__}")
 

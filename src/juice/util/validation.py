@@ -51,8 +51,8 @@ def one_line(e: ValidationError, source: str, unknown_key_hint: str, data: Any =
     members (``list[int]``, ``NodeRange``...) are left out."""
     errors = e.errors()
     first = errors[0]
-    loc = ".".join(_clean(x) for x in user_path(first["loc"], data))
-    msg = _clean(first["msg"].removeprefix("Value error, "), 300)
+    loc = ".".join(_clean(x) for x in user_path(first["loc"], data, first["type"] == "missing"))
+    msg = _clean(first["msg"].removeprefix("Value error, "), 600)
     kind = first["type"]
     if kind == "extra_forbidden":
         msg = f"unknown key ({unknown_key_hint})"
@@ -71,9 +71,10 @@ def one_line(e: ValidationError, source: str, unknown_key_hint: str, data: Any =
     return f"{where}{loc + ': ' if loc else ''}{msg}{more}"
 
 
-def user_path(loc: tuple[int | str, ...], data: Any) -> list[int | str]:
+def user_path(loc: tuple[int | str, ...], data: Any, missing: bool = False) -> list[int | str]:
     """``loc`` without the parts that are not keys or indices of ``data`` (union member tags,
-    ``[key]`` markers); unchanged when ``data`` is None. A missing key stays (the last part)."""
+    ``[key]`` markers); unchanged when ``data`` is None. With ``missing`` (the error is a
+    missing key) the last part stays."""
     if data is None:
         return list(loc)
     out: list[int | str] = []
@@ -85,7 +86,7 @@ def user_path(loc: tuple[int | str, ...], data: Any) -> list[int | str]:
         if key or index:
             out.append(part)
             cur = cur[part]
-        elif isinstance(cur, dict) and last and isinstance(part, str) and not part.startswith("["):
+        elif missing and last and isinstance(cur, dict):
             out.append(part)  # a missing key
         else:
             continue  # a tag pydantic added, not part of the user's data

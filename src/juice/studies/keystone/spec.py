@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from annotated_types import Interval, Le
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from juice.errors import UserError
@@ -142,21 +143,25 @@ class ScenarioRef(Strict):
 class Runner(Strict):
     """Closed loop (``times`` × ``concurrency``) unless ``rate`` is set (open loop)."""
 
-    times: PositiveInt = Field(default=10, le=10_000_000, description="iterations per driver, 1..10,000,000")
-    concurrency: PositiveInt = Field(default=1, le=10_000, description="closed loop: in flight, 1..10,000")
-    rate: FiniteFloat | None = Field(default=None, ge=0.01, le=10_000,
-                                     description="open loop: iterations per second, 0.01..10,000")
+    times: Annotated[PositiveInt, Le(10_000_000)] = Field(default=10, description="iterations per driver, "
+                                                                                "1..10,000,000")
+    concurrency: Annotated[PositiveInt, Le(10_000)] = Field(default=1, description="closed loop: in flight, "
+                                                                                   "1..10,000")
+    rate: Annotated[FiniteFloat, Interval(ge=0.01, le=10_000)] | None = Field(
+        default=None, description="open loop: iterations per second, 0.01..10,000")
     arrival: Literal["constant", "poisson"] = "constant"
-    max_in_flight: PositiveInt = Field(default=1000, le=100_000,
-                                       description="open loop: arrivals beyond are dropped, 1..100,000")
-    timeout_s: Seconds = Field(default=300.0, ge=1, le=86_400, description="per-iteration bound, 1..86,400 s")
+    max_in_flight: Annotated[PositiveInt, Le(100_000)] = Field(
+        default=1000, description="open loop: arrivals beyond are dropped, 1..100,000")
+    timeout_s: Annotated[Seconds, Interval(ge=1, le=86_400)] = Field(
+        default=300.0, description="per-iteration bound, 1..86,400 s")
 
 
 class KeystoneAxis(Strict):
     cache: list[StrictBool] = Field(default_factory=lambda: [True], min_length=1,
                                     description="Keystone's cache on/off (an axis)")
-    workers: PositiveInt = Field(default=1, le=32, description="gunicorn workers per site, 1..32")
-    password_hash_rounds: PositiveInt = Field(default=4, ge=4, le=14, description="bcrypt cost, 4..14")
+    workers: Annotated[PositiveInt, Le(32)] = Field(default=1, description="gunicorn workers per site, 1..32")
+    password_hash_rounds: Annotated[PositiveInt, Interval(ge=4, le=14)] = Field(
+        default=4, description="bcrypt cost, 4..14")
 
     @field_validator("cache")
     @classmethod

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from annotated_types import Interval, Le
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from juice.spec.base import (
@@ -77,6 +78,7 @@ from juice.util.validation import validate
 
 Backend = Literal["mariadb", "galera", "postgres", "memcached", "redis"]
 Track = Literal["historical-2013.1", "historical-2013.2", "modern", "modern-all"]
+TrackOrKv = Literal["historical-2013.1", "historical-2013.2", "modern", "modern-all", "kv"]
 Client = Literal["pymysql", "mysqlclient"]
 SQL_BACKENDS = ("mariadb", "galera", "postgres")
 MYSQL_BACKENDS = ("mariadb", "galera")
@@ -86,8 +88,8 @@ KV_TRACK = "kv"
 MAX_NODES = 200_000
 MAX_SCHEDULERS = 64
 MAX_COMBINATIONS = 100_000  # points before ``only`` (computed to filter them)
-NodeCount = Annotated[int, Field(strict=True, ge=1, le=MAX_NODES)]
-SchedulerCount = Annotated[int, Field(strict=True, ge=1, le=MAX_SCHEDULERS)]
+NodeCount = Annotated[PositiveInt, Le(MAX_NODES)]
+SchedulerCount = Annotated[PositiveInt, Le(MAX_SCHEDULERS)]
 DEFAULT_BACKENDS: tuple[Backend, ...] = ("mariadb", "memcached")
 DEFAULT_TRACKS: tuple[Track, ...] = ("historical-2013.1",)
 
@@ -114,8 +116,9 @@ class LabPart(Strict):
     updaters together, as the seed's single box); Galera puts a node in every site, the
     schedulers read from node 1 and the updates arrive through the other nodes."""
 
-    sites: PositiveInt = Field(default=3, le=9, description="1..9")
-    delay_ms: OneWayMs = Field(default=10.0, le=500, description="one-way, between every pair, 0..500 ms")
+    sites: Annotated[PositiveInt, Le(9)] = Field(default=3, description="1..9")
+    delay_ms: Annotated[OneWayMs, Le(500)] = Field(default=10.0, description="one-way, between every pair, "
+                                                                             "0..500 ms")
 
 
 class Point(Strict):
@@ -123,7 +126,7 @@ class Point(Strict):
     ``repetitions`` overrides the spec's for the points this entry selects."""
 
     backend: Backend | None = None
-    track: Track | Literal["kv"] | None = None
+    track: TrackOrKv | None = None
     client: Client | None = None
     nodes: NodeCount | None = None
     nodes_max: NodeCount | None = None
@@ -156,24 +159,25 @@ class SchedulerDbSpec(Strict):
     tracks: list[Track] = Field(default_factory=lambda: list(DEFAULT_TRACKS), min_length=1)
     nodes: Nodes = Field(default_factory=NodeRange,
                          description="node counts (1..200,000 each) or {start, stop, step}")
-    stats_per_node: NonNegativeInt = Field(default=10, le=100, description="0..100")
+    stats_per_node: Annotated[NonNegativeInt, Le(100)] = Field(default=10, description="0..100")
     schedulers: list[SchedulerCount] = Field(default_factory=lambda: [1, 3, 9], min_length=1,
                                              description="schedulers reading at once, 1..64 each")
     updates: list[StrictBool] = Field(default_factory=lambda: [False, True], min_length=1)
     clients: list[Client] = Field(default_factory=lambda: [DEFAULT_CLIENT], min_length=1,
                                   description="MySQL-protocol backends: the schedulers' Python driver")
     repetitions: Repetitions = Field(default=5, description="reads per scheduler per point, 1..1,000")
-    warmup_s: Seconds = Field(default=1.0, le=60, description="updates run this long before reads, 0..60 s")
-    update_workers: PositiveInt = Field(default=8, le=64,
-                                        description="connections per updater process, 1..64")
-    candidates: PositiveInt = Field(default=1000, le=MAX_NODES,
-                                    description="modern: placement's max_placement_results, 1..200,000")
+    warmup_s: Annotated[Seconds, Le(60)] = Field(default=1.0, description="updates run this long before "
+                                                                         "reads, 0..60 s")
+    update_workers: Annotated[PositiveInt, Le(64)] = Field(default=8, description="connections per updater "
+                                                                                  "process, 1..64")
+    candidates: Annotated[PositiveInt, Le(MAX_NODES)] = Field(
+        default=1000, description="modern: placement's max_placement_results, 1..200,000")
     only: list[Point] = Field(default_factory=list)
     lab: LabPart = Field(default_factory=LabPart)
-    threshold_s: Seconds = Field(default=60.0, ge=0.1, le=86_400,
-                                 description="report interval, 0.1..86,400 s")
-    read_timeout_s: Seconds = Field(default=600.0, ge=1, le=86_400,
-                                    description="a read slower than this fails, 1..86,400 s")
+    threshold_s: Annotated[Seconds, Interval(ge=0.1, le=86_400)] = Field(
+        default=60.0, description="report interval, 0.1..86,400 s")
+    read_timeout_s: Annotated[Seconds, Interval(ge=1, le=86_400)] = Field(
+        default=600.0, description="a read slower than this fails, 1..86,400 s")
     seed: Seed = Field(default=1, description="0..2**31-1")
 
     @field_validator("nodes")
