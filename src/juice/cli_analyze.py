@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,33 +30,47 @@ FILTER_OPT = typer.Option(None, "--filter-percentile", "-f",
                                "(0.95 or 95), as the seed's filter_percentile.")
 
 
+INT_RE = re.compile(r"[+-]?[0-9]+")
+FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+NOT_FINITE = {f"{sign}{word}" for sign in ("", "+", "-") for word in ("nan", "inf", "infinity")}
+
+
 def parse_params(pairs: list[str]) -> dict[str, Any]:
-    """``["rdbms=galera", "sites=9", "cache=true"]`` -> typed values (int, float, bool, null)."""
+    """``["rdbms=galera", "sites=9", "cache=true"]`` -> typed values (int, finite float, bool,
+    null, else the text); a UserError naming ``--param`` for NaN/inf, a key given twice or a
+    control character."""
     params: dict[str, Any] = {}
     for p in pairs:
         if "=" not in p or not p.split("=", 1)[0].strip():
             raise UserError(f"--param: expected key=value, got {p!r} (e.g. --param rdbms=galera)")
         k, v = (x.strip() for x in p.split("=", 1))
+        if k in params:
+            raise UserError(f"--param: {k} is given twice")
+        if not (k + v).isprintable():
+            raise UserError(f"--param: control characters in {p!r}")
         val: Any = v
         if v.lower() in ("null", "none", ""):
             val = None
         elif v.lower() in ("true", "false"):
             val = v.lower() == "true"
-        else:
-            for conv in (int, float):
-                try:
-                    val = conv(v)
-                    break
-                except ValueError:
-                    continue
+        elif v.lower() in NOT_FINITE:
+            raise UserError(f"--param: {k}={v}: not a finite number")
+        elif INT_RE.fullmatch(v):
+            val = int(v)
+        elif FLOAT_RE.fullmatch(v):
+            val = float(v)
+            if not math.isfinite(val):
+                raise UserError(f"--param: {k}={v}: not a finite number")
         params[k] = val
     return params
 
 
 def parse_percentile(p: float | None) -> float | None:
-    """0.95 or 95 -> 0.95; None stays None; anything else is a UserError."""
+    """0.95 or 95 -> 0.95; None stays None; anything else (NaN, inf...) is a UserError."""
     if p is None:
         return None
+    if not math.isfinite(p):
+        raise UserError(f"--filter-percentile: expected a finite number, got {p}")
     q = p / 100.0 if p > 1.0 else p
     if not 0.0 < q <= 1.0 or math.isnan(q):
         raise UserError(f"--filter-percentile: {p} is not a percentile (give 0 < P <= 1, or 1 < P <= 100)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import Any
 
@@ -11,26 +12,59 @@ from rich.table import Table
 from juice.cli_common import out, progress, servers_table
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
+from juice.lab.spec import MAX_SITES, check_name
 from juice.services import registry as deploymod
 from juice.services.base import stop_pid
 
 db_app = typer.Typer(help="Real databases inside the lab sites (MariaDB, Galera, PostgreSQL...).",
                      no_args_is_help=True)
-LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.")
+
+
+def _lab_name(value: str) -> str:
+    return check_name(value, "--lab")
+
+
+LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.",
+                       callback=_lab_name)
+# --opt values that are numbers, with the range that makes sense (MiB, counts, a site)
+INT_OPTS: dict[str, tuple[int, int]] = {
+    "site": (1, MAX_SITES), "buffer_pool_mb": (8, 65_536), "gcache_mb": (1, 65_536),
+    "slave_threads": (1, 64), "shared_buffers_mb": (1, 65_536), "max_connections": (1, 10_000),
+    "sync_quorum": (0, MAX_SITES - 1)}
+BOOL_OPTS = ("parallel_joins",)
+NOT_FLAGS = ("sites", "segments", "provider_extra", "options", "read_local")  # not key=value material
+INT_RE = re.compile(r"[0-9]+")
 
 
 def _parse_opts(pairs: list[str]) -> dict[str, Any]:
+    """``["gcache_mb=128", "sst=rsync"]`` -> typed options; one-line UserError naming ``--opt``."""
     opts: dict[str, Any] = {}
     for p in pairs:
-        if "=" not in p:
+        if "=" not in p or not p.split("=", 1)[0].strip():
             raise UserError(f"--opt: expected key=value, got {p!r}")
-        k, v = p.split("=", 1)
+        k, v = (x.strip() for x in p.split("=", 1))
+        k = k.replace("-", "_")
+        if k in opts:
+            raise UserError(f"--opt: {k} is given twice")
         val: object = v
-        if v.isdigit():
+        if k in INT_OPTS:
+            lo, hi = INT_OPTS[k]
+            if not INT_RE.fullmatch(v) or not lo <= int(v) <= hi:
+                raise UserError(f"--opt: {k}: expected an integer {lo}..{hi}, got {v!r}")
+            val = int(v)
+        elif k in BOOL_OPTS:
+            if v.lower() not in ("true", "false"):
+                raise UserError(f"--opt: {k}: expected true or false, got {v!r}")
+            val = v.lower() == "true"
+        elif k in NOT_FLAGS:
+            raise UserError(f"--opt: {k} cannot be set from the command line")
+        elif not v.isprintable():
+            raise UserError(f"--opt: {k}: control characters in {v!r}")
+        elif INT_RE.fullmatch(v):
             val = int(v)
         elif v.lower() in ("true", "false"):
             val = v.lower() == "true"
-        opts[k.strip().replace("-", "_")] = val
+        opts[k] = val
     return opts
 
 
@@ -49,13 +83,14 @@ def up(
     """
     if kind not in deploymod.KINDS:
         raise UserError(f"--kind: unknown database {kind!r} (choose one of {', '.join(deploymod.KINDS)})")
+    opts = _parse_opts(opt)
     require_root()
     lab = LocalLab.get(lab_name)
     rec = deploymod.load_record(lab.workdir)
     if rec is not None:
         raise UserError(f"--lab: lab {lab_name!r} already runs {rec['kind']}: "
                         f"`juice db down --lab {lab_name}` first")
-    svc = deploymod.deploy(lab, kind, progress, **_parse_opts(opt))
+    svc = deploymod.deploy(lab, kind, progress, **opts)
     rec = deploymod.load_record(lab.workdir) or {}
     _print_endpoints(rec)
     out.print(f"{kind} up in {rec.get('bringup_s', 0):.1f} s; stop it with `juice db down --lab {lab_name}`")

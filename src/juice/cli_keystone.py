@@ -16,6 +16,7 @@ from rich.table import Table
 from juice.cli_common import out, progress, servers_table
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
+from juice.lab.spec import check_name
 from juice.services import registry
 from juice.services.base import Service, stop_pid
 from juice.services.keystone import Keystone, KeystoneOptions, children_of
@@ -23,7 +24,17 @@ from juice.util import atomic, proc
 
 keystone_app = typer.Typer(help="Real Keystone (gunicorn) in every lab site, on the lab's database.",
                            no_args_is_help=True)
-LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.")
+
+
+def _lab_name(value: str) -> str:
+    return check_name(value, "--lab")
+
+
+LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.",
+                       callback=_lab_name)
+# (low, high) of each integer flag: gunicorn workers, bcrypt's cost range, a token lifetime
+# from a minute to a year
+BOUNDS = {"--workers": (1, 64), "--hash-rounds": (4, 31), "--token-expiration": (60, 365 * 86_400)}
 RECORD = "keystone.json"
 FLAGS = {"workers": "--workers", "password_hash_rounds": "--hash-rounds",
          "token_expiration_s": "--token-expiration"}
@@ -70,10 +81,11 @@ def up(
     db: str | None = typer.Option(None, "--db", help="Deploy this database first when the lab has none "
                                   f"({', '.join(registry.KINDS)})."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="A memcached per site for Keystone's cache."),
-    workers: int = typer.Option(1, "--workers", "-w", help="gunicorn workers per site."),
+    workers: int = typer.Option(1, "--workers", "-w", help="gunicorn workers per site (1..64)."),
     hash_rounds: int = typer.Option(12, "--hash-rounds",
-                                    help="bcrypt rounds ([identity] password_hash_rounds)."),
-    token_expiration: int = typer.Option(3600, "--token-expiration", help="Token lifetime, seconds."),
+                                    help="bcrypt rounds ([identity] password_hash_rounds, 4..31)."),
+    token_expiration: int = typer.Option(3600, "--token-expiration",
+                                         help="Token lifetime, seconds (60..31536000)."),
 ) -> None:
     """Start Keystone in every site (own gunicorn, shared Fernet keys, one region per site).
 
@@ -81,6 +93,11 @@ def up(
 
     juice keystone up --db galera --no-cache --hash-rounds 4
     """
+    for flag, value in (("--workers", workers), ("--hash-rounds", hash_rounds),
+                        ("--token-expiration", token_expiration)):
+        lo, hi = BOUNDS[flag]
+        if not lo <= value <= hi:
+            raise UserError(f"{flag}: expected {lo}..{hi}, got {value}")
     try:
         opts = KeystoneOptions(cache=cache, workers=workers, password_hash_rounds=hash_rounds,
                                token_expiration_s=token_expiration)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic import TypeAdapter
 from rich.table import Table
 
 from juice.cli_common import err, out, progress
@@ -16,20 +17,54 @@ from juice.lab import local as locallab
 from juice.lab import spec as specmod
 from juice.lab.check import check as run_check
 from juice.lab.local import LocalLab
+from juice.spec.base import JitterMs, OneWayMs, Percent, SiteCount
 from juice.util import atomic
+from juice.util.validation import check_option
 
 lab_app = typer.Typer(help="The lab: N sites (network namespaces) with an emulated WAN.",
                       no_args_is_help=True)
 
-NAME_OPT = typer.Option("lab", "--name", "-n", help="Lab name (several labs may coexist).")
+
+def _lab_name(value: str) -> str:
+    return specmod.check_name(value, "--name")
 
 
-def _spec_from_flags(name: str, sites: int | None, delay: float | None, jitter: float,
-                     loss: float, zones: int | None, intra: float | None, inter: float | None,
+NAME_OPT = typer.Option("lab", "--name", "-n", help="Lab name (several labs may coexist).",
+                        callback=_lab_name)
+SITES = TypeAdapter(SiteCount)
+ONE_WAY = TypeAdapter(OneWayMs)
+JITTER = TypeAdapter(JitterMs)
+PERCENT = TypeAdapter(Percent)
+
+
+def _site(value: int | None) -> int | None:
+    return None if value is None else check_option("SITE", value, SITES)
+
+
+def _check_flags(sites: int | None, delay: float | None, jitter: float | None, loss: float | None,
+                 zones: int | None, intra: float | None, inter: float | None) -> None:
+    """Every given flag within its spec bounds (juice.spec.base), named in the error: click
+    takes ``nan`` and ``inf`` for a float option."""
+    for option, count in (("--sites", sites), ("--zones", zones)):
+        if count is not None:
+            check_option(option, count, SITES)
+    for option, value, adapter in (("--delay", delay, ONE_WAY), ("--intra", intra, ONE_WAY),
+                                   ("--inter", inter, ONE_WAY), ("--jitter", jitter, JITTER),
+                                   ("--loss", loss, PERCENT)):
+        if value is not None:
+            check_option(option, value, adapter)
+
+
+def _spec_from_flags(name: str, sites: int | None, delay: float | None, jitter: float | None,
+                     loss: float | None, zones: int | None, intra: float | None, inter: float | None,
                      backend: str, spec_file: Path | None) -> specmod.LabSpec:
+    _check_flags(sites, delay, jitter, loss, zones, intra, inter)
+    if backend not in ("auto", "netem", "userspace"):
+        raise UserError(f"--backend: expected auto, netem or userspace, got {backend!r}")
     if spec_file is not None:
-        given = [f for f, v in (("--sites", sites), ("--delay", delay), ("--zones", zones))
-                 if v is not None]
+        given = [f for f, v in (("--sites", sites), ("--delay", delay), ("--zones", zones),
+                                ("--jitter", jitter), ("--loss", loss), ("--intra", intra),
+                                ("--inter", inter)) if v is not None]
         if given:
             raise UserError(f"{given[0]}: give either --spec or flags, not both")
         data = specmod.load(spec_file).model_dump(mode="json", exclude_unset=True)
@@ -40,8 +75,8 @@ def _spec_from_flags(name: str, sites: int | None, delay: float | None, jitter: 
         return specmod.parse(data, str(spec_file))
     if sites is None:
         raise UserError("--sites: how many sites? (e.g. `juice lab up --sites 3 --delay 50`)")
-    flags: dict[str, Any] = {"name": name, "sites": sites, "jitter_ms": jitter, "loss_pct": loss,
-                            "backend": backend}
+    flags: dict[str, Any] = {"name": name, "sites": sites, "jitter_ms": jitter or 0.0,
+                             "loss_pct": loss or 0.0, "backend": backend}
     if zones is not None:
         if delay is not None:
             raise UserError("--delay: with --zones give --intra and --inter instead")
@@ -57,10 +92,11 @@ def _spec_from_flags(name: str, sites: int | None, delay: float | None, jitter: 
 
 @lab_app.command()
 def up(
-    sites: int = typer.Option(None, "--sites", "-s", help="Number of sites."),
-    delay: float = typer.Option(None, "--delay", "-d", help="Uniform ONE-WAY delay, ms."),
-    jitter: float = typer.Option(0.0, "--jitter", help="Std deviation of the delay, ms."),
-    loss: float = typer.Option(0.0, "--loss", help="Packet loss, percent."),
+    sites: int = typer.Option(None, "--sites", "-s", help="Number of sites (1..250)."),
+    delay: float = typer.Option(None, "--delay", "-d", help="Uniform ONE-WAY delay, ms (0..10000)."),
+    jitter: float = typer.Option(None, "--jitter", help="Std deviation of the delay, ms "
+                                 "(0..10000; default 0)."),
+    loss: float = typer.Option(None, "--loss", help="Packet loss, percent (0..100; default 0)."),
     zones: int = typer.Option(None, "--zones", help="Split sites into K equal zones."),
     intra: float = typer.Option(None, "--intra", help="One-way ms inside a zone."),
     inter: float = typer.Option(None, "--inter", help="One-way ms between zones."),
@@ -141,6 +177,8 @@ def check_cmd(
     """Measure every pair's RTT; exit 0 when all are within tolerance, 1 otherwise."""
     if probes < 1 or probes > 10_000:
         raise UserError("--probes: must be between 1 and 10000")
+    check_option("--tolerance-ms", tol_ms, ONE_WAY)
+    check_option("--tolerance-pct", tol_pct, PERCENT)
     locallab.require_root()
     lab = LocalLab.get(name)
     rep = run_check(lab, probes=probes, tol_ms=tol_ms, tol_pct=tol_pct)
@@ -198,6 +236,7 @@ def sweep() -> None:
 @lab_app.command()
 def partition(site: int = typer.Argument(..., help="Site to cut off."), name: str = NAME_OPT) -> None:
     """Cut SITE off from every other site (both directions) until `juice lab heal`."""
+    _site(site)
     locallab.require_root()
     LocalLab.get(name).partition(site)
     out.print(f"site {site} is cut off; `juice lab heal {site}` reconnects it")
@@ -207,6 +246,7 @@ def partition(site: int = typer.Argument(..., help="Site to cut off."), name: st
 def heal(site: int = typer.Argument(None, help="Site to reconnect (default: all)."),
          name: str = NAME_OPT) -> None:
     """Reconnect a partitioned site (or all of them)."""
+    _site(site)
     locallab.require_root()
     LocalLab.get(name).heal(site)
     out.print("healed" if site is None else f"site {site} reconnected")
@@ -231,6 +271,7 @@ def exec_cmd(ctx: typer.Context, site: int = typer.Argument(..., help="Site numb
     """Run a command inside a site: `juice lab exec 2 -- ping -c3 10.210.1.2`."""
     import os
 
+    _site(site)
     locallab.require_root()
     lab = LocalLab.get(name)
     if not ctx.args:

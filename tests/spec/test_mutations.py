@@ -21,8 +21,6 @@ import math
 import os
 import random
 import re
-import signal
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ import pytest
 import yaml
 
 from juice.spec.base import MAX_PLAN_S
+from tests.spec.conftest import Juice
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted(ROOT.glob("examples/*.yaml")) + sorted(ROOT.glob("benchmarks/*.yaml"))
@@ -186,41 +185,6 @@ def fmt(path: Path_) -> str:
     return ".".join(str(p) for p in path)
 
 
-@pytest.fixture
-def in_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`juice` in this process: registered once, no leftover sweep, signals restored."""
-    from juice import cli
-
-    original = cli._register
-
-    def register_once() -> None:
-        if not any(c.name == "plan" for c in cli.app.registered_commands):
-            original()
-
-    monkeypatch.setattr(cli, "_register", register_once)
-    monkeypatch.setattr(cli, "_sweep_leftovers", lambda: None)
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    yield
-    for s, h in saved.items():
-        signal.signal(s, h)
-
-
-def juice(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from juice import cli
-
-    argv = sys.argv
-    sys.argv = ["juice", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.argv = argv
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 ESTIMATE = re.compile(r"estimated\s+([0-9.]+)\s+(s|min|h)\b")
 NONFINITE = re.compile(r"\b(nan|inf|infinity)\b", re.IGNORECASE)
 PATH_AT_START = re.compile(r"^([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*): ")
@@ -266,7 +230,7 @@ def check(m: Mutation, f: Path, code: int, out: str, err: str) -> str | None:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_mutated_specs_are_rejected_in_one_line_or_planned_sanely(
-        spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], in_process: None) -> None:
+        spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], juice: Juice) -> None:
     muts = mutations(spec)
     assert len(muts) >= 100
     f = tmp_path / spec.name
@@ -276,7 +240,7 @@ def test_mutated_specs_are_rejected_in_one_line_or_planned_sanely(
     accepted: list[str] = []
     for m in muts:
         f.write_bytes(m.content)
-        code, out, err = juice(capsys, "plan", str(f), "--results", str(results), "--limit", "5")
+        code, out, err = juice("plan", str(f), "--results", str(results), "--limit", "5")
         outcomes["rejected" if code == 2 else "accepted" if code == 0 else f"exit {code}"] += 1
         if code == 0 and os.environ.get("JUICE_MUTATIONS_SHOW"):
             accepted.append(m.label)

@@ -202,6 +202,15 @@ def load(path: Path) -> LabSpec:
     return parse(read_yaml(path, expected="a mapping of keys (sites, delay_ms, ...)"), str(path))
 
 
+def check_name(name: str, option: str = "--name") -> str:
+    """``name`` when it can name a lab (what ``LabSpec.name`` accepts), else a one-line
+    UserError naming ``option``: a lab name becomes a file name under the state directory."""
+    if not LAB_NAME_RE.match(name) or not name.isascii():
+        raise UserError(f"{option}: {name!r} is not a lab name (1-12 lowercase letters/digits, "
+                        f"a letter first)")
+    return name
+
+
 def even_zones(sites: int, count: int) -> dict[str, list[int]]:
     """Split sites 1..N into ``count`` contiguous zones Z1..Zk (sizes differ by at most one)."""
     if not 1 <= count <= sites:

@@ -132,4 +132,7 @@ def check_option(option: str, value: T, adapter: TypeAdapter[T]) -> T:
     try:
         return adapter.validate_python(value)
     except ValidationError as e:
-        raise UserError(f"{option}: {one_line(e, '', 'unknown key')}") from None
+        msg = one_line(e, "", "unknown key")
+        if isinstance(value, float) and not math.isfinite(value):  # as typed, not as YAML
+            msg = msg.replace(f"got {shown(value)}", f"got {value}")
+        raise UserError(f"{option}: {msg}") from None
