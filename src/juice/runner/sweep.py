@@ -8,6 +8,11 @@ points with equal ``deployment_key``; then each point into its own ``RunDir``. G
 points are all complete open nothing. A run that raises a JuiceError is kept as ``.failed``
 and the sweep goes on; anything else (a bug, Ctrl-C) stops it, with the lab removed by the
 context managers. Complete runs are recognised by ``study.key_of(manifest)``.
+
+Every run is profiled (``juice.runner.profile``): a sampler runs around ``study.run_point``
+and writes ``profile.parquet`` into the run (kept in ``.failed`` runs too), and the
+manifest gets a ``profile`` entry (rate, metrics, processes, the sampler's own CPU). The
+rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PROFILE_HZ``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 from juice.errors import JuiceError
 from juice.results.store import RunDir
+from juice.runner import profile
 from juice.studies.base import Point, Run, Study
 
 Progress = Callable[[str], None]
@@ -71,6 +77,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
         progress: Progress, ui: Any = None) -> tuple[int, int, int]:
     """Execute every point not done yet. Returns (done before, run now, failed now)."""
     pl = plan(study, spec, study_dir)
+    conf = profile.settings(spec)  # a bad rate is a UserError before any lab
     n = len(pl.points)
     progress(f"{n} runs in the matrix: {n - len(pl.todo)} already complete, "
              f"{len(pl.todo)} to run → {study_dir}")
@@ -86,7 +93,8 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                         position += 1
                         progress(f"[{position}/{n}] {p.label}")
                         try:
-                            _one(study, spec, spec_data, spec_text, study_dir, p, dep, progress, ui)
+                            _one(study, spec, spec_data, spec_text, study_dir, p, lab, dep, conf,
+                                 progress, ui)
                             ran += 1
                         except JuiceError as e:
                             failed += 1
@@ -95,11 +103,21 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
 
 
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
-         p: Point, dep: Any, progress: Progress, ui: Any) -> None:
+         p: Point, lab: Any, dep: Any, conf: profile.Settings, progress: Progress, ui: Any) -> None:
     with RunDir(study_dir, p.dirname) as rd:
-        study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui), dep)
-        if not (rd.partial / "manifest.json").exists():
+        prof = profile.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
+        try:
+            study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui), dep)
+        except BaseException as e:
+            if prof is not None:  # a failed run keeps its profile; an interrupted one nothing
+                prof.stop(keep=not isinstance(e, KeyboardInterrupt))
+            raise
+        summary = prof.stop() if prof is not None else None
+        manifest = rd.partial / "manifest.json"
+        if not manifest.exists():
             raise JuiceError(f"study {study.name!r} wrote no manifest for run {p.key} (a bug in the study)")
+        if summary is not None:
+            profile.add_to_manifest(manifest, summary)
 
 
 def plan_rows(study: Study[Any, Any], points: Sequence[Any]) -> list[dict[str, Any]]:

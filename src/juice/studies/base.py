@@ -11,6 +11,7 @@ studies use the ``juice.studies`` entry-point group instead). Its pieces::
     lab(spec, points)        -> context manager yielding the lab the points share
     deployment(spec, lab, points) -> context manager yielding the servers they share
     run_point(run, deployment)              # writes the run's files into run.rd
+    profile_sources(deployment)             # optional: the services a resource profile names
     plan_columns(point), estimate_s(point), overhead_s(points)
     summary_lines(study_dir), report_sections(inputs), analyze(paths, by)
 
@@ -172,6 +173,15 @@ class Study(ABC, Generic[S, P]):
     def run_point(self, run: Run[S, P], deployment: Any) -> None:
         """Measure ``run.point`` into ``run.rd``; call ``run.manifest(...)``. Raise a JuiceError
         for a failed run (kept as ``.failed``; the sweep goes on)."""
+
+    def profile_sources(self, deployment: Any) -> Sequence[Any]:
+        """The services (objects with ``records() -> [ServerRecord]``) of ``deployment``: they
+        name the processes of each run's resource profile (``juice.runner.profile``) and give
+        the database servers whose statement counters it reads. Default: every such object in
+        the deployment, its attributes and their attributes."""
+        from juice.runner.profile import services_in
+
+        return services_in(deployment)
 
     # ---- plan --------------------------------------------------------------------------------
 
