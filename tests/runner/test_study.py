@@ -5,12 +5,14 @@ interrupted sweep resumes without redoing or corrupting anything, and the result
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 import yaml
 
@@ -20,6 +22,8 @@ pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(lab_capable() is not None, reason=str(lab_capable()))]
 
 JUICE = [sys.executable, "-m", "juice.cli"]
+# these runs last ~1 s: profile them at 10 Hz (the default, 1 Hz, would miss the load driver)
+ENV = {**os.environ, "JUICE_PROFILE_HZ": "10"}
 
 
 def spec_file(tmp: Path, name: str, **over: object) -> Path:
@@ -45,7 +49,7 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, "resume")
     study = tmp_path / "out"
     proc = subprocess.Popen([*JUICE, "run", str(spec), "--results", str(study), "--no-report"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
     deadline = time.monotonic() + 240
     while not complete_runs(study) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -63,7 +67,7 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
     before = {k: (p, p.stat().st_ino, (p / "manifest.json").read_bytes()) for k, p in first.items()}
 
     cp = subprocess.run([*JUICE, "run", str(spec), "--results", str(study)], capture_output=True,
-                        text=True, timeout=600)
+                        text=True, timeout=600, env=ENV)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert f"{len(first)} already complete" in cp.stderr + cp.stdout
     runs = complete_runs(study)
@@ -71,6 +75,8 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
     for k, (p, ino, manifest) in before.items():  # earlier runs untouched
         assert runs[k] == p and p.stat().st_ino == ino and (p / "manifest.json").read_bytes() == manifest
     assert (study / "report.html").is_file() and "report: " in cp.stdout
+    html = (study / "report.html").read_text()
+    assert "Resource profiles" in html and "Keystone and database CPU per site" in html
 
     # a third invocation has nothing to do: no lab, no deployment
     cp = subprocess.run([*JUICE, "run", str(spec), "--results", str(study), "--no-report"],
@@ -90,6 +96,14 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
         assert rally["info"]["format_version"] == "1.2"
         assert len(rally["tasks"][0]["subtasks"][0]["workloads"][0]["data"]) == 3
         assert (p / "actions.parquet").is_file()
+        # the resource profile the runner samples around every run
+        prof = m["profile"]
+        assert prof["table"] == "profile.parquet" and prof["interval_s"] == 0.1 and prof["databases"] == 1
+        assert {"keystone", "mariadb", "load-driver"} <= set(prof["components"]), prof
+        table = pq.read_table(p / "profile.parquet").to_pandas()
+        got = table.groupby(table["component"].astype(str))["metric"].agg(lambda m: set(m.astype(str)))
+        assert {"cpu_user_s", "rss_bytes", "fds"} <= got["keystone"] and "db_reads" in got["mariadb"]
+        assert {"cpu_user_s", "threads"} <= got["load-driver"] and "net_in_bytes" in got["link"]
 
     cp = subprocess.run([*JUICE, "analyze", str(study), "--json"], capture_output=True, text=True,
                         timeout=120)

@@ -118,7 +118,83 @@ def sections(inputs: ReportInput) -> list[str]:
     df = tidy.load([*mine, *found.rally_files], inputs.params, allow_empty=True)
     if df.empty:
         return []
-    return _body(found, df, _manifests(mine), inputs.filter_q)
+    return _body(found, df, _manifests(mine), inputs.filter_q) + _profiles(mine, df)
+
+
+# ---- resource profiles (runs without profile.parquet, e.g. made by juice 0.1, have none) ----
+
+ROLES = ("keystone", "database")
+GROUPS = ("rdbms", "sites", "delay_ms", "cache")
+
+
+def _windows(df: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """run -> (first iteration start, last iteration end), epoch s: the drivers' window."""
+    if "timestamp" not in df.columns or df.empty:
+        return {}
+    t = pd.DataFrame({"run": df["run"].astype(str), "start": df["timestamp"].astype(float),
+                      "end": df["timestamp"].astype(float) + df["iteration_duration_s"].astype(float)})
+    w = t.groupby("run").agg(start=("start", "min"), end=("end", "max"))
+    return {str(r): (float(a), float(b)) for r, a, b in w.itertuples(name=None)
+            if np.isfinite(a) and np.isfinite(b)}
+
+
+def site_cpu_table(data: Any, windows: Mapping[str, tuple[float, float]]) -> pd.DataFrame:
+    """Keystone and database CPU (% of one core, all their processes) per site, light vs high
+    load: the mean over the drivers' window and the peak sample, averaged (mean) / maxed (peak)
+    over the runs of each (varying parameters, site, load)."""
+    from juice.report.profile import window_mean_peak
+
+    wm = window_mean_peak(data.u, "cpu_pct", windows)
+    if wm.empty:
+        return pd.DataFrame()
+    rows = []
+    for r in wm.itertuples(index=False):
+        params = data.params(str(r.run))
+        comp = str(r.component)
+        role = "keystone" if comp == "keystone" else "database" if comp == params.get("rdbms") else None
+        site = int(str(r.site))
+        if role is None or site == 0:
+            continue
+        rows.append({**{g: params.get(g) for g in GROUPS}, "site": site,
+                     "load": str(params.get("load", "?")), "role": role, "mean": r.mean, "peak": r.peak})
+    if not rows:
+        return pd.DataFrame()
+    t = pd.DataFrame(rows)
+    keep = [g for g in GROUPS if g == "rdbms" or t[g].astype(str).nunique() > 1]
+    t[keep] = t[keep].astype(str)
+    agg = t.groupby([*keep, "site", "role", "load"], sort=False).agg(mean=("mean", "mean"),
+                                                                    peak=("peak", "max"))
+    wide = agg.unstack(["role", "load"])  # type: ignore[arg-type]
+    loads = [x for x in ("light", "high") if x in t["load"].unique()] + sorted(
+        x for x in t["load"].unique() if x not in ("light", "high"))
+    cols, names = [], []
+    for role in ROLES:
+        for load in loads:
+            for stat in ("mean", "peak"):
+                if (stat, role, load) in wide.columns:
+                    cols.append((stat, role, load))
+                    names.append(f"{role} {load} ({stat})")
+    out = wide.loc[:, cols]
+    out.columns = pd.Index(names)
+    return out.reset_index().sort_values([*keep, "site"], kind="stable")
+
+
+def _profiles(mine: Sequence[Path], df: pd.DataFrame) -> list[str]:
+    from juice.report import profile
+
+    data = profile.read(mine)
+    if data is None:
+        return []
+    windows = _windows(df)
+    body = profile.sections(mine, level_key="load", windows=windows, data=data)
+    table = site_cpu_table(data, windows)
+    if not table.empty:
+        body += ["<h3>Keystone and database CPU per site, light vs high load</h3>",
+                 "<p class=note>% of one core, summed over the component's processes in the site "
+                 "(gunicorn master and workers; the database server); mean over the drivers' window "
+                 "(first iteration start to last iteration end) and peak sample. Light load drives "
+                 "site 1 only; high load every site at once.</p>", table_html(table, digits=3)]
+    return body
 
 
 def _is_keystone(run_dir: Path) -> bool:

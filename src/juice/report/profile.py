@@ -1,0 +1,222 @@
+"""Report pieces for resource profiles (seed 004, section 3.5): utilisation over time per
+component (its Figure 3-5) and the peak-consumption table across runs (its Table 2).
+
+    html = sections(run_dirs, level_key="load")        # [] when no run has a profile
+    fig = run_figure(per_component(utilisation(df)), "run-1")
+    table = peak_table(per_component(utilisation(df)), {"run-1": "light", "run-2": "high"})
+
+Rows of the peak table: per component CPU (% of one core, summed over its processes and
+sites), RSS (MiB), threads, open fds; per database component statements/s and the Galera
+flow-control paused fraction; the sites' links summed (MB/s in and out). Columns: "idle
+(min)" = the lowest value over every sample of every run (the seed's idle column), then one
+"<level> (peak)" column per load level (the highest value over the runs of that level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from juice.report.figures import LINESTYLES, PALETTE, _new, figure_html
+from juice.report.tables import table_html
+from juice.results.profile import load_profile, per_component, utilisation
+
+LINK = "link"
+MIB = 1024.0 * 1024.0
+# metric -> (label, unit divisor), in table order
+ITEMS: tuple[tuple[str, str, float], ...] = (
+    ("cpu_pct", "CPU (% of a core)", 1.0),
+    ("rss_bytes", "memory RSS (MiB)", MIB),
+    ("threads", "threads", 1.0),
+    ("fds", "open fds", 1.0),
+    ("db_statements_s", "statements/s", 1.0),
+    ("db_reads_s", "reads/s", 1.0),
+    ("db_writes_s", "writes/s", 1.0),
+    ("fc_paused_frac", "flow control paused (fraction)", 1.0),
+    ("net_in_Bps", "network in, all sites (MB/s)", 1e6),
+    ("net_out_Bps", "network out, all sites (MB/s)", 1e6),
+)
+LEVEL_ORDER = ("idle", "light", "high")
+MAX_SITE_LINES = 3  # lines per component and site in a run's figure up to this many sites
+
+
+def _levels(values: Sequence[str]) -> list[str]:
+    known = [v for v in LEVEL_ORDER if v in values]
+    return known + sorted(v for v in set(values) if v not in LEVEL_ORDER)
+
+
+def peak_table(c: pd.DataFrame, level_of: Mapping[str, str]) -> pd.DataFrame:
+    """Seed 004's Table 2 over the runs of ``c`` (``per_component`` of their utilisation):
+    item, idle (min), then "<level> (peak)" per load level of ``level_of`` (run -> level)."""
+    if c.empty:
+        return pd.DataFrame(columns=["item", "idle (min)"])
+    c = c.assign(level=c["run"].astype(str).map(lambda r: level_of.get(r, "all runs")))
+    levels = _levels(c["level"].unique().tolist())
+    rows = []
+    comps = sorted(c["component"].astype(str).unique(), key=lambda x: (x == LINK, x))
+    for comp in comps:
+        sub = c[c["component"].astype(str) == comp]
+        for metric, label, div in ITEMS:
+            m = sub[sub["metric"].astype(str) == metric]
+            if m.empty:
+                continue
+            row: dict[str, Any] = {"item": f"{comp} {label}" if comp != LINK else label,
+                                   "idle (min)": float(m["value"].min()) / div}
+            for lv in levels:
+                vals = m.loc[m["level"] == lv, "value"]
+                row[f"{lv} (peak)"] = float(vals.max()) / div if len(vals) else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["item", "idle (min)", *[f"{lv} (peak)" for lv in levels]])
+
+
+def run_figure(c: pd.DataFrame, title: str, window: tuple[float, float] | None = None) -> Figure:
+    """One run's profile over time (seconds from its first sample): CPU % and RSS per
+    component (summed over its processes; per site when ``c`` has a ``site`` column and at
+    most ``MAX_SITE_LINES`` sites), and the links' traffic summed over sites. ``window`` (epoch
+    s) is shaded: e.g. the load drivers' iterations."""
+    t0 = float(c["time"].min()) if len(c) else 0.0
+    procs = c[c["component"].astype(str) != LINK]
+    split = "site" in c.columns and procs.loc[procs["site"] > 0, "site"].nunique() <= MAX_SITE_LINES
+    comps = sorted(x for x in c["component"].astype(str).unique() if x != LINK)
+    colors = {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(comps)}
+    with matplotlib.rc_context({"font.size": 8}):
+        fig = _new(13.0, 3.4, bottom=0.55, top=0.45)
+        axes = fig.subplots(1, 3)
+        fig.subplots_adjust(wspace=0.3, right=0.86)
+        for ax, metric, label, div in ((axes[0], "cpu_pct", "CPU (% of one core)", 1.0),
+                                       (axes[1], "rss_bytes", "RSS (MiB)", MIB)):
+            m = c[(c["metric"].astype(str) == metric) & (c["component"].astype(str) != LINK)]
+            keys = ["component", "site"] if split else ["component"]
+            for key, s in m.groupby(keys, observed=True, sort=True):
+                comp = str(key[0])
+                site = int(key[1]) if split else None
+                line = s.groupby("time")["value"].sum()
+                style = LINESTYLES[(site - 1) % len(LINESTYLES)] if site else "-"
+                name = comp if site is None else (f"{comp} s{site}" if site else f"{comp} core")
+                ax.plot(line.index - t0, line.to_numpy() / div, color=colors[comp], linestyle=style,
+                        linewidth=1.0, label=name)
+            ax.set_ylabel(label)
+        ax = axes[2]
+        for metric, label, style in (("net_in_Bps", "in", "-"), ("net_out_Bps", "out", "--")):
+            m = c[(c["metric"].astype(str) == metric) & (c["component"].astype(str) == LINK)]
+            if len(m):
+                line = m.groupby("time")["value"].sum()
+                ax.plot(line.index - t0, line.to_numpy() / 1e6, color="#555555", linestyle=style,
+                        linewidth=1.0, label=f"all sites {label}")
+        ax.set_ylabel("network (MB/s)")
+        for ax in axes:
+            ax.set_xlabel("time (s)")
+            ax.set_ylim(bottom=0)
+            if window is not None:
+                ax.axvspan(window[0] - t0, window[1] - t0, color="#dddddd", alpha=0.5, linewidth=0)
+        h, lbl = axes[0].get_legend_handles_labels()
+        if h:
+            fig.legend(h, lbl, loc="center right", fontsize=7, frameon=False)
+        h2, l2 = axes[2].get_legend_handles_labels()
+        if h2:
+            axes[2].legend(h2, l2, fontsize=7, frameon=False)
+        fig.suptitle(title)
+    return fig
+
+
+def window_mean_peak(u: pd.DataFrame, metric: str, windows: Mapping[str, tuple[float, float]]
+                     ) -> pd.DataFrame:
+    """Per (run, site, component): mean and peak of ``metric`` summed over processes per tick,
+    inside the run's window when ``windows`` has it (else over the whole run)."""
+    m = u[u["metric"].astype(str) == metric]
+    if m.empty:
+        return pd.DataFrame(columns=["run", "site", "component", "mean", "peak"])
+    s = m.groupby(["run", "site", "component", "time"], observed=True)["value"].sum().reset_index()
+    s["run"] = s["run"].astype(str)
+    lo = s["run"].map(lambda r: windows.get(r, (-np.inf, np.inf))[0]).to_numpy(dtype=float)
+    hi = s["run"].map(lambda r: windows.get(r, (-np.inf, np.inf))[1]).to_numpy(dtype=float)
+    t = s["time"].to_numpy(dtype=float)
+    s = s[(t >= lo) & (t <= hi)]
+    return (s.groupby(["run", "site", "component"], observed=True)["value"]
+            .agg(mean="mean", peak="max").reset_index())
+
+
+def notes(manifests: Mapping[str, Mapping[str, Any]]) -> str:
+    """One paragraph: the rate and the sampler's own cost, from the runs' manifests."""
+    prof = [m.get("profile") for m in manifests.values() if isinstance(m.get("profile"), Mapping)]
+    if not prof:
+        return ""
+    hz = sorted({float(p.get("hz") or 0) for p in prof if p})
+    pct = [float(p["tick_cpu_pct"]) for p in prof if p and p.get("tick_cpu_pct") is not None]
+    errs = sum(int(p.get("errors") or 0) for p in prof if p)
+    procs = max(int(p.get("processes") or 0) for p in prof if p)
+    cost = f"; the sampler's own CPU: {np.mean(pct):.2f} % of one core on average" if pct else ""
+    return (f"<p class=note>Sampled at {', '.join(f'{h:g}' for h in hz)} Hz in {len(prof)} runs "
+            f"(up to {procs} processes per run){cost}; {errs} sampling errors.</p>")
+
+
+@dataclass
+class Profiles:
+    """The profiles of some runs, read once: ``u`` = their utilisation, ``manifests`` and
+    ``params`` per run name."""
+
+    runs: list[str]
+    u: pd.DataFrame
+    manifests: dict[str, Mapping[str, Any]]
+
+    def params(self, run: str) -> Mapping[str, Any]:
+        p = self.manifests.get(run, {}).get("params")
+        return p if isinstance(p, Mapping) else {}
+
+
+def read(run_dirs: Sequence[Path]) -> Profiles | None:
+    """The profiles of ``run_dirs`` (None when none of them has one)."""
+    from juice.results import tidy
+
+    df = load_profile(list(run_dirs))
+    if df.empty:
+        return None
+    runs = sorted(df["run"].astype(str).unique())
+    dirs = {d.name: d for d in run_dirs}
+    manifests: dict[str, Mapping[str, Any]] = {}
+    for r in runs:
+        try:
+            manifests[r] = tidy.read_manifest(dirs[r])
+        except Exception:  # provenance only
+            manifests[r] = {}
+    return Profiles(runs, utilisation(df), manifests)
+
+
+def sections(run_dirs: Sequence[Path], level_key: str = "load",
+             windows: Mapping[str, tuple[float, float]] | None = None,
+             max_figures: int = 12, title_of: Callable[[str], str] | None = None,
+             data: Profiles | None = None) -> list[str]:
+    """The resource-profile section of a report over ``run_dirs`` ([] when none of them holds
+    a ``profile.parquet``): the peak table by ``level_key`` (a run parameter), then one figure
+    per run (the first ``max_figures``), folded. ``data``: the profiles already ``read``."""
+    data = data or read(run_dirs)
+    if data is None:
+        return []
+    runs, u, manifests = data.runs, data.u, data.manifests
+    level_of = {r: str(data.params(r).get(level_key, "all runs")) for r in runs}
+    c = per_component(u)
+    body = ["<h2>Resource profiles</h2>",
+            "<p class=note>What every process Juice started in the lab spent (seed 004, Table 2 and "
+            "Figure 3-5): CPU in % of one core, summed over a component's processes and sites; "
+            "idle = the lowest sample of any run, peak = the highest sample of the runs at that "
+            f"load ({escape(level_key)}).</p>", notes(manifests),
+            table_html(peak_table(c, level_of), digits=3)]
+    cs = per_component(u, by_site=True)
+    figs = []
+    for r in runs[:max_figures]:
+        one = cs[cs["run"].astype(str) == r]
+        name = title_of(r) if title_of else r
+        figs.append(figure_html(run_figure(one, name, (windows or {}).get(r))))
+    more = (f"<p class=note>Figures for the first {max_figures} of {len(runs)} runs; "
+            "`juice report RUN_DIR` draws any other.</p>" if len(runs) > max_figures else "")
+    body.append(f"<details><summary>Utilisation over time, per run ({min(len(runs), max_figures)})"
+                f"</summary>{''.join(figs)}{more}</details>")
+    return body
