@@ -236,7 +236,7 @@ def _large_quantiles(v: F64, start: I64, size: I64, picks: I64, q: F64, rng: np.
     u2 = np.where(rest > 0, u1 + (1.0 - u1) * gap, u1)
     j = _inverse(np.concatenate([u1, u2]), tot, mult, size, order, n, two)
     j1, j2 = j[: len(q)], j[len(q):]
-    out: F64 = sv[j1] + (sv[j2] - sv[j1]) * (pos - lo)
+    out: F64 = (sv[j1] + (sv[j2] - sv[j1]) * (pos - lo)).astype(np.float64)
     return out
 
 
