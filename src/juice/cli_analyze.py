@@ -97,7 +97,10 @@ def analyze(
 ) -> None:
     """Describe tables of every study found under PATHS: per operation for iteration-based
     studies (count, mean, std, min, p25, p50, p75, p95, p99, max seconds, failures, plus the
-    iteration Total), per configuration for the others, grouped by any parameters.
+    iteration Total), per configuration for the others, grouped by any parameters; then the
+    95 % confidence intervals of the mean and percentiles (bootstrap: over iterations, or
+    over runs then iterations when a configuration has several runs; --json: mean_ci_low,
+    mean_ci_high, p50_ci_low, ..., ci_level, ci_method).
 
     juice analyze results/keystone --by rdbms --by sites
 
@@ -124,17 +127,39 @@ def analyze(
         for s, table in tables:
             err.print(f"[dim]{s.title}: {table.attrs.get('note', '')}[/dim]")
         return
+    from juice.analysis.bootstrap import LEVEL, RESAMPLES
+    from juice.analysis.uncertainty import CI_COLUMNS
+
     for s, table in tables:
         title = f"{s.title}: {table.attrs.get('title', 'describe')} ({table.attrs.get('note', '')})"
-        rich_table = Table(*table.columns, title=title)
-        cells = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
-        for row_cells in cells:
-            rich_table.add_row(*row_cells)
-        # never squeeze numbers into ellipses: as wide as the widest row needs
-        need = sum(max([len(str(c)), *(len(r[i]) for r in cells)]) + 3
-                   for i, c in enumerate(table.columns)) + 1
-        console = out if out.width >= need else Console(width=need, highlight=False, file=out.file)
-        console.print(rich_table)
+        ci = [c for c in CI_COLUMNS if c in table.columns]
+        _print_table(table.drop(columns=ci), title)
+        if "mean_ci_low" in table.columns:  # the intervals: a second table, same rows
+            _print_table(_ci_table(table), f"{s.title}: {LEVEL:.0%} confidence intervals "
+                                           f"(percentile bootstrap, {RESAMPLES} resamples; "
+                                           "--json gives them as numbers)")
+
+
+def _ci_table(table: Any) -> Any:
+    """Key columns, n, "value [low, high]" per mean and percentile with an interval, method."""
+    from juice.analysis.describe import STAT_COLUMNS
+    from juice.analysis.uncertainty import CI_COLUMNS, CI_STATS, ci_display
+
+    keys = [c for c in table.columns if c not in STAT_COLUMNS and c not in CI_COLUMNS]
+    stats = [c for c in CI_STATS if f"{c}_ci_low" in table.columns and c in table.columns]
+    return ci_display(table, keys, stats)
+
+
+def _print_table(table: Any, title: str) -> None:
+    rich_table = Table(*table.columns, title=title)
+    cells = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
+    for row_cells in cells:
+        rich_table.add_row(*row_cells)
+    # never squeeze numbers into ellipses: as wide as the widest row needs
+    need = sum(max([len(str(c)), *(len(r[i]) for r in cells)]) + 3
+               for i, c in enumerate(table.columns)) + 1
+    console = out if out.width >= need else Console(width=need, highlight=False, file=out.file)
+    console.print(rich_table)
 
 
 def _cell(v: Any) -> str:

@@ -15,6 +15,8 @@ from juice.errors import UserError
 from tests.results.fake_runs import OPS, fake_params, write_fake_run
 
 KEYS = ["operation", "count", "mean", "std", "min", "p25", "p50", "p75", "p95", "p99", "max", "failures"]
+CI_KEYS = [f"{s}_ci_{e}" for s in ("mean", "p25", "p50", "p75", "p95", "p99") for e in ("low", "high")] \
+    + ["ci_level", "ci_method"]
 
 
 @pytest.fixture
@@ -30,7 +32,7 @@ def test_analyze_json_rows_grouped(tmp_path: Path, app: typer.Typer) -> None:
     res = CliRunner(mix_stderr=False).invoke(app, ["analyze", str(tmp_path), "--json", "--by", "rdbms"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert all(list(r) == ["rdbms", *KEYS] for r in rows)
+    assert all(list(r) == ["rdbms", *KEYS, *CI_KEYS] for r in rows)
     assert [(r["rdbms"], r["operation"]) for r in rows] == [
         (db, op) for db in ("galera", "mariadb") for op in (*OPS, "Total")]
     total = next(r for r in rows if r["rdbms"] == "galera" and r["operation"] == "Total")

@@ -151,3 +151,26 @@ def test_runs_without_iterations_render_their_sections_only(tmp_path: Path) -> N
     assert sorted(p.name for p in run.iterdir()) == before
     with pytest.raises(UserError, match="no iteration"):
         render([tmp_path], tmp_path / "r2.html")
+
+
+def test_intervals_and_differences_come_in_tables_of_their_own(tmp_path: Path) -> None:
+    """Each scenario: the describe table as before, then every mean and percentile with its
+    95 % CI, then differences between configurations side by side, real or within noise."""
+    for i, (rdbms, delay, scale) in enumerate([("mariadb", 0.0, 0.05), ("mariadb", 50.0, 0.05),
+                                                ("galera", 0.0, 0.05), ("galera", 50.0, 0.5)]):
+        write_fake_run(tmp_path, f"r{i}", fake_params(rdbms=rdbms, delay_ms=delay), n=40, seed=i,
+                       scale=scale)
+    text = render([tmp_path], tmp_path / "r.html").read_text()
+    per_op = text.index("<h3>Per operation")
+    unc = text.index("<h3>Uncertainty: mean and percentiles with 95% CI per group")
+    diff = text.index("<h3>Differences of mean totals")
+    assert per_op < unc < diff
+    head = re.search(r"<table class=\"data\"><thead><tr>(.*?)</tr>", text[unc:]).group(1)  # type: ignore[union-attr]
+    assert "<th>mean [95% CI]</th>" in head and "<th>p99 [95% CI]</th>" in head and "<th>method</th>" in head
+    assert "bootstrap over iterations" in text and "percentile bootstrap" in text
+    rows = re.findall(r"<tr>(.*?)</tr>", text[diff:].split("</table>")[0])
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows[1:]]
+    got = {(c[0], c[1]): c[-1] for c in cells}
+    assert got[("galera − mariadb", "50 ms")] == "real"  # ten times slower
+    assert got[("50 ms − 0 ms", "galera")] == "real"
+    assert set(got.values()) <= {"real", "within noise"}

@@ -7,7 +7,11 @@ generic over whatever parameters vary in the results:
 - per scenario: one tile per rdbms with a stacked bar per number of sites (stacked by
   operation, λ and σ above each bar), the same per delay and per zones layout when they vary,
   and a CDF of per-iteration totals with one line per rdbms × value;
-- per scenario: the describe table per operation.
+- per scenario: the describe table per operation, then (new tables, the old ones unchanged)
+  the 95 % confidence interval of every mean and percentile of it, and the differences of
+  mean totals between configurations shown side by side (rdbms pairs; neighbouring sites,
+  delays, zones) with their CI and whether they are "real" or "within noise". The bars carry
+  error bars: the CI of the mean total of the iterations they show.
 
 Every other varying parameter (load, cache, times...) splits figures into facets, so no bar
 ever pools different settings. Repetitions (``repetition``, ``seed``, ``run_id``) are pooled,
@@ -18,17 +22,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from juice.analysis.bootstrap import LEVEL
 from juice.analysis.describe import describe
 from juice.analysis.stats import cdfs, group_summary, stacked_means, varying
+from juice.analysis.uncertainty import (
+    GroupCIs,
+    ci_display,
+    describe_ci,
+    design_codes,
+    differences,
+    grouped_ci,
+    method_note,
+    with_ci,
+)
 from juice.report.figures import Tile, cdf_figure, figure_html, tiles_figure
 from juice.report.tables import fmt, table_html
+from juice.results.tidy import param_columns
 
 DIMS: tuple[str, ...] = ("sites", "delay_ms", "zones")
 DIM_LABEL = {"sites": "sites", "delay_ms": "one-way delay (ms)", "zones": "zones"}
@@ -46,6 +62,7 @@ class Data:
     df_f: pd.DataFrame
     it_f: pd.DataFrame
     rw: pd.DataFrame  # run, pct_reads, pct_writes, reads, writes (may be empty)
+    cache: dict[str, Any] = field(default_factory=dict)  # per scenario: describe + its CIs
 
 
 def _key(v: Any) -> tuple[int, float, str]:
@@ -164,7 +181,7 @@ def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str
     for p in _plans(d, scenario):
         dim, by, nf, combo = p.dim, p.by, p.nf, p.combo
         facets = by[:nf]
-        tiles = []
+        tiles, bar_keys = [], []
         rdbmss = sorted({k[nf] for k in p.rows}, key=_key) if has_rdbms else [None]
         for r in rdbmss:
             mine = sorted([k for k in p.rows if not has_rdbms or _same(k[nf], r)],
@@ -176,11 +193,15 @@ def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str
             m.index = pd.Index([fmt(k[-1]) if dim else "all" for k in mine] if by else ["all"])
             notes = [_note(p.lam, p.sig, k, by) for k in mine] if by else [_note(p.lam, p.sig, (), by)]
             tiles.append(Tile(fmt(r) if has_rdbms else "all runs", m, notes))
+            bar_keys.append(mine if by else [()])
         what = {"delay_ms": "delay"}.get(dim, dim) if dim else "all runs"
         suffix = f" ({_label(facets, combo)})" if facets else ""
         title = f"{scenario}: mean completion time by {what}{suffix}"
         xlabel = DIM_LABEL.get(dim, dim) if dim else what
-        fig = tiles_figure(title, tiles, xlabel=xlabel, ylabel="completion time (s)", colors=colors)
+        fig = tiles_figure(title, tiles, xlabel=xlabel, colors=colors,
+                           ylabel=f"completion time (s), error bar: {LEVEL:.0%} CI")
+        bars = _bar_cis(d, scenario)
+        _error_bars(fig, [[bars.get(_point(by, k)) for k in keys] for keys in bar_keys])
         out.append(figure_html(fig, caption=title))
         mine_c = sorted(p.curves, key=lambda c: [_key(v) for v in c[0][nf:]])
         labels = [" · ".join(value_label(c, v) if c != "rdbms" else fmt(v)
@@ -190,6 +211,70 @@ def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str
         cfig = cdf_figure(ctitle, [(lab, x, y) for lab, (_, x, y) in zip(labels, mine_c, strict=True)],
                           styles=styles)
         out.append(figure_html(cfig, caption=ctitle))
+    return out
+
+
+def _point(by: Sequence[str], k: tuple[Any, ...]) -> frozenset[tuple[str, Any]]:
+    return frozenset((c, _key(v)) for c, v in zip(by, k, strict=True))
+
+
+def _finest(d: Data) -> list[str]:
+    """Every parameter that splits a group (the describe tables' and the bars' groups)."""
+    dims = dims_to_show(d.df)
+    return [*(["rdbms"] if "rdbms" in d.df.columns else []), *dims,
+            *[f for f in facets_for(d.df, None) if f not in dims]]
+
+
+def _bar_cis(d: Data, scenario: Any) -> dict[frozenset[tuple[str, Any]], tuple[float, float]]:
+    """CI of the mean total of the bars' iterations (after the percentile filter), per group."""
+    ck = f"bars/{scenario}"
+    if ck not in d.cache:
+        it = d.it_f[d.it_f["scenario"] == scenario] if "scenario" in d.it_f.columns else d.it_f
+        ok = it[~it["failed"].to_numpy(dtype=bool)]
+        by = _finest(d)
+        strata, clusters = design_codes(ok, param_columns(d.df))
+        cis = grouped_ci(ok["total_s"], [ok[c] for c in by], strata, clusters, quantiles={},
+                         salt=f"bars/{scenario}")
+        d.cache[ck] = {_point(by, tuple(r[c] for c in by)): (r["mean_ci_low"], r["mean_ci_high"])
+                       for r in cis.table.to_dict("records")}
+    out: dict[frozenset[tuple[str, Any]], tuple[float, float]] = d.cache[ck]
+    return out
+
+
+def _error_bars(fig: Any, cis: list[list[tuple[float, float] | None]]) -> None:
+    """Error bars on each tile's stacked bars (bar ``i`` of tile ``t``: ``cis[t][i]``); the
+    λ/σ notes move above the bars' upper ends and the y axis grows to fit."""
+    axes = fig.axes
+    top_all = 0.0
+    for ax, tile in zip(axes, cis, strict=False):
+        heights = [sum(float(r.get_height()) for r in c) for c in _bars_by_x(ax, len(tile))]
+        for i, ci in enumerate(tile):
+            if ci is None or any(v is None or math.isnan(float(v)) for v in ci):
+                continue
+            h, (lo, hi) = heights[i], ci
+            ax.errorbar([i], [h], yerr=[[max(h - lo, 0.0)], [max(hi - h, 0.0)]], fmt="none",
+                        ecolor="#222222", elinewidth=0.9, capsize=3)
+            top_all = max(top_all, hi)
+    if not axes or top_all <= 0:
+        return
+    ymax = max(axes[0].get_ylim()[1], top_all * 1.25)
+    axes[0].set_ylim(0, ymax)
+    for ax, tile in zip(axes, cis, strict=False):
+        notes = [t for t in ax.texts if t.get_transform() is not ax.transAxes]
+        for i, t in enumerate(notes[: len(tile)]):
+            ci = tile[i]
+            if ci is not None and not any(v is None or math.isnan(float(v)) for v in ci):
+                x, y = t.get_position()
+                t.set_position((x, max(y, float(ci[1]) + ymax * 0.015)))
+
+
+def _bars_by_x(ax: Any, n: int) -> list[list[Any]]:
+    """The bar rectangles of a stacked-bar axis, by bar position 0..n-1."""
+    out: list[list[Any]] = [[] for _ in range(n)]
+    for patch in ax.patches:
+        i = int(round(patch.get_x() + patch.get_width() / 2))
+        if 0 <= i < n:
+            out[i].append(patch)
     return out
 
 
@@ -265,17 +350,76 @@ def rwratio_table(d: Data) -> str | None:
     return table_html(t.rename(columns={"pct_reads": "%reads", "pct_writes": "%writes"}), na="–", digits=4)
 
 
+def _described(d: Data, scenario: Any) -> tuple[list[str], pd.DataFrame, pd.DataFrame,
+                                                 tuple[GroupCIs, GroupCIs | None]]:
+    """(by, sub-frame, describe table, its CIs) of one scenario, computed once."""
+    ck = f"describe/{scenario}"
+    if ck not in d.cache:
+        sub = _rows(d.df, scenario, [*needed(d.df), "action_failed", "iteration_duration_s",
+                                     "latency_s", "dispatch_lag_s"])
+        by = _finest(d)
+        t = describe(sub, by=by)
+        if by and len(t):
+            t = _sort_rows(t, by)
+        d.cache[ck] = (by, sub, t, None)
+    by, sub, t, cis = d.cache[ck]
+    if cis is None and len(t):
+        its = d.it[d.it["scenario"] == scenario] if "scenario" in d.it.columns else d.it
+        cis = describe_ci(sub, by, salt=str(scenario), totals=its)
+        d.cache[ck] = (by, sub, t, cis)
+    return by, sub, t, cis
+
+
 def describe_tables(d: Data, scenario: Any) -> str:
     """The describe table of one scenario, by rdbms, shown dimensions and facets."""
-    sub = _rows(d.df, scenario, [*needed(d.df), "action_failed", "iteration_duration_s", "latency_s",
-                                 "dispatch_lag_s"])
-    dims = dims_to_show(d.df)
-    by = [*(["rdbms"] if "rdbms" in d.df.columns else []), *dims,
-          *[f for f in facets_for(d.df, None) if f not in dims]]
-    t = describe(sub, by=by)
-    if by and len(t):
-        t = _sort_rows(t, by)
-    return table_html(t, na="–", digits=4)
+    return table_html(_described(d, scenario)[2], na="–", digits=4)
+
+
+def uncertainty_tables(d: Data, scenario: Any) -> list[str]:
+    """The 95 % CI of every mean and percentile of the describe table (same rows), then the
+    differences of mean totals between configurations shown side by side."""
+    by, _, t, cis = _described(d, scenario)
+    if not len(t) or cis is None:
+        return []
+    full = with_ci(t, cis, by)
+    parts = [f"<h3>Uncertainty: mean and percentiles with {LEVEL:.0%} CI per group (seconds)</h3>",
+             f"<p class=note>{escape(method_note())} The Total rows' means are the outline's. "
+             f"The error bars of the bar figures are the {LEVEL:.0%} CI of each bar's mean total "
+             "(the iterations the bar shows, after the percentile filter), made the same way.</p>",
+             table_html(ci_display(full, [*by, "operation"]), na="–", digits=4)]
+    tot = full[full["operation"] == "Total"]
+    if cis[1] is None or not len(tot):
+        return parts
+    means = {tuple(_plain(v) for v in k): float(m) for k, m in zip(
+        tot[by].itertuples(index=False, name=None), tot["mean"], strict=True)}
+    rows: list[dict[str, Any]] = []
+    comps = [("rdbms", "all")] if "rdbms" in by else []
+    comps += [(dim, "adjacent") for dim in DIMS if dim in by]
+    for col, pairs in comps:
+        if len({_key(k[by.index(col)]) for k in cis[1].reps}) < 2:
+            continue
+        rows += differences(means, cis[1].reps, by, col, pairs, sort_key=_key, label=_diff_label)
+    if rows:
+        parts += ["<h3>Differences of mean totals: real or within noise? (seconds)</h3>",
+                  "<p class=note>Configurations side by side (every pair of databases at the same "
+                  "point; neighbouring values of sites, delay, zones for the same database): "
+                  "Δ = mean total of the second − mean total of the first, over every successful "
+                  f"iteration, with the {LEVEL:.0%} percentile-bootstrap CI of Δ (both groups "
+                  "resampled independently, each as in the uncertainty table). <b>real</b>: the CI "
+                  "excludes 0; <b>within noise</b>: it does not. Each CI is 95 % on its own: among "
+                  "many rows, about 1 in 20 could say real by chance.</p>",
+                  table_html(pd.DataFrame(rows), na="–", digits=4)]
+    return parts
+
+
+def _plain(v: Any) -> Any:
+    if v is None or (isinstance(v, float | np.floating) and math.isnan(float(v))):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def _diff_label(col: str, v: Any) -> str:
+    return fmt(v) if col == "rdbms" else value_label(col, v)
 
 
 def _sort_rows(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:

@@ -230,6 +230,7 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
         body.append(f"<h2>{escape(str(s) if s is not None else 'All runs')}</h2>")
         body.extend(keystone.scenario_figures(data, s, colors))
         body += ["<h3>Per operation (seconds, every iteration)</h3>", keystone.describe_tables(data, s)]
+        body += keystone.uncertainty_tables(data, s)
     return body
 
 
@@ -240,6 +241,7 @@ def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str,
     """``juice analyze``: describe tables per operation (and the iteration Total) over the
     Keystone runs and Rally files under ``paths``, grouped by ``by``; None when there are none."""
     from juice.analysis.describe import describe, filter_percentile
+    from juice.analysis.uncertainty import describe_ci, with_ci
     from juice.errors import UserError
 
     found = tidy.discover(paths)
@@ -253,7 +255,7 @@ def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str,
             raise UserError(f"--by: unknown parameter {b!r} (known: {', '.join(known)})")
     if filter_q is not None:
         df = filter_percentile(df, filter_q)
-    table = describe(df, by=list(by))
+    table = with_ci(describe(df, by=list(by)), describe_ci(df, by=list(by)), list(by))
     skipped = len(found.failed)
     table.attrs["note"] = f"{int(df['run'].nunique())} runs" + (f"; {skipped} failed runs skipped"
                                                                  if skipped else "")
