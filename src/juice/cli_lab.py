@@ -43,14 +43,16 @@ def _site(value: int | None) -> int | None:
 
 def _check_flags(sites: int | None, delay: float | None, jitter: float | None, loss: float | None,
                  zones: int | None, intra: float | None, inter: float | None) -> None:
-    """Every given flag within its spec bounds (juice.spec.base), named in the error: click
-    takes ``nan`` and ``inf`` for a float option."""
-    for option, count in (("--sites", sites), ("--zones", zones)):
+    """Every given flag within its spec bounds (juice.spec.base), named in the error with the
+    lab spec field it sets: click takes ``nan`` and ``inf`` for a float option."""
+    for option, count in (("--sites (sites)", sites), ("--zones", zones)):
         if count is not None:
             check_option(option, count, SITES)
-    for option, value, adapter in (("--delay", delay, ONE_WAY), ("--intra", intra, ONE_WAY),
-                                   ("--inter", inter, ONE_WAY), ("--jitter", jitter, JITTER),
-                                   ("--loss", loss, PERCENT)):
+    for option, value, adapter in (("--delay (delay_ms)", delay, ONE_WAY),
+                                   ("--intra (intra_zone_delay_ms)", intra, ONE_WAY),
+                                   ("--inter (inter_zone_delay_ms)", inter, ONE_WAY),
+                                   ("--jitter (jitter_ms)", jitter, JITTER),
+                                   ("--loss (loss_pct)", loss, PERCENT)):
         if value is not None:
             check_option(option, value, adapter)
 

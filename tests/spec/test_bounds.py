@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from juice.errors import UserError
 from juice.lab import spec as labspec
-from juice.studies.keystone import matrix
+from juice.studies.keystone import catalog, estimate, matrix
 from juice.studies.keystone import spec as ksspec
 from juice.studies.schedulerdb import spec as sdbspec
 from juice.studies.schedulerdb import study as sdbstudy
 
+ROOT = Path(__file__).resolve().parents[2]
 KEYSTONE: dict[str, Any] = {"name": "t", "rdbms": ["mariadb"], "sites": [3], "wan": {"delay_ms": [0]},
                             "scenarios": ["authenticate_user_and_validate_token"],
                             "runner": {"times": 4, "concurrency": 2}}
@@ -152,7 +154,7 @@ def test_an_int_is_the_same_float_and_the_same_run_key() -> None:
     ("keystone", "results", "a\x00b", "results: "),
     ("keystone", "runner", {"times": 10_000_000, "rate": 0.01},
      "estimated at 11574 days of runs; at most 30"),
-    ("keystone", "runner", {"times": 10_000_000, "concurrency": 1}, None),  # ~21 days
+    ("keystone", "runner", {"times": 5_000_000, "concurrency": 1}, None),  # ~16 days at most
     ("keystone", "repetitions", 1000, None),
     ("lab", "delay_ms", None, None),
     ("grid", "matrix", [[1, 2, 3], [2, 0, 3], [3, 3, 0]], "matrix.0.0: the delay of site 1 to itself"),
@@ -171,3 +173,51 @@ def test_spec_level_checks(spec: str, path: str, value: Any, message: str | None
     with pytest.raises(UserError) as e:
         parse(with_value(data, path, value), "x.yaml")
     assert str(e.value).startswith(f"x.yaml: {message}"), str(e.value)
+
+
+SPEC_FILES = sorted(ROOT.glob("examples/*.yaml")) + sorted(ROOT.glob("benchmarks/*.yaml"))
+EXTREME_KEYSTONE: list[dict[str, Any]] = [
+    {**KEYSTONE, "rdbms": list(ksspec.RDBMS), "sites": [1, 2, 9], "load": ["light", "high"],
+     "keystone": {"cache": [True, False]}, "scenarios": [s.split(".")[-1] for s in catalog.names()],
+     "wan": {"delay_ms": [0, 300], "zones": [{"count": 1, "intra_ms": 300, "inter_ms": 5}]}},
+    {**KEYSTONE, "rdbms": ["mariadb", "galera"], "sites": [2], "load": ["high"],
+     "wan": {"delay_ms": [10_000]}, "keystone": {"cache": [True, False]}},
+    {**KEYSTONE, "rdbms": ["mariadb", "galera"], "sites": [2], "load": ["high"],
+     "wan": {"matrices": [[[0, 10_000], [3, 0]]]}, "runner": {"times": 1000, "rate": 0.5}},
+    {**KEYSTONE, "sites": [250], "load": ["high"], "runner": {"times": 1000, "concurrency": 10_000}},
+]
+EXTREME_SDB: list[dict[str, Any]] = [
+    {"workload": "scheduler-db", "backends": ["mariadb", "galera", "postgres", "memcached", "redis"],
+     "tracks": ["historical-2013.1", "historical-2013.2", "modern", "modern-all"],
+     "nodes": [1, 200_000], "schedulers": [1, 2, 3, 64], "updates": [False, True],
+     "clients": ["pymysql", "mysqlclient"], "repetitions": 3},
+]
+
+
+def _specs(kind: str) -> list[Any]:
+    from juice import studies
+
+    out = []
+    for f in SPEC_FILES:
+        study, spec, _ = studies.load_spec(f)
+        if study.name == kind:
+            out.append(spec)
+    return out
+
+
+def test_the_keystone_work_bound_stays_above_the_plan_estimate() -> None:
+    """The spec caps work with its own copy of the estimate's model (the estimate imports the
+    spec): recalibrating the estimate must keep it below the cap, or update the copy."""
+    specs = _specs("keystone") + [ksspec.parse(d, "x") for d in EXTREME_KEYSTONE]
+    for s in specs:
+        points = matrix.expand(s)
+        est = estimate.total_s(points)
+        assert 0 < est <= ksspec.work_bound_s(s), s.name
+
+
+def test_the_scheduler_db_work_bound_stays_at_or_above_the_plan_estimate() -> None:
+    specs = _specs("scheduler-db") + [sdbspec.parse(d, "x") for d in EXTREME_SDB]
+    for s in specs:
+        for p in s.points():
+            reps = sdbspec.reps_for(s, p)
+            assert sdbstudy.estimate_s(p, reps) <= sdbspec.read_bound_s(p, reps), p

@@ -21,6 +21,7 @@ import math
 import os
 import random
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -230,7 +231,8 @@ def check(m: Mutation, f: Path, code: int, out: str, err: str) -> str | None:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_mutated_specs_are_rejected_in_one_line_or_planned_sanely(
-        spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], juice: Juice) -> None:
+        spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], juice: Juice,
+        request: pytest.FixtureRequest) -> None:
     muts = mutations(spec)
     assert len(muts) >= 100
     f = tmp_path / spec.name
@@ -247,11 +249,13 @@ def test_mutated_specs_are_rejected_in_one_line_or_planned_sanely(
         problem = check(m, f, code, out, err)
         if problem:
             problems.append(f"{m.label}: {problem}")
-    with capsys.disabled():
-        print(f"\n{spec.parent.name}/{spec.name}: {len(muts)} mutations: {outcomes['rejected']} rejected, "
-              f"{outcomes['accepted']} accepted")
-        for label in accepted:
-            print(f"  accepted: {label}")
+    report = [f"{spec.parent.name}/{spec.name}: {len(muts)} mutations: {outcomes['rejected']} rejected, "
+              f"{outcomes['accepted']} accepted", *(f"  accepted: {label}" for label in accepted)]
+    if request.config.getoption("capture") == "no":  # pytest -s
+        with capsys.disabled():
+            print("\n" + "\n".join(report))
+    else:  # shown with a failure
+        sys.stderr.write("\n".join(report) + "\n")
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:40])
     assert outcomes["rejected"] >= len(muts) // 2
     assert outcomes["accepted"] >= 1

@@ -36,9 +36,11 @@ Field-specific bounds are stated in each field's description and in each spec mo
 They go INSIDE the type, ``Annotated[Seconds, Interval(ge=1, le=86_400)]``, never as
 ``Field(ge=...)`` on a field whose type already has that bound: pydantic keeps the last bound
 of a kind, and the type's comes last.
-A whole spec is also bounded: at most ``MAX_RUNS`` runs, and at most ``MAX_PLAN_S`` of work by
-its study's own estimate (``juice plan``), so the estimate a valid spec prints is finite and
-sane; a longer study is several specs.
+A whole spec is also bounded: at most ``MAX_RUNS`` runs, and at most ``MAX_PLAN_S`` (30 days)
+of work, so the estimate ``juice plan`` prints for a valid spec is finite and sane; a longer
+study is several specs. The work is counted with the estimate's own model (each study's spec
+module holds a copy: the estimate imports the spec, not the reverse), taken at its most
+expensive, so it is an upper bound of the printed estimate (tests/spec/test_bounds.py).
 """
 
 from __future__ import annotations

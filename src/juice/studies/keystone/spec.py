@@ -52,7 +52,8 @@ field                           range            why
 Every axis lists each value once (a duplicate would be the same runs twice); scenario names,
 arguments and contexts are checked when the spec is read (so ``juice plan`` reports them);
 arguments and contexts are plain data (no NaN or infinity). A spec has at most 10,000 runs and
-at most 30 days of work by the plan's own estimate: a longer study is several specs.
+at most 30 days of work (``work_bound_s``: the plan estimate's model with the costliest
+scenario, an upper bound of what ``juice plan`` prints): a longer study is several specs.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ from juice.spec.base import (
     no_duplicates,
     plain_data,
 )
-from juice.spec.wan import Wan, wan_points
+from juice.spec.wan import Wan, WanPoint, wan_points
 from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
@@ -235,21 +236,62 @@ class Experiment(Strict):
 
     @model_validator(mode="after")
     def _size(self) -> Experiment:
-        """At most MAX_RUNS runs and MAX_PLAN_S of estimated work (the plan's own estimate)."""
-        from juice.studies.keystone import estimate
-        from juice.studies.keystone.matrix import expand
-
+        """At most MAX_RUNS runs and MAX_PLAN_S of work (``work_bound_s``)."""
         runs = (len(self.sites) * len(self.rdbms) * len(self.keystone.cache) * len(wan_points(self.wan))
                 * len(self.load) * len(self.scenarios) * self.repetitions)
         if runs > MAX_RUNS:
             raise ValueError(f"{runs} runs (sites × rdbms × cache × wan × load × scenarios × "
                              f"repetitions); at most {MAX_RUNS} in one spec: split it")
-        total = estimate.total_s(expand(self))
+        total = work_bound_s(self)
         if not total <= MAX_PLAN_S:
             raise ValueError(f"estimated at {total / 86400:.0f} days of runs; at most "
                              f"{MAX_PLAN_S / 86400:.0f} days in one spec: fewer or shorter runs "
                              f"(runner.times, sites, wan), or split it")
         return self
+
+
+# The plan's estimate (juice.studies.keystone.estimate) depends on this module, so the spec
+# bounds it with the same model, taken at its most expensive: the costliest scenario (23 HTTP
+# requests and 6 commits per iteration), zones at their larger delay, one core.
+# tests/spec/test_bounds.py checks that this stays above the estimate.
+_REQUESTS, _COMMITS, _REQUEST_S, _REQUEST_CPU_S = 23, 6, 0.012, 0.010
+_CENTRAL = ("mariadb", "postgres", "postgres-readlocal")
+
+
+def _rtt_s(w: WanPoint) -> float:
+    if w.delay_ms is not None:
+        return 2 * w.delay_ms / 1000
+    if w.zones is not None:
+        return 2 * max(w.zones[1], w.zones[2]) / 1000
+    if w.matrix is not None:
+        return 2 * max(max(r) for r in w.matrix) / 1000
+    return 0.0
+
+
+def work_bound_s(exp: Experiment) -> float:
+    """Seconds of work of the whole spec: an upper bound of the plan's estimate (see above)."""
+    r = exp.runner
+    wans = wan_points(exp.wan)
+    runs_per_load = len(exp.scenarios) * exp.repetitions
+    total = 0.0
+    for sites in exp.sites:
+        total += 1.0 + 0.05 * sites  # the lab
+        for rdbms in exp.rdbms:
+            for cache in exp.keystone.cache:
+                total += 10.0 + 2.0 * sites + 10 * _rtt_s(wans[0]) + 8.0 + 1.5 * sites  # deployment
+                for w in wans:
+                    rtt = _rtt_s(w)
+                    total += 2.0 + 0.02 * sites * sites  # WAN change and check
+                    for load in exp.load:
+                        it = _REQUESTS * _REQUEST_S
+                        if rdbms == "galera":
+                            it += _COMMITS * 1.5 * rtt
+                        elif rdbms in _CENTRAL and load == "high" and sites > 1:
+                            it += _REQUESTS * (7.0 if cache else 60.0) * rtt
+                        window = r.times / r.rate if r.rate else r.times / r.concurrency * it
+                        cpu = (sites if load == "high" else 1) * r.times * _REQUESTS * _REQUEST_CPU_S
+                        total += runs_per_load * (3.0 + max(window, cpu))
+    return total
 
 
 def parse(data: dict[str, Any], source: str = "spec") -> Experiment:

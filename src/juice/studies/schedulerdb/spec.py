@@ -50,7 +50,8 @@ field                  range           why
 
 ``backends``, ``tracks`` and ``updates`` list each value once; a spec has at most 10,000
 points (and at most 100,000 combinations before ``only``), ``only`` must select at least one,
-and the plan's estimate of the whole spec is at most 30 days: a longer study is several specs.
+and the whole spec is at most 30 days of reads (``read_bound_s``: the plan estimate's model,
+at or above what ``juice plan`` prints): a longer study is several specs.
 """
 
 from __future__ import annotations
@@ -212,9 +213,7 @@ class SchedulerDbSpec(Strict):
     @model_validator(mode="after")
     def _size(self) -> SchedulerDbSpec:
         """At most MAX_COMBINATIONS before ``only``, 1..MAX_RUNS points after it, and at most
-        MAX_PLAN_S of work by the plan's own estimate."""
-        from juice.studies.schedulerdb.study import estimate_s
-
+        MAX_PLAN_S of work (``read_bound_s``)."""
         combos = (sum(len(self.tracks_for(b)) * len(self.clients_for(b)) for b in self.backends)
                   * len(self.node_counts()) * len(self.schedulers) * len(self.updates))
         if combos > MAX_COMBINATIONS:
@@ -226,7 +225,7 @@ class SchedulerDbSpec(Strict):
             raise ValueError("only: selects none of the points of the axes")
         if len(points) > MAX_RUNS:
             raise ValueError(f"{len(points)} points; at most {MAX_RUNS} in one spec (use only, or split it)")
-        total = sum(estimate_s(p, reps_for(self, p)) for p in points)
+        total = sum(read_bound_s(p, reps_for(self, p)) for p in points)
         if not total <= MAX_PLAN_S:
             raise ValueError(f"estimated at {total / 86400:.0f} days of reads; at most "
                              f"{MAX_PLAN_S / 86400:.0f} days in one spec: fewer node counts, "
@@ -260,6 +259,21 @@ class SchedulerDbSpec(Strict):
                                 if not self.only or any(o.matches(p) for o in self.only):
                                     out.append(p)
         return out
+
+
+# The plan's estimate (juice.studies.schedulerdb.study.estimate_s) depends on this module, so
+# the spec bounds a point's work with the same model; tests/spec/test_bounds.py checks that
+# this stays at or above the estimate.
+_COST_PER_KNODE = {"historical-2013.1": 0.5, "historical-2013.2": 0.25, "modern": 0.02,
+                   "modern-all": 0.2, KV_TRACK: 0.01}
+
+
+def read_bound_s(p: dict[str, Any], reps: int, cores: int = 2) -> float:
+    """Seconds of work of point ``p`` (``reps`` reads per scheduler): an upper bound of the
+    plan's estimate (see above)."""
+    per_read = _COST_PER_KNODE.get(str(p["track"]), 0.5) * int(p["nodes"]) / 1000
+    contention = max(1.0, int(p["schedulers"]) / cores)
+    return reps * per_read * contention * (1.3 if p["updates"] else 1.0) + 1.55
 
 
 def reps_for(spec: SchedulerDbSpec, p: dict[str, Any]) -> int:
