@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from juice.studies.schedulerdb.fit import crossing, fit
+from juice.studies.schedulerdb.fit import crossing, crossing_ci, fit, fit_nonneg
 
 
 def _synthetic(coef: tuple[float, ...], noise: float, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
@@ -62,3 +62,90 @@ def test_crossing_linear_solves_exactly() -> None:
 def test_fit_rejects_too_few_points() -> None:
     with pytest.raises(ValueError, match="distinct N"):
         fit([1000, 1000, 2000], [1, 2, 3], 2)
+
+
+# ---- non-negative fits, crossing intervals, "not supported by the data" ---------------------
+
+def _brute_nnls(ns: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, float]:
+    """Reference: least squares on every subset of the terms, the best with all coefficients >= 0."""
+    x = np.vander(ns / ns.max(), 3, increasing=True)
+    best, best_ssr = np.zeros(3), float(ts @ ts)
+    for sub in ([0], [1], [2], [0, 1], [0, 2], [1, 2], [0, 1, 2]):
+        beta, *_ = np.linalg.lstsq(x[:, sub], ts, rcond=None)
+        if (beta >= 0).all():
+            full = np.zeros(3)
+            full[sub] = beta
+            ssr = float(np.sum((ts - x @ full) ** 2))
+            if ssr < best_ssr:
+                best, best_ssr = full, ssr
+    return best / np.array([1.0, ns.max(), ns.max() ** 2]), best_ssr
+
+
+def test_concave_data_gives_non_negative_coefficients() -> None:
+    # like the 9-scheduler run: the unconstrained quadratic bends back down
+    ns, ts = _synthetic((0.2, 3e-3, -8e-8), noise=0.05)
+    assert fit(ns, ts, 2).coef[2] < 0
+    f = fit_nonneg(ns, ts)
+    assert all(c >= 0 for c in f.coef) and f.coef[2] == 0.0
+    want, _ = _brute_nnls(ns, ts)
+    assert np.allclose(f.coef, want, rtol=1e-6, atol=1e-12)
+    assert np.all(np.diff(f.predict(np.linspace(0, 1e6, 50))) >= 0)  # never bends back down
+
+
+def test_nonneg_fit_equals_unconstrained_when_that_is_already_non_negative() -> None:
+    ns, ts = _synthetic((0.2, 0.1e-3, 2.0e-8), noise=0.02)
+    u, c = fit(ns, ts, 2), fit_nonneg(ns, ts)
+    assert np.allclose(u.coef, c.coef, rtol=1e-6) and c.r2 == pytest.approx(u.r2, rel=1e-9)
+
+
+def test_nnls_matches_brute_force_on_random_data() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        ns = np.repeat(rng.choice(np.arange(100, 5001, 100), 5, replace=False).astype(float), 3)
+        ts = np.abs(rng.normal(0.0, 1.0, 3)) @ np.vander(ns / 5000, 3, increasing=True).T \
+            + rng.normal(0.0, 0.3, ns.size)
+        f = fit_nonneg(ns, ts)
+        want, ssr = _brute_nnls(ns, ts)
+        got = float(np.sum((ts - f.predict(ns)) ** 2))
+        assert got == pytest.approx(ssr, rel=1e-7, abs=1e-12) and min(f.coef) >= 0
+
+
+def test_crossing_of_quadratic_data_is_recovered_within_its_interval() -> None:
+    rng = np.random.default_rng(4)
+    ns = np.repeat(np.arange(1000, 19001, 1000, dtype=float), 5)
+    ts = 1e-7 * ns ** 2 * (1 + rng.normal(0, 0.05, ns.size))
+    x = crossing_ci(ns, ts, 60.0)
+    true = np.sqrt(60.0 / 1e-7)  # 24.5K nodes, 1.3× beyond the data
+    assert x.n is not None and x.low is not None and x.high is not None
+    assert x.low <= true <= x.high and x.low < x.n < x.high
+    assert x.supported and x.curvature > 0.975 and x.factor == pytest.approx(x.n / 19000)
+    assert x.text().startswith(f"{x.n / 1000:,.1f}K nodes [")
+    assert "extrapolated 1.3× beyond the data" in x.text()
+
+
+def test_crossing_within_the_data_says_so() -> None:
+    ns = np.repeat(np.arange(1000, 10001, 1000, dtype=float), 4)
+    ts = 1e-6 * ns ** 2 + np.random.default_rng(2).normal(0, 0.5, ns.size)
+    x = crossing_ci(ns, ts, 60.0)
+    assert x.supported and x.n is not None and x.n < 10000 and "within the measured range" in x.text()
+
+
+def test_data_stopping_far_below_the_threshold_is_not_supported() -> None:
+    rng = np.random.default_rng(5)
+    ns = np.repeat(np.array([200.0, 400.0, 600.0]), 4)
+    ts = 6e-5 * ns + rng.normal(0, 0.002, ns.size)  # 0.036 s at 600 nodes; 60 s is ~1M nodes away
+    x = crossing_ci(ns, ts, 60.0, clusters=np.tile([0, 1], 6))
+    assert not x.supported and x.two_level
+    assert any("beyond the largest N measured" in r for r in x.reasons)
+    assert x.text().startswith("not supported by the data")
+
+
+def test_flat_curvature_or_unbounded_interval_is_not_supported() -> None:
+    rng = np.random.default_rng(6)
+    ns = np.repeat(np.arange(1000, 10001, 1000, dtype=float), 3)
+    ts = 20 + 1e-3 * ns + rng.normal(0, 3.0, ns.size)  # linear, noisy: reaches 60 s at ~3.3× the data
+    x = crossing_ci(ns, ts, 60.0)
+    assert x.n is not None and not x.supported
+    assert any("quadratic term not significantly > 0" in r for r in x.reasons)
+    flat = crossing_ci(ns, 1.0 + rng.normal(0, 0.2, ns.size) + 1e-5 * ns, 60.0)
+    assert not flat.supported and (flat.n is None or flat.high is None)

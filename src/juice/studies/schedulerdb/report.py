@@ -5,7 +5,10 @@
 
 A configuration is (backend, client, track, schedulers, updates); its t(N) samples are every
 successful read of its runs. Fits are least squares on those samples (``fit.py``); the
-crossing is where the fitted curve reaches the spec's ``threshold_s``. ``client`` is the
+crossing is where the fitted curve reaches the spec's ``threshold_s``. The crossings the
+report and the CLI state come from the quadratic fit with non-negative coefficients, with a
+bootstrap interval and a plain "not supported by the data" when the extrapolation is not;
+the unconstrained fits of earlier versions stay in a table of their own. ``client`` is the
 MySQL driver (runs made before that axis existed were PyMySQL); "" for other backends.
 ``paths`` may be study directories (holding run directories) or run directories.
 """
@@ -20,7 +23,15 @@ from typing import Any
 
 import pandas as pd
 
-from juice.studies.schedulerdb.fit import Fit, crossing, fit
+from juice.studies.schedulerdb.fit import (
+    MAX_EXTRAPOLATION,
+    Crossing,
+    Fit,
+    crossing,
+    crossing_ci,
+    fit,
+    fit_nonneg,
+)
 from juice.studies.schedulerdb.spec import DEFAULT_CLIENT, MYSQL_BACKENDS
 
 WORKLOAD = "scheduler-db"
@@ -104,8 +115,23 @@ def fits(reads: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
                 continue
             row[name] = {"coef": list(f.coef), "r2": f.r2, "formula": f.formula(),
                          "crossing_n": crossing(f, threshold), "fit": f}
+        row["constrained"] = _constrained(g, threshold)
         out.append(row)
     return out
+
+
+def _constrained(g: pd.DataFrame, threshold: float) -> dict[str, Any] | None:
+    """The non-negative quadratic fit of one configuration and its crossing with interval
+    (repetitions, when an N has several, are resampled before the reads within)."""
+    try:
+        f = fit_nonneg(g["nodes"].to_numpy(float), g["seconds"].to_numpy(float))
+    except ValueError:
+        return None
+    reps = g["repetition"] if "repetition" in g.columns else pd.Series(0, index=g.index)
+    clusters = (g["run"].astype(str) + "/" + reps.astype(str)).to_numpy()
+    x = crossing_ci(g["nodes"].to_numpy(float), g["seconds"].to_numpy(float), threshold, clusters)
+    return {"coef": list(f.coef), "r2": f.r2, "formula": f.formula(), "fit": f, "crossing": x,
+            "crossing_n": x.n, "reads_per_n": int(g.groupby("nodes").size().min())}
 
 
 def summary(paths: list[Path]) -> dict[str, Any]:
@@ -120,6 +146,17 @@ def summary(paths: list[Path]) -> dict[str, Any]:
             c[name] = None if f is None else {"formula": f["formula"], "r2": round(f["r2"], 4),
                                               "crossing_n": None if f["crossing_n"] is None
                                               else round(f["crossing_n"])}
+        k = r.get("constrained")
+        if k is None:
+            c["constrained"] = None
+        else:
+            x: Crossing = k["crossing"]
+            c["constrained"] = {
+                "formula": k["formula"], "r2": round(k["r2"], 4),
+                "crossing_n": None if x.n is None else round(x.n),
+                "ci": [None if x.low is None else round(x.low), None if x.high is None else round(x.high)],
+                "ci_level": 0.95, "supported": x.supported, "extrapolation": x.factor,
+                "quadratic_positive_share": x.curvature, "reasons": list(x.reasons), "text": x.text()}
         confs.append(c)
     return {"threshold_s": thr, "runs": len(mans), "configurations": confs,
             "update_shortfalls": _shortfalls(upd)}
@@ -147,6 +184,11 @@ def _n_fmt(n: float | None) -> str:
     return f"{n / 1000:,.1f}K"
 
 
+def _n_short(n: float) -> str:
+    """600 -> "600", 19000 -> "19K", 2500 -> "2.5K"."""
+    return f"{n:g}" if n < 1000 else f"{n / 1000:g}K"
+
+
 # ---- figures -------------------------------------------------------------------------------
 
 def _fig_points(reads: pd.DataFrame, confs: list[dict[str, Any]], title: str, degree: int) -> Any:
@@ -167,7 +209,7 @@ def _fig_points(reads: pd.DataFrame, confs: list[dict[str, Any]], title: str, de
         err = [med["median"] - med["min"], med["max"] - med["median"]]
         ax.errorbar(med.index / 1000, med["median"], yerr=err, fmt="o", ms=4, color=color, capsize=2,
                     label=_label(c))
-        f = c.get("linear" if degree == 1 else "quadratic")
+        f = c.get("linear" if degree == 1 else "constrained")
         if f:
             xs = np.linspace(0, med.index.max(), 50)
             ax.plot(xs / 1000, f["fit"].predict(xs), "-", color=color, lw=1,
@@ -190,26 +232,35 @@ def _fig_extrapolated(confs: list[dict[str, Any]], thr: float) -> Any:
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     xmax = 0.0
     for c in confs:
-        q = c.get("quadratic")
+        q = c.get("constrained")
         if q and q["crossing_n"]:
             xmax = max(xmax, q["crossing_n"])
     xmax = max(xmax * 1.15, max((c["max_n"] for c in confs), default=1000) * 1.5)
     xs = np.linspace(0, xmax, 200)
     for i, c in enumerate(confs):
-        q = c.get("quadratic")
+        q = c.get("constrained")
         if not q:
             continue
         color = f"C{i % 10}"
+        x: Crossing = q["crossing"]
         ax.plot(xs / 1000, q["fit"].predict(xs), "-", color=color, lw=1.2, label=_label(c))
-        if q["crossing_n"]:
-            ax.plot([q["crossing_n"] / 1000], [thr], "o", color="red", ms=6)
-            ax.annotate(_n_fmt(q["crossing_n"]), (q["crossing_n"] / 1000, thr), fontsize=7, color=color,
+        ax.axvline(c["max_n"] / 1000, color=color, lw=0.6, ls=":")
+        if x.n is not None:
+            lo = (x.low if x.low is not None else x.n) / 1000
+            hi = (x.high if x.high is not None else xmax) / 1000
+            ax.plot([lo, hi], [thr, thr], "-", color=color, lw=3, alpha=0.5)
+            ax.plot([x.n / 1000], [thr], "o", color="red" if x.supported else "white",
+                    markeredgecolor="red", ms=6)
+            note = _n_fmt(x.n) + ("" if x.supported else " (not supported)")
+            ax.annotate(note, (x.n / 1000, thr), fontsize=7, color=color,
                         xytext=(4, -12 - 9 * i), textcoords="offset points")
     ax.axhline(thr, color="red", lw=0.8, ls="--")
     ax.set_ylim(0, thr * 1.4)
+    ax.set_xlim(0, xmax / 1000)
     ax.set_xlabel("compute nodes N (thousands)")
-    ax.set_ylabel("fitted t(N), s (quadratic)")
-    ax.set_title(f"Quadratic fits extended to the {thr:g} s threshold (red: crossing)", fontsize=10)
+    ax.set_ylabel("fitted t(N), s (quadratic, coefficients ≥ 0)")
+    ax.set_title(f"Fits extended to the {thr:g} s threshold\n(dot: crossing, hollow when not supported "
+                 "by the data; band: its 95 % CI; dotted: largest N measured)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return fig
@@ -286,12 +337,13 @@ def section(paths: list[Path]) -> str | None:
     dyn = [c for c in hist if c["updates"] and c["schedulers"] == 1]
     if dyn:
         parts.append(figure_html(_fig_points(reads, dyn, "t(N) with N/60 updates per second, 1 scheduler "
-                                             "(quadratic fit)", 2), "Figure 2 — with updates"))
+                                             "(quadratic fit, coefficients ≥ 0)", 2),
+                                 "Figure 2 — with updates"))
     if hist:
         parts.append(figure_html(_fig_extrapolated(hist, thr), "Figure 3 — extrapolation"))
         by_s = [c for c in hist if c["updates"] or c["schedulers"] == 1]
         parts.append(figure_html(_fig_points(reads, by_s, "All configurations: per number of "
-                                             "schedulers (quadratic fits)", 2),
+                                             "schedulers (quadratic fits, coefficients ≥ 0)", 2),
                                  "Figure 4 — schedulers and load"))
     kv = [c for c in confs if c["track"] == "kv"]
     if kv:
@@ -323,7 +375,22 @@ def section(paths: list[Path]) -> str | None:
                      f"quad. crossing {thr:g} s": _n_fmt(quad["crossing_n"]) if quad else "–"})
     parts += ["<h3>Fits and crossings</h3>",
               "<p>The seed (2013 hardware, one MySQL): ~49.7K nodes with 1 scheduler, ~33K with 9, "
-              "with updates. Juice's crossing per configuration:</p>",
+              f"with updates. Juice's crossing per configuration, from the quadratic fit with "
+              f"coefficients ≥ 0 (t = a + b·N + c·N², a, b, c ≥ 0: a read cannot get faster as "
+              f"nodes are added), with its {0.95:.0%} interval (percentile bootstrap, "
+              f"{_resamples(confs)} refits on the reads resampled at each N: the repetitions first "
+              f"when an N has several, then the reads within each). <b>Not supported by the "
+              f"data</b>: the interval is unbounded, or the crossing lies more than "
+              f"{MAX_EXTRAPOLATION:g}× beyond the largest N measured, or beyond the data while "
+              f"the quadratic term is not significantly &gt; 0 (c = 0 in more than 2.5 % of the "
+              f"refits).</p>",
+              table_html(pd.DataFrame(_constrained_rows(confs, thr))),
+              "<h3>Unconstrained least squares, as before</h3>",
+              "<p class=note>The fits of earlier versions, kept for comparison: ordinary least "
+              "squares, coefficients of any sign. A negative N² coefficient makes the curve bend "
+              "back down (concave): it reaches the threshold twice or never, and its crossing is "
+              "not to be trusted; nor is any crossing far beyond the largest N measured. The "
+              "table above is the one to quote.</p>",
               table_html(pd.DataFrame(rows).rename(columns=lambda c: str(c)))]
     if not upd.empty and (upd["target_rate"] > 0).any():
         parts.append(figure_html(_fig_updates(upd), "Figure 7 — achieved update rate"))
@@ -340,18 +407,53 @@ def section(paths: list[Path]) -> str | None:
 
 
 
+def _resamples(confs: list[dict[str, Any]]) -> int:
+    for c in confs:
+        k = c.get("constrained")
+        if k:
+            return int(k["crossing"].resamples)
+    return 0
+
+
+def _constrained_rows(confs: list[dict[str, Any]], thr: float) -> list[dict[str, Any]]:
+    rows = []
+    for c in confs:
+        k = c.get("constrained")
+        x: Crossing | None = k["crossing"] if k else None
+        rows.append({
+            "configuration": _label(c), "N points": c["points"], "reads": c["reads"],
+            "largest N": c["max_n"], "t at largest N (s)": round(c["t_at_max_s"], 3),
+            "fit, coefficients ≥ 0": k["formula"] if k else "–",
+            "R²": round(k["r2"], 4) if k else None,
+            "c > 0 in refits": f"{x.curvature:.0%}" if x else "–",
+            f"crossing {thr:g} s": _n_fmt(x.n) if x else "–",
+            "95 % CI": x.interval_text() if x and x.n is not None else "–",
+            "beyond the data": f"{x.factor:,.1f}×" if x and x.factor is not None else "–",
+            "verdict": _verdict(x, k)})
+    return rows
+
+
+def _verdict(x: Crossing | None, k: dict[str, Any] | None) -> str:
+    if x is None or k is None:
+        return "–"
+    if x.n is None:
+        return "no crossing ≤ 10M nodes"
+    few = f" (only {k['reads_per_n']} reads at some N: a rough interval)" if k["reads_per_n"] < 5 else ""
+    if x.reasons:
+        return "not supported by the data: " + "; ".join(x.reasons) + few
+    f = x.factor or 0.0
+    return ("within the measured range" if f <= 1 else f"extrapolated {f:.1f}× beyond the data") + few
+
+
 def summary_lines(summ: dict[str, Any]) -> list[str]:
     """``summary(...)`` as lines for a terminal: one per configuration, then shortfalls."""
     thr = summ["threshold_s"]
-    out = [f"{summ['runs']} runs; crossing of {thr:g} s per configuration (linear | quadratic fit):"]
+    out = [f"{summ['runs']} runs; where t(N) reaches {thr:g} s per configuration (quadratic fit "
+           "with coefficients >= 0; 95 % CI: bootstrap over the reads at each N):"]
     for c in summ["configurations"]:
-        def part(f: dict[str, Any] | None) -> str:
-            if f is None:
-                return "–"
-            n = f["crossing_n"]
-            return f"{_n_fmt(n)} (R² {f['r2']:.3f})"
-        out.append(f"  {_label(c):<55} t({c['max_n'] // 1000}K) = {c['t_at_max_s']:.3f} s   "
-                   f"{part(c['linear'])} | {part(c['quadratic'])}")
+        k = c.get("constrained")
+        what = "crossing: –" if k is None else f"crossing {k['text']}"
+        out.append(f"  {_label(c):<55} t({_n_short(c['max_n'])}) = {c['t_at_max_s']:.3f} s   {what}")
     for s in summ["update_shortfalls"]:
         out.append(f"  update rate short: {s['run']}: {s['achieved_rate']}/{s['target_rate']} per s")
     return out
@@ -366,6 +468,7 @@ def describe_reads(paths: list[Path], by: Sequence[str] = ()) -> pd.DataFrame | 
     scheduler-db run. ``by`` adds grouping columns (any read or point column)."""
     from juice.analysis.describe import QUANTILES, STAT_COLUMNS
     from juice.analysis.stats import grouped_stats
+    from juice.analysis.uncertainty import attach, grouped_ci
     from juice.errors import UserError
 
     reads, _, mans = load(paths)
@@ -383,6 +486,13 @@ def describe_reads(paths: list[Path], by: Sequence[str] = ()) -> pd.DataFrame | 
     out["failures"] = out["failures"].fillna(0)
     out = out.sort_values(keys, kind="stable", ignore_index=True)
     out = out[[*keys, *STAT_COLUMNS]]
+    # CIs: a run's repetitions are its clusters (all its schedulers read at once in each)
+    reps = ok["repetition"] if "repetition" in ok.columns else pd.Series(0, index=ok.index)
+    runs = ok["run"].astype(str)
+    cis = grouped_ci(ok["seconds"], [ok[c] for c in keys], pd.factorize(runs)[0],
+                     pd.factorize(runs + "/" + reps.astype(str))[0], units="reads",
+                     cluster_name="repetitions", salt="sdb")
+    out = attach(out, cis, keys)
     out.attrs["note"] = f"{len(mans)} runs"
     out.attrs["title"] = "scheduler read (seconds) per configuration"
     return out
