@@ -102,3 +102,20 @@ def test_a_table_built_before_the_run_is_renamed_into_place_names_the_final_run(
     run.path.rename(final)
     df = tidy.load([final])
     assert set(df["run"].astype(str)) == {"r1-20260101-000000"}
+
+
+def test_warmup_iterations_are_stored_but_left_out(tmp_path: Path) -> None:
+    import json
+
+    from juice.results import tidy
+
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"params": {"scenario": "s"}}))
+    recs = [{"scenario": "s", "index": i, "site": 1, "timestamp": 1.0 + i, "duration": 0.1, "error": [],
+             "atomic_actions": [{"name": "a", "started_at": 1.0 + i, "finished_at": 1.1 + i}]}
+            for i in range(3)]
+    recs.append({**recs[0], "index": 0, "warmup": True, "duration": 9.0})
+    (run / "iterations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    df = tidy.load([run])
+    assert len(df) == 3 and df["iteration_duration_s"].max() < 1.0

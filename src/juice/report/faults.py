@@ -19,8 +19,7 @@ import pandas as pd
 from juice.analysis.faults import fault_iterations, fault_windows, recovery
 from juice.report.figures import PALETTE, _new, figure_html
 from juice.report.tables import table_html
-
-EVENTS = "events.jsonl"
+from juice.runner.faults import EVENTS
 
 
 def read_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -63,27 +62,80 @@ def section(run_dirs: list[Path], df: pd.DataFrame) -> list[str]:
             out.append("<p class=note>Recovery: seconds from the end of the fault (heal, restore, "
                        "restart done) to the end of the site's first successful iteration after it.</p>")
             out.append(table_html(rec, digits=3))
-        out.append(figure_html(_timeline(it, events, t0, d.name)))
+        sizes = _cluster_sizes(d)
+        if not sizes.empty:
+            out.append("<p class=note>Database cluster membership (Galera <code>wsrep_cluster_size</code> "
+                       "as each node sees it, sampled by the resource profile): when every node saw the "
+                       "full cluster again after each fault.</p>")
+            out.append(table_html(rejoin_table(sizes, events, t0), digits=2))
+        out.append(figure_html(_timeline(it, events, t0, d.name, sizes)))
     return out
 
 
-def _timeline(it: pd.DataFrame, events: list[dict[str, Any]], t0: float, title: str) -> Any:
+def _cluster_sizes(run_dir: Path) -> pd.DataFrame:
+    """time, site, value of the ``cluster_size`` gauge of a run's profile (empty without)."""
+    from juice.results.profile import load_profile
+
+    prof = load_profile([run_dir])
+    if prof.empty:
+        return pd.DataFrame(columns=["time", "site", "value"])
+    sel = prof[prof["metric"].astype(str) == "cluster_size"]
+    return sel[["time", "site", "value"]].sort_values("time").reset_index(drop=True)
+
+
+def rejoin_table(sizes: pd.DataFrame, events: list[dict[str, Any]], t0: float) -> pd.DataFrame:
+    """Per fault: the full size (largest seen before it), the smallest seen during it, and
+    when (s after the first iteration, and after the fault's end) every node saw the full size again."""
+    rows = []
+    for e in events:
+        if e.get("t_start") is None:
+            continue
+        before = sizes[sizes["time"] < e["t_start"]]
+        full = float(before["value"].max()) if len(before) else float(sizes["value"].max())
+        end = e["t_end"] if e.get("t_end") is not None else e["t_start"]
+        during = sizes[(sizes["time"] >= e["t_start"]) & (sizes["time"] <= end)]
+        back = None
+        for t, g in sizes[sizes["time"] >= end].groupby("time", sort=True):
+            if (g["value"] == full).all() and g["site"].nunique() == sizes["site"].nunique():
+                back = float(t)
+                break
+        rows.append({"fault": e["index"], "full size": full,
+                     "lowest during": float(during["value"].min()) if len(during) else np.nan,
+                     "all back at (s)": None if back is None else round(back - t0, 2),
+                     "after the fault's end (s)": None if back is None else round(back - end, 2)})
+    return pd.DataFrame(rows)
+
+
+def _timeline(it: pd.DataFrame, events: list[dict[str, Any]], t0: float, title: str,
+              sizes: pd.DataFrame) -> Any:
     sites = sorted(int(s) for s in it["site"].unique())
-    fig = _new(9.0, 1.2 + 1.3 * len(sites))
-    axes = fig.subplots(len(sites), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, site in zip(axes, sites, strict=True):
+    rows = len(sites) + (1 if not sizes.empty else 0)
+    fig = _new(9.0, 1.2 + 1.3 * rows)
+    axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
+    if not sizes.empty:
+        ax = axes[-1]
+        for i, (site, g) in enumerate(sizes.groupby("site", sort=True)):
+            ax.step(g["time"] - t0, g["value"], where="post", color=PALETTE[i % len(PALETTE)],
+                    label=f"node in site {site}")
+        ax.set_ylabel("cluster size")
+        ax.legend(loc="lower right", fontsize=7)
+        _shade(ax, events, t0, float(it["end"].max()))
+    for ax, site in zip(axes, sites, strict=False):
         s = it[it["site"] == site]
         ok, bad = s[~s["failed"]], s[s["failed"]]
         ax.plot(ok["start"] - t0, ok["total_s"], ".", ms=3, color=PALETTE[0], label="success")
         top = float(np.nanmax(ok["total_s"])) if len(ok) else 1.0
         ax.plot(bad["start"] - t0, np.full(len(bad), top), "x", ms=4, color=PALETTE[2], label="failed")
-        for e in events:
-            if e.get("t_start") is None:
-                continue
-            end = e["t_end"] if e.get("t_end") is not None else float(it["end"].max())
-            ax.axvspan(e["t_start"] - t0, end - t0, color=PALETTE[1], alpha=0.2, lw=0)
+        _shade(ax, events, t0, float(it["end"].max()))
         ax.set_ylabel(f"site {site}\ntotal (s)")
     axes[0].set_title(f"{title}: iterations over time, fault windows shaded")
     axes[0].legend(loc="upper right", fontsize=7)
     axes[-1].set_xlabel("seconds since the first iteration started")
     return fig
+
+
+def _shade(ax: Any, events: list[dict[str, Any]], t0: float, t_max: float) -> None:
+    for e in events:
+        if e.get("t_start") is not None:
+            end = e["t_end"] if e.get("t_end") is not None else t_max
+            ax.axvspan(e["t_start"] - t0, end - t0, color=PALETTE[1], alpha=0.2, lw=0)

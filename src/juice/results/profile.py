@@ -34,7 +34,7 @@ RATES: dict[str, tuple[str, float]] = {
 # derived sums of two rates of the same series
 SUMS = {"cpu_pct": ("cpu_user_pct", "cpu_system_pct"), "db_statements_s": ("db_reads_s", "db_writes_s")}
 # fractions: averaged, not summed, over processes / servers
-AVERAGED = ("fc_paused_frac", "fc_paused")
+AVERAGED = ("fc_paused_frac", "fc_paused", "cluster_size")
 
 
 def profile_runs(paths: Sequence[Path]) -> list[Path]:

@@ -1,7 +1,8 @@
 """Tidy tables: one row per atomic action per iteration, for every run, in one DataFrame.
 
 A run directory (see ``juice.results.store``) holds ``manifest.json`` (with ``params``) and
-``iterations.jsonl`` (one :class:`juice.load.api.IterationRecord` per line).
+``iterations.jsonl`` (one :class:`juice.load.api.IterationRecord` per line; warm-up iterations,
+tagged ``"warmup": true``, are left out: they are stored, never counted).
 :func:`build_run_table` turns them into ``actions.parquet`` next to them, written atomically:
 
 - one row per atomic action per iteration, children included (``depth`` 1, 2... and the name
@@ -88,8 +89,8 @@ def _read_iterations(path: Path) -> list[dict[str, Any]]:
                 except ValueError:
                     raise UserError(f"{path}:{lineno}: not a JSON object: the run is corrupt, "
                                     "re-run it or remove its directory") from None
-                if isinstance(rec, dict):
-                    records.append(rec)
+                if isinstance(rec, dict) and not rec.get("warmup"):
+                    records.append(rec)  # warm-up iterations stay in the file, out of statistics
     except FileNotFoundError:
         pass  # a run without iterations (e.g. every iteration skipped): an empty table
     return records

@@ -17,7 +17,9 @@ Metrics (cumulative: rates come from differences, see ``juice.results.profile``)
 - Galera only: ``fc_paused_s`` = ``wsrep_flow_control_paused_ns`` / 1e9 (seconds replication
   was paused by flow control since the node started; its rate is the paused fraction of each
   interval) and ``fc_paused`` = ``wsrep_flow_control_paused`` as the server reports it (the
-  fraction since the last FLUSH STATUS, i.e. usually since start).
+  fraction since the last FLUSH STATUS, i.e. usually since start); ``cluster_size`` =
+  ``wsrep_cluster_size`` (a gauge: how many nodes this node's component holds; a partitioned
+  node sees 1, and the fault report shows it coming back).
 
 A failing server raises from ``sample``; the sampler counts the error, and the source waits
 ``RETRY_S`` before it reconnects, so a dead server costs nothing per tick.
@@ -33,7 +35,8 @@ from juice.services.counters import MYSQL_READS, MYSQL_WRITES
 
 TIMEOUT_S = 2
 RETRY_S = 5.0
-_MYSQL_VARS = (*MYSQL_READS, *MYSQL_WRITES, "wsrep_flow_control_paused_ns", "wsrep_flow_control_paused")
+_MYSQL_VARS = (*MYSQL_READS, *MYSQL_WRITES, "wsrep_flow_control_paused_ns", "wsrep_flow_control_paused",
+               "wsrep_cluster_size")
 _MYSQL_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
               + ",".join(f"'{v}'" for v in _MYSQL_VARS) + ")")
 _PG_SQL = (r"SELECT coalesce(sum(calls) FILTER (WHERE query ~* '^[\s(]*(select|with|table|values)\M'), 0),"
@@ -114,6 +117,8 @@ def mysql_metrics(vals: dict[str, str]) -> dict[str, float]:
         out["fc_paused"] = float(vals["wsrep_flow_control_paused"])
     except (KeyError, ValueError):
         pass
+    if vals.get("wsrep_cluster_size", "").strip().isdigit():
+        out["cluster_size"] = float(vals["wsrep_cluster_size"])  # a gauge: nodes this node sees
     return out
 
 

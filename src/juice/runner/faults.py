@@ -30,6 +30,7 @@ from juice.spec.faults import Fault, WanChange
 
 Progress = Callable[[str], None]
 TICK_S = 0.05
+EVENTS = "events.jsonl"  # a run's applied faults, one JSON object (FaultEvent) per line
 
 
 class FaultTarget(Protocol):

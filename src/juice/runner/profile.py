@@ -358,7 +358,10 @@ class Sampler:
                 continue
             comp = self._comp(src.record.kind)
             for m, v in vals.items():
-                self._out.rows.add(t, src.record.site, comp, src.record.pid, _M[m], v)
+                if m in _M:  # a metric the table does not know is a bug, not a reason to stop
+                    self._out.rows.add(t, src.record.site, comp, src.record.pid, _M[m], v)
+                else:
+                    self._error(f"unknown metric {m!r} from {src.record.kind}")
         self.ticks += 1
         if len(self._out.rows) >= FLUSH_ROWS and not self._discard:
             self._out.flush(self.components)

@@ -7,6 +7,8 @@ modes), each against its own site's Keystone. The database statement counters (t
 
 from __future__ import annotations
 
+import json
+from contextlib import nullcontext
 from typing import Any
 
 from juice.errors import JuiceError, ServiceError
@@ -18,19 +20,22 @@ from juice.load.progress import ProgressUI, RichProgress
 from juice.load.rally_json import write_rally
 from juice.load.runner import RunnerSpec
 from juice.results.store import RunDir
+from juice.runner.faults import EVENTS, FaultRunner, FaultTarget
 from juice.services import counters
 from juice.services.base import Progress, Service
 from juice.studies.keystone.matrix import RunPoint
+from juice.util import atomic
 
 
 def runner_spec(p: RunPoint) -> RunnerSpec:
     r = p.runner
+    warm_n, warm_s = int(r.get("warmup") or 0), float(r.get("warmup_s") or 0.0)
     if r.get("rate"):
         return RunnerSpec(type="open", times=int(r["times"]), rate=float(r["rate"]),
                           arrival=str(r["arrival"]), max_in_flight=int(r["max_in_flight"]),
-                          timeout_s=float(r["timeout_s"]), seed=p.seed)
+                          timeout_s=float(r["timeout_s"]), seed=p.seed, warmup_times=warm_n, warmup_s=warm_s)
     return RunnerSpec(type="constant", times=int(r["times"]), concurrency=int(r["concurrency"]),
-                      timeout_s=float(r["timeout_s"]), seed=p.seed)
+                      timeout_s=float(r["timeout_s"]), seed=p.seed, warmup_times=warm_n, warmup_s=warm_s)
 
 
 def driver_sites(p: RunPoint, lab: LocalLab) -> list[int]:
@@ -47,9 +52,10 @@ def keystone_env(ks: Any, site: int, concurrency: int) -> dict[str, Any]:
 
 
 def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progress: Progress,
-            ui: ProgressUI | None = None) -> dict[str, Any]:
-    """Run the drivers of ``p``; write iterations.jsonl and rally.json into ``rd``; return the
-    manifest fields describing what happened (per-site outcome, %reads/%writes)."""
+            ui: ProgressUI | None = None, target: FaultTarget | None = None) -> dict[str, Any]:
+    """Run the drivers of ``p`` (with its fault schedule applied through ``target``); write
+    iterations.jsonl, rally.json and events.jsonl (when there were faults) into ``rd``; return
+    the manifest fields describing what happened (per-site outcome, %reads/%writes, faults)."""
     spec = runner_spec(p)
     sites = driver_sites(p, lab)
     # the client's connection pool: the closed loop's workers, or the open loop's in-flight bound
@@ -64,17 +70,18 @@ def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progre
         progress(f"no statement counters for {p.rdbms} ({e}); %reads/%writes not measured")
         probe = None
     bar = ui if ui is not None else RichProgress()
-    if probe is not None:
-        with probe.window() as w:
-            results = run_drivers(lab, jobs, bar)
+    faults = FaultRunner(p.faults, target, progress) if p.faults and target is not None else None
+    with probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
+        results = run_drivers(lab, jobs, faults.watch(bar) if faults is not None else bar)
+    rw: dict[str, Any] | None = None
+    if w is not None:
         c = w.result
-        rw: dict[str, Any] | None = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
-                                     "pct_writes": round(c.pct_writes, 2), "exact": c.exact,
-                                     "per_command": c.per_command,
-                                     "window": "drivers incl. Rally-like contexts (setup/cleanup)"}
-    else:
-        results = run_drivers(lab, jobs, bar)
-        rw = None
+        rw = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
+              "pct_writes": round(c.pct_writes, 2), "exact": c.exact, "per_command": c.per_command,
+              "window": "drivers incl. Rally-like contexts (setup/cleanup)"}
+    events = [e.to_dict() for e in faults.events] if faults is not None else []
+    if events:
+        atomic.write_text(rd.file(EVENTS), "".join(json.dumps(e) + "\n" for e in events))
     n = write_iterations(rd.file("iterations.jsonl"), results)
     write_rally(rd.file("rally.json"), results, title=f"{p.study}: {p.scenario}",
                 description=f"{p.rdbms}, {p.sites} sites, {p.wan.label} one-way, {p.load} load",
@@ -83,7 +90,8 @@ def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progre
     _say(progress, results)
     if all(r.failure for r in results):
         raise JuiceError(f"every driver failed: {results[0].failure}")
-    return {"rwratio": rw, "drivers": per_site, "iterations": n,
+    return {"rwratio": rw, "drivers": per_site, "iterations": n, "faults": events,
+            "warmup_iterations": sum(len(r.warmup) for r in results),
             "failed_iterations": sum(r.failed_count for r in results),
             "driver_failures": {str(r.site): r.failure for r in results if r.failure}}
 

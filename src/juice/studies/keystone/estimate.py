@@ -63,11 +63,11 @@ def iteration_s(p: RunPoint) -> float:
 
 def run_s(p: RunPoint) -> float:
     r = p.runner
-    times, rate = float(r["times"]), r.get("rate")
+    times, rate = float(r["times"]) + float(r.get("warmup") or 0), r.get("rate")
     drivers = p.sites if p.load == "high" else 1
     latency_bound = times / float(rate) if rate else times / float(r["concurrency"]) * iteration_s(p)
     cpu_bound = drivers * times * _cost(p)[0] * REQUEST_CPU_S / float(os.cpu_count() or 1)
-    return RUN_OVERHEAD_S + max(latency_bound, cpu_bound)
+    return RUN_OVERHEAD_S + float(r.get("warmup_s") or 0.0) + max(latency_bound, cpu_bound)
 
 
 def deployment_s(sites: int, rdbms: str, first_rtt_s: float) -> float:

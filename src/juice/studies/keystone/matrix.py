@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from juice.spec.faults import Fault
 from juice.spec.wan import WanPoint, wan_points
 from juice.studies.keystone.spec import Experiment
 
@@ -32,6 +33,7 @@ class RunPoint:
     repetition: int
     seed: int
     runner: dict[str, Any] = field(hash=False, compare=False)
+    faults: tuple[Fault, ...] = field(default=(), hash=False, compare=False)
 
     def params(self) -> dict[str, Any]:
         """The run's parameters as stored in its manifest (and as analysis columns)."""
@@ -39,14 +41,18 @@ class RunPoint:
                 "rdbms": self.rdbms, "sites": self.sites, **self.wan.params(), "load": self.load,
                 "cache": self.cache, "times": self.runner["times"],
                 "concurrency": self.runner["concurrency"], "rate": self.runner.get("rate"),
-                "repetition": self.repetition, "seed": self.seed, "run_id": self.key}
+                "repetition": self.repetition, "seed": self.seed, "run_id": self.key,
+                **({"faults": len(self.faults)} if self.faults else {}),
+                **({"warmup": self.runner["warmup"]} if self.runner.get("warmup") else {}),
+                **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {})}
 
     @property
     def key(self) -> str:
         ident = {"study": self.study, "scenario": self.scenario, "args": self.scenario_args,
                  **({"contexts": self.contexts} if self.contexts else {}),
                  "rdbms": self.rdbms, "sites": self.sites, "wan": self.wan.label, "load": self.load,
-                 "cache": self.cache, "repetition": self.repetition, "runner": self.runner}
+                 "cache": self.cache, "repetition": self.repetition, "runner": self.runner,
+                 **({"faults": [f.model_dump(mode="json") for f in self.faults]} if self.faults else {})}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     @property
@@ -80,7 +86,7 @@ def expand(exp: Experiment) -> list[RunPoint]:
     """Every run of the study, in execution order (see the module doc)."""
     from juice.studies.keystone import catalog as registry
 
-    runner = exp.runner.model_dump(mode="json")
+    runner = exp.runner.key_dump()
     scenarios = [(registry.canonical(s.name), s.args, s.contexts) for s in exp.scenarios]
     out: list[RunPoint] = []
     for sites in exp.sites:
@@ -94,5 +100,6 @@ def expand(exp: Experiment) -> list[RunPoint]:
                                     study=exp.name, scenario=name, scenario_args=dict(args),
                                     contexts=dict(contexts),
                                     rdbms=rdbms, sites=sites, wan=wan, load=load, cache=cache,
-                                    repetition=rep, seed=exp.seed + rep, runner=runner))
+                                    repetition=rep, seed=exp.seed + rep, runner=runner,
+                                    faults=tuple(exp.faults)))
     return out

@@ -23,6 +23,7 @@ import pandas as pd
 
 from juice.analysis.describe import percentile_drop_keys
 from juice.analysis.stats import iteration_key, iteration_totals, operation_order, runs_table, varying
+from juice.report.faults import section as fault_section
 from juice.report.figures import op_colors
 from juice.report.tables import fmt, table_html
 from juice.results import tidy
@@ -118,7 +119,9 @@ def sections(inputs: ReportInput) -> list[str]:
     df = tidy.load([*mine, *found.rally_files], inputs.params, allow_empty=True)
     if df.empty:
         return []
-    return _body(found, df, _manifests(mine), inputs.filter_q) + _profiles(mine, df)
+    faults = fault_section(mine, df)
+    return (_body(found, df, _manifests(mine), inputs.filter_q)
+            + (["<h2>Faults</h2>", *faults] if faults else []) + _profiles(mine, df))
 
 
 # ---- resource profiles (runs without profile.parquet, e.g. made by juice 0.1, have none) ----

@@ -27,6 +27,7 @@ from juice.results.store import tool_version
 from juice.services.base import Service
 from juice.spec.wan import WanPoint
 from juice.studies.base import Run
+from juice.studies.keystone.faults import KeystoneFaults
 from juice.studies.keystone.matrix import RunPoint
 from juice.studies.keystone.spec import Experiment
 
@@ -100,7 +101,8 @@ def run_point(run: Run[Experiment, RunPoint], dep: Deployment) -> None:
     if p.wan.label != dep.wan:
         dep.wan_report = _apply_wan(dep.lab, exp, p.wan, run.progress)
         dep.wan = p.wan.label
-    outcome = drive.execute(run.rd, p, dep.lab, dep.db, dep.ks, run.progress, run.ui)
+    target = KeystoneFaults(dep.lab, dep.db, dep.ks, p.wan, exp.wan.jitter_ms, exp.wan.loss_pct)
+    outcome = drive.execute(run.rd, p, dep.lab, dep.db, dep.ks, run.progress, run.ui, target)
     run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data),
                  scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
                  versions=versions(dep.ks), deployment={"rdbms": p.rdbms, **dep.ks.facts()},

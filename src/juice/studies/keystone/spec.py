@@ -69,6 +69,7 @@ from juice.spec.base import (
     MAX_RUNS,
     NAME_RE,
     FiniteFloat,
+    NonNegativeInt,
     PositiveInt,
     Repetitions,
     Seconds,
@@ -80,6 +81,8 @@ from juice.spec.base import (
     no_duplicates,
     plain_data,
 )
+from juice.spec.faults import Fault, check_sites
+from juice.spec.profile import Profile
 from juice.spec.wan import Wan, WanPoint, wan_points
 from juice.util.validation import validate
 
@@ -155,6 +158,23 @@ class Runner(Strict):
         default=1000, description="open loop: arrivals beyond are dropped, 1..100,000")
     timeout_s: Annotated[Seconds, Interval(ge=1, le=86_400)] = Field(
         default=300.0, description="per-iteration bound, 1..86,400 s")
+    warmup: Annotated[NonNegativeInt, Le(1_000_000)] | None = Field(
+        default=None, description="iterations per driver before the measured window (stored, "
+                                  "tagged, left out of statistics), 0..1,000,000")
+    warmup_s: Annotated[Seconds, Interval(ge=0, le=3_600)] | None = Field(
+        default=None, description="or: seconds of load before the measured window, 0..3,600")
+
+    @model_validator(mode="after")
+    def _one_warmup(self) -> Runner:
+        if self.warmup and self.warmup_s:
+            raise ValueError("warmup: give iterations (warmup) or seconds (warmup_s), not both")
+        return self
+
+    def key_dump(self) -> dict[str, Any]:
+        """What run keys hash: the fields, without the ones added later while unset (so runs
+        stored before them keep their keys)."""
+        return {k: v for k, v in self.model_dump(mode="json").items()
+                if not (k in ("warmup", "warmup_s") and not v)}
 
 
 class KeystoneAxis(Strict):
@@ -188,6 +208,9 @@ class Experiment(Strict):
     keystone: KeystoneAxis = Field(default_factory=KeystoneAxis)
     check_wan: StrictBool = Field(default=True, description="ping every pair after each WAN change")
     results: ResultsPath | None = Field(default=None, description="results root (default results/<name>)")
+    faults: list[Fault] = Field(default_factory=list, max_length=100,
+                                description="events applied during every run (see juice.spec.faults)")
+    profile: Profile = Field(default_factory=Profile, description="resource sampling (juice.spec.profile)")
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -221,6 +244,12 @@ class Experiment(Strict):
         for i, m in enumerate(self.wan.matrices):
             if any(len(m) != n for n in self.sites):
                 raise ValueError(f"wan.matrices.{i}: a {len(m)}×{len(m)} matrix needs sites: [{len(m)}]")
+        return self
+
+    @model_validator(mode="after")
+    def _faults_fit_sites(self) -> Experiment:
+        for n in self.sites:
+            check_sites(self.faults, n)
         return self
 
     @model_validator(mode="after")
@@ -288,9 +317,10 @@ def work_bound_s(exp: Experiment) -> float:
                             it += _COMMITS * 1.5 * rtt
                         elif rdbms in _CENTRAL and load == "high" and sites > 1:
                             it += _REQUESTS * (7.0 if cache else 60.0) * rtt
-                        window = r.times / r.rate if r.rate else r.times / r.concurrency * it
-                        cpu = (sites if load == "high" else 1) * r.times * _REQUESTS * _REQUEST_CPU_S
-                        total += runs_per_load * (3.0 + max(window, cpu))
+                        n = r.times + (r.warmup or 0)  # warm-up iterations cost like the others
+                        window = n / r.rate if r.rate else n / r.concurrency * it
+                        cpu = (sites if load == "high" else 1) * n * _REQUESTS * _REQUEST_CPU_S
+                        total += runs_per_load * (3.0 + (r.warmup_s or 0.0) + max(window, cpu))
     return total
 
 
