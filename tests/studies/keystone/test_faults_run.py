@@ -1,0 +1,99 @@
+"""A fault schedule through `juice run`, on real servers: a 2-site Keystone on a central
+MariaDB (site 1); site 2 is cut off for a few seconds and the Keystone of site 1 is killed and
+restarted. The run completes with its failed iterations kept, the events are stored with their
+times, the report shows them, nothing is left behind; and Ctrl-C during a partition leaves
+the lab healed and removed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.services.conftest import needs_lab
+
+pytestmark = needs_lab
+JUICE = [sys.executable, "-m", "juice.cli"]
+
+
+def spec(tmp: Path, name: str, faults: list[dict[str, object]], times: int = 80) -> Path:
+    data = {"name": name, "rdbms": ["mariadb"], "sites": [2], "wan": {"delay_ms": [0]}, "load": ["high"],
+            "scenarios": ["authenticate_user_and_validate_token"], "check_wan": False,
+            "runner": {"rate": 8, "times": times, "timeout_s": 5, "warmup": 2},
+            "keystone": {"password_hash_rounds": 4}, "faults": faults}
+    p = tmp / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return p
+
+
+def juice_namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith("juice-")}
+
+
+def test_partition_and_kill_restart_during_a_run(tmp_path: Path) -> None:
+    before_ns = juice_namespaces()
+    path = spec(tmp_path, "flt", [{"at_s": 1, "partition": 2, "duration_s": 2},
+                                  {"at_iteration": 40, "kill": "keystone", "site": 1, "restart_after_s": 1}])
+    cp = subprocess.run([*JUICE, "run", str(path), "--results", str(tmp_path / "out")], capture_output=True,
+                        text=True, timeout=900)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    (run,) = [d for d in (tmp_path / "out").iterdir() if d.is_dir()]
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    assert [e["action"] for e in events] == ["partition", "kill"]
+    for e in events:
+        assert e["error"] is None and e["undo_error"] is None, e
+        assert e["t_end"] > e["t_start"]
+    assert events[1]["detail"]["pid"] and events[1]["detail"]["restart"]["pid"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["faults"] == events and manifest["params"]["faults"] == 2
+    assert manifest["warmup_iterations"] == 4  # 2 per driver, kept out of the 2 x 80
+    recs = [json.loads(x) for x in (run / "iterations.jsonl").read_text().splitlines()]
+    measured = [r for r in recs if not r.get("warmup")]
+    assert len(measured) == 160 and sum(1 for r in recs if r.get("warmup")) == 4
+    # site 2 reaches its database in site 1 across the cut: what it starts while cut off
+    # fails or waits for the heal (TCP retransmits), while site 1 goes on
+    t0, t1 = events[0]["t_start"], events[0]["t_end"]
+    cut = [r for r in measured if r["site"] == 2 and t0 + 0.5 <= r["timestamp"] < t1 - 0.5]
+    assert cut and all(r["error"] or r["timestamp"] + r["duration"] >= t1 for r in cut)
+    site1 = [r for r in measured if r["site"] == 1 and t0 + 0.5 <= r["timestamp"] < t1 - 0.5]
+    assert site1 and all(not r["error"] and r["timestamp"] + r["duration"] < t1 for r in site1)
+    # site 1's Keystone was down between the kill and its restart: its iterations then failed
+    k0, k1 = events[1]["t_start"], events[1]["t_end"]
+    assert any(r["error"] for r in measured if r["site"] == 1 and k0 <= r["timestamp"] < k1)
+    assert any(not r["error"] for r in measured if r["site"] == 1 and r["timestamp"] > k1 + 0.5)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<h2>Faults</h2>" in html and "partition site 2" in html and "kill keystone in site 1" in html
+    assert juice_namespaces() == before_ns
+
+
+def test_ctrl_c_during_a_partition_heals_and_removes_the_lab(tmp_path: Path) -> None:
+    before_ns = juice_namespaces()
+    path = spec(tmp_path, "cc", [{"at_s": 0.5, "partition": 2, "duration_s": 600}], times=4000)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*JUICE, "run", str(path), "--results", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    seen = ""
+    deadline = time.monotonic() + 600
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+        if "fault 0: at 0.5 s: partition site 2" in line:
+            time.sleep(2)
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=300)
+    assert "fault 0" in seen, seen[-3000:]
+    assert proc.returncode == 130, (seen + rest)[-3000:]
+    assert juice_namespaces() == before_ns
+    assert not [d for d in out.glob("*") if d.is_dir()]  # an interrupted run leaves nothing
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(path) not in ps
