@@ -21,10 +21,12 @@ pytestmark = needs_lab
 JUICE = [sys.executable, "-m", "juice.cli"]
 
 
-def spec(tmp: Path, name: str, faults: list[dict[str, object]], times: int = 80) -> Path:
+def spec(tmp: Path, name: str, faults: list[dict[str, object]], times: int = 80,
+         closed: bool = False) -> Path:
+    runner = ({"times": times, "concurrency": 2, "timeout_s": 5} if closed
+              else {"rate": 8, "times": times, "timeout_s": 5, "warmup": 2})
     data = {"name": name, "rdbms": ["mariadb"], "sites": [2], "wan": {"delay_ms": [0]}, "load": ["high"],
-            "scenarios": ["authenticate_user_and_validate_token"], "check_wan": False,
-            "runner": {"rate": 8, "times": times, "timeout_s": 5, "warmup": 2},
+            "scenarios": ["authenticate_user_and_validate_token"], "check_wan": False, "runner": runner,
             "keystone": {"password_hash_rounds": 4}, "faults": faults}
     p = tmp / f"{name}.yaml"
     p.write_text(yaml.safe_dump(data))
@@ -74,7 +76,9 @@ def test_partition_and_kill_restart_during_a_run(tmp_path: Path) -> None:
 
 def test_ctrl_c_during_a_partition_heals_and_removes_the_lab(tmp_path: Path) -> None:
     before_ns = juice_namespaces()
-    path = spec(tmp_path, "cc", [{"at_s": 0.5, "partition": 2, "duration_s": 600}], times=4000)
+    # the closed loop, and a fault at an iteration count
+    path = spec(tmp_path, "cc", [{"at_iteration": 10, "partition": 2, "duration_s": 600}], times=4000,
+                closed=True)
     out = tmp_path / "out"
     proc = subprocess.Popen([*JUICE, "run", str(path), "--results", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -86,7 +90,7 @@ def test_ctrl_c_during_a_partition_heals_and_removes_the_lab(tmp_path: Path) -> 
         if not line:
             break
         seen += line
-        if "fault 0: at 0.5 s: partition site 2" in line:
+        if "fault 0: at iteration 10: partition site 2" in line:
             time.sleep(2)
             proc.send_signal(signal.SIGINT)
             break

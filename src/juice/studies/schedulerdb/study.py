@@ -232,8 +232,13 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
     def report_sections(self, inputs: ReportInput) -> list[str]:
         from juice.studies.schedulerdb import report
 
+        from juice.report import profile
+
         html = report.section(inputs.paths)
-        return [html] if html else []
+        if not html:
+            return []
+        # resource profiles of the runs (juice 0.1 runs have none): levels = scheduler count
+        return [html, *profile.sections(report._run_dirs(inputs.paths), level_key="schedulers")]
 
     def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
                 filter_q: float | None) -> pd.DataFrame | None:
