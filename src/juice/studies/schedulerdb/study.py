@@ -230,9 +230,8 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
         return report.summary_lines(report.summary([study_dir]))
 
     def report_sections(self, inputs: ReportInput) -> list[str]:
-        from juice.studies.schedulerdb import report
-
         from juice.report import profile
+        from juice.studies.schedulerdb import report
 
         html = report.section(inputs.paths)
         if not html:
