@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
+import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -22,3 +25,35 @@ def lab_capable() -> str | None:
 def lab_name() -> str:
     """A short unique lab name (tests never touch the user's `lab`)."""
     return "t" + secrets.token_hex(3)
+
+
+# ---- `juice ARGS` in this process (fast enough for thousands of calls) ----
+
+Juice = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def juice(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[Juice]:
+    """``juice(*args) -> (exit code, stdout, stderr)`` through ``juice.cli.main``: no leftover
+    sweep (it needs root and is not under test), signal handlers restored afterwards."""
+    from juice import cli
+
+    monkeypatch.setattr(cli, "_sweep_leftovers", lambda: None)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+
+    def run(*args: str) -> tuple[int, str, str]:
+        argv = sys.argv
+        sys.argv = ["juice", *args]
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        finally:
+            sys.argv = argv
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    yield run
+    for s, h in saved.items():
+        signal.signal(s, h)

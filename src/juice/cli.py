@@ -69,7 +69,11 @@ def quickstart(
 
 
 def _register() -> None:
+    """Add the command groups to ``app`` (once, however often ``main`` runs in a process)."""
     from juice import cli_analyze, cli_db, cli_keystone, cli_lab, cli_run
+
+    if any(c.name == "run" for c in app.registered_commands):
+        return
 
     app.command(name="run")(cli_run.run)
     app.command(name="plan")(cli_run.plan)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.spec.conftest import Juice
+from tests.conftest import Juice
 
 CASES: list[tuple[list[str], str]] = [
     (["lab", "up", "--sites", "3", "--delay", "nan"],

@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from juice.spec.base import MAX_PLAN_S
-from tests.spec.conftest import Juice
+from tests.conftest import Juice
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted(ROOT.glob("examples/*.yaml")) + sorted(ROOT.glob("benchmarks/*.yaml"))

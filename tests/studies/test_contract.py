@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 import yaml
 
 from juice import studies
+from tests.conftest import Juice
 from tests.studies.toy import Toy
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "juice"
@@ -27,23 +27,6 @@ def toy() -> Iterator[Toy]:
     studies.register(study)
     yield study
     studies.unregister(study.name)
-
-
-def juice(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """`juice ARGS` in this process (the toy study is registered here only)."""
-    from juice import cli
-
-    argv = sys.argv
-    sys.argv = ["juice", *args]
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    finally:
-        sys.argv = argv
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_registry_knows_the_built_in_studies() -> None:
@@ -71,17 +54,16 @@ def test_generic_commands_name_no_study(rel: str) -> None:
 
 @pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="a lab needs root")
-def test_toy_study_runs_plans_reports_and_analyzes(toy: Toy, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_toy_study_runs_plans_reports_and_analyzes(toy: Toy, tmp_path: Path, juice: Juice) -> None:
     spec = tmp_path / "toy.yaml"
     spec.write_text(yaml.safe_dump({"workload": "toy", "name": "pings", "delay_ms": [0, 5], "count": 3,
                                     "repetitions": 2}))
     results = tmp_path / "out"
-    code, out, err = juice(capsys, "plan", str(spec), "--results", str(results))
+    code, out, err = juice("plan", str(spec), "--results", str(results))
     assert code == 0, err
     assert "pings (Toy pings): 4 runs (0 done)" in out and "to run: 4 runs in 2 labs" in out
 
-    code, out, err = juice(capsys, "run", str(spec), "--results", str(results))
+    code, out, err = juice("run", str(spec), "--results", str(results))
     assert code == 0, out + err
     runs = sorted(d for d in results.iterdir() if d.is_dir())
     assert len(runs) == 4 and not any(d.name.endswith(".failed") for d in runs)
@@ -94,9 +76,9 @@ def test_toy_study_runs_plans_reports_and_analyzes(toy: Toy, tmp_path: Path,
     assert [(float(d), int(n)) for d, n, _ in rows] == [(0.0, 6), (5.0, 6)]
     assert float(rows[0][2]) < 5.0 < float(rows[1][2])
 
-    code, out, err = juice(capsys, "run", str(spec), "--results", str(results), "--no-report")
+    code, out, err = juice("run", str(spec), "--results", str(results), "--no-report")
     assert code == 0 and "0 runs completed now, 4 before, 0 failed" in out
     assert "lab toy" not in out + err  # complete: no lab started
-    code, out, err = juice(capsys, "analyze", str(results), "--json")
+    code, out, err = juice("analyze", str(results), "--json")
     assert code == 0, err
     assert [r["count"] for r in yaml.safe_load(out)] == [6, 6]
