@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from juice.analysis.faults import fault_iterations, fault_windows, recovery
-from juice.report.figures import PALETTE, _new, figure_html
+from juice.report.figures import PALETTE, figure_html, new_figure
 from juice.report.tables import table_html
 from juice.runner.faults import EVENTS
 
@@ -110,7 +110,7 @@ def _timeline(it: pd.DataFrame, events: list[dict[str, Any]], t0: float, title: 
               sizes: pd.DataFrame) -> Any:
     sites = sorted(int(s) for s in it["site"].unique())
     rows = len(sites) + (1 if not sizes.empty else 0)
-    fig = _new(9.0, 1.2 + 1.3 * rows)
+    fig = new_figure(9.0, 1.2 + 1.3 * rows)
     axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
     if not sizes.empty:
         ax = axes[-1]

@@ -56,7 +56,7 @@ class Tile:
     notes: list[str] = field(default_factory=list)
 
 
-def _new(width: float, height: float, bottom: float = 0.6, top: float = 0.45) -> Figure:
+def new_figure(width: float, height: float, bottom: float = 0.6, top: float = 0.45) -> Figure:
     """A figure with fixed margins in inches (no constrained layout, no tight bbox: one draw
     per figure, which keeps large reports fast)."""
     with matplotlib.rc_context(_RC):
@@ -75,7 +75,7 @@ def tiles_figure(title: str, tiles: Sequence[Tile], xlabel: str, ylabel: str,
     colors = colors or op_colors(ops)
     n = max(len(tiles), 1)
     with matplotlib.rc_context(_RC):
-        fig = _new(min(3.0 * n + 1.0, 16.0), 4.2, bottom=0.95, top=0.7)
+        fig = new_figure(min(3.0 * n + 1.0, 16.0), 4.2, bottom=0.95, top=0.7)
         axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
         top = max([float(t.means.sum(axis=1).max()) for t in tiles if len(t.means)] + [0.0])
         for ax, t in zip(axes, tiles, strict=False):
@@ -117,7 +117,7 @@ def cdf_figure(title: str, curves: Sequence[tuple[str, np.ndarray[Any, Any], np.
     line-style index) of curve ``i`` (e.g. colour per rdbms, style per number of sites). A log
     x axis when values span more than two decades (the seed's long tails)."""
     with matplotlib.rc_context(_RC):
-        fig = _new(7.0, 3.8)
+        fig = new_figure(7.0, 3.8)
         ax = fig.subplots()
         lo, hi = np.inf, 0.0
         for i, (label, x, y) in enumerate(curves):

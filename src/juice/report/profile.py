@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from juice.report.figures import LINESTYLES, PALETTE, _new, figure_html
+from juice.report.figures import LINESTYLES, PALETTE, figure_html, new_figure
 from juice.report.tables import table_html
 from juice.results.profile import load_profile, per_component, utilisation
 
@@ -88,7 +88,7 @@ def run_figure(c: pd.DataFrame, title: str, window: tuple[float, float] | None =
     comps = sorted(x for x in c["component"].astype(str).unique() if x != LINK)
     colors = {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(comps)}
     with matplotlib.rc_context({"font.size": 8}):
-        fig = _new(13.0, 3.4, bottom=0.55, top=0.45)
+        fig = new_figure(13.0, 3.4, bottom=0.55, top=0.45)
         axes = fig.subplots(1, 3)
         fig.subplots_adjust(wspace=0.3, right=0.86)
         for ax, metric, label, div in ((axes[0], "cpu_pct", "CPU (% of one core)", 1.0),

@@ -38,7 +38,7 @@ WORKLOAD = "scheduler-db"
 SHORTFALL_PCT = 5.0
 
 
-def _run_dirs(paths: list[Path]) -> list[Path]:
+def run_dirs(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if (p / "manifest.json").exists():
@@ -52,7 +52,7 @@ def _run_dirs(paths: list[Path]) -> list[Path]:
 def load(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
     """(reads, updates, manifests) of every complete scheduler-db run under ``paths``."""
     reads, upds, mans = [], [], []
-    for d in _run_dirs(paths):
+    for d in run_dirs(paths):
         try:
             m = json.loads((d / "manifest.json").read_text())
         except (OSError, json.JSONDecodeError):

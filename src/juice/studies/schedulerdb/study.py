@@ -237,7 +237,7 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
         if not html:
             return []
         # resource profiles of the runs (juice 0.1 runs have none): levels = scheduler count
-        return [html, *profile.sections(report._run_dirs(inputs.paths), level_key="schedulers")]
+        return [html, *profile.sections(report.run_dirs(inputs.paths), level_key="schedulers")]
 
     def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
                 filter_q: float | None) -> pd.DataFrame | None:
