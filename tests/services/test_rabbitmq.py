@@ -4,6 +4,7 @@ cluster (join, kill + rejoin); nothing left running afterwards (beam.smp and epm
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def test_urls_and_unknown_site() -> None:
 
 
 AMQP = """
-import json, sys, amqp
+import json, sys, time, amqp
 host, mode = sys.argv[1], sys.argv[2]
 c = amqp.Connection(host=host, userid="juice", password="juice", virtual_host="/", connect_timeout=10)
 c.connect()
@@ -81,6 +82,9 @@ out = []
 if mode == "publish":
     for i in range(5):
         ch.basic_publish(amqp.Message(f"m{i}"), routing_key="juice-test")
+elif mode == "hold":  # stay connected (one connection, one channel) until killed
+    print("connected", flush=True)
+    time.sleep(60)
 else:
     for _ in range(5):
         m = ch.basic_get("juice-test", no_ack=True)
@@ -117,8 +121,16 @@ def test_single_node_amqp_real(lab_name: str) -> None:
                 pytest.skip(f"no AMQP client: {VENV} missing (scripts/setup.sh)")
             host = f"{lab.site_ip(1)}:5672"
             assert _amqp(lab, 2, host, "publish") == []  # from the other site, across the WAN
-            c = mq.counters()["juice1@" + lab.site_ip(1)]
-            assert c["queues"] == 1 and c["messages_ready"] == 5 and c["connections"] == 0
+            holder = lab.popen(2, [str(VENV / "bin" / "python"), "-c", AMQP, host, "hold"],
+                               stdout=subprocess.PIPE)
+            try:
+                assert holder.stdout is not None and holder.stdout.readline() == b"connected\n"
+                c = mq.counters()["juice1@" + lab.site_ip(1)]
+            finally:
+                holder.kill()
+                holder.wait(timeout=10)
+            assert c == {"queues": 1, "connections": 1, "channels": 1, "messages_ready": 5,
+                         "messages_unacked": 0}
             assert _amqp(lab, 2, host, "consume") == [f"m{i}" for i in range(5)]
             facts = mq.facts()
             assert facts["version"].startswith("3.") and facts["erlang"][0].isdigit()

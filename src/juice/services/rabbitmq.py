@@ -40,7 +40,6 @@ by the CLIENT (oslo.messaging ``[oslo_messaging_rabbit] rabbit_quorum_queue = tr
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 from collections.abc import Sequence
@@ -193,12 +192,6 @@ def erlang_version() -> str:
     for p in sorted(Path("/usr/lib/erlang/releases").glob("*/OTP_VERSION")):
         return p.read_text().strip()
     return "unknown"
-
-
-def _node_of_pid(pid: str) -> str:
-    """``<juice1@10.210.1.2.1656.0>`` -> ``juice1@10.210.1.2``."""
-    m = re.match(r"<(.+@.+?)\.\d+\.\d+>$", pid.strip())
-    return m.group(1) if m else ""
 
 
 class RabbitMQ(Service):
@@ -433,14 +426,18 @@ class RabbitMQ(Service):
             c["messages_ready"] = sum(int(r.get("messages_ready") or 0) for r in rows)
             c["messages_unacked"] = sum(int(r.get("messages_unacknowledged") or 0) for r in rows)
         if running:
-            first = running[0]
-            for what, key in (("list_connections", "connections"), ("list_channels", "channels")):
-                rows = json.loads(self.ctl(first, what, "pid", "--formatter", "json",
-                                           timeout=timeout) or "[]")
-                for r in rows:
-                    name = _node_of_pid(str(r.get("pid", "")))
-                    if name in out:
-                        out[name][key] += 1
+            # One cluster-wide call: a connection's `host`/`port` are the SERVER side (the
+            # node's listener address; reverse DNS is off by default), `channels` its channels.
+            by_addr = {(n.ip, n.amqp_port): n.name for n in running}
+            rows = json.loads(self.ctl(running[0], "list_connections", "host", "port", "channels",
+                                       "--formatter", "json", timeout=timeout) or "[]")
+            for r in rows:
+                host = r.get("host", "")  # the json formatter gives an address as [10,210,1,2]
+                host = ".".join(map(str, host)) if isinstance(host, list) else str(host)
+                name = by_addr.get((host, int(r.get("port") or 0)), "")
+                if name in out:
+                    out[name]["connections"] += 1
+                    out[name]["channels"] += int(r.get("channels") or 0)
         return out
 
     def records(self) -> list[ServerRecord]:
