@@ -17,7 +17,7 @@ fi
 APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync socat
           mariadb-server mariadb-client galera-4 mariadb-backup
           postgresql postgresql-client python3-venv
-          memcached redis-server
+          memcached redis-server rabbitmq-server
           libmariadb-dev pkg-config gcc python3-dev)  # build deps of mysqlclient (the C MySQLdb)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
@@ -34,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The packaged servers must not hold ports or data dirs Juice uses.
-for svc in mariadb postgresql memcached redis-server; do
+for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 
