@@ -17,7 +17,7 @@ fi
 APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync socat
           mariadb-server mariadb-client galera-4 mariadb-backup
           postgresql postgresql-client python3-venv
-          memcached redis-server rabbitmq-server
+          memcached redis-server nats-server rabbitmq-server
           libmariadb-dev pkg-config gcc python3-dev)  # build deps of mysqlclient (the C MySQLdb)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
