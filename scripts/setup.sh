@@ -34,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The packaged servers must not hold ports or data dirs Juice uses.
-for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd; do
+for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd nats-server; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 
