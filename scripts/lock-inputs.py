@@ -6,7 +6,7 @@
 Each lock carries a line `# inputs: sha256 <digest>` over the pins it was resolved from (only
 those: editing a comment or [tool.*] in pyproject.toml does not make a lock stale):
 juice = [project] dependencies + the `dev` extra, build = [build-system] requires,
-openstack / rally = the requirement lines of scripts/requirements-<name>.txt. (uv.txt is
+openstack / rally / messaging = the requirement lines of scripts/requirements-<name>.txt. (uv.txt is
 written from UV_VERSION in scripts/lock.sh itself.) Python 3.11 standard library only.
 """
 
@@ -39,6 +39,7 @@ def inputs() -> dict[str, object]:
         "build": project["build-system"]["requires"],
         "openstack": _requirements(ROOT / "scripts" / "requirements-openstack.txt"),
         "rally": _requirements(ROOT / "scripts" / "requirements-rally.txt"),
+        "messaging": _requirements(ROOT / "scripts" / "requirements-messaging.txt"),
     }
 
 

@@ -6,6 +6,7 @@
 #                               (Juice itself is not in it: setup.sh installs it editable, --no-deps)
 #   scripts/lock/openstack.txt  scripts/requirements-openstack.txt (Keystone, nova, gunicorn, ...)
 #   scripts/lock/rally.txt      scripts/requirements-rally.txt (Rally, rally-openstack)
+#   scripts/lock/messaging.txt  scripts/requirements-messaging.txt (oslo.messaging, ombt)
 #   scripts/lock/build.txt      build back-ends for the packages built from sdist (Juice, mysqlclient,
 #                               ovs): setup.sh passes it to uv as build constraints
 #   scripts/lock/uv.txt         uv itself (UV_VERSION below), which setup.sh installs with pip
@@ -65,6 +66,7 @@ compile() {  # compile OUT INPUT... [uv options]
 compile scripts/lock/juice.txt pyproject.toml --extra dev "$@"
 compile scripts/lock/openstack.txt scripts/requirements-openstack.txt "$@"
 compile scripts/lock/rally.txt scripts/requirements-rally.txt "$@"
+compile scripts/lock/messaging.txt scripts/requirements-messaging.txt "$@"
 # Build back-ends: Juice's [build-system] requires (setuptools>=77, wheel); mysqlclient and ovs
 # ask for setuptools (>=61) only, which this satisfies.
 build_reqs=$("$py" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
@@ -77,6 +79,6 @@ sed -i "s|$tmp/build.in|pyproject.toml [build-system]|; s|$tmp/uv.in|UV_VERSION 
   scripts/lock/build.txt scripts/lock/uv.txt
 # Each lock records a digest of the pins it was resolved from: setup.sh refuses a stale lock.
 "$py" scripts/lock-inputs.py --write
-for f in juice openstack rally build uv; do
+for f in juice openstack rally messaging build uv; do
   log "scripts/lock/$f.txt: $(grep -c '^[A-Za-z0-9]' "scripts/lock/$f.txt") packages"
 done

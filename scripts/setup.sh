@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything Juice needs on a fresh Debian 12 machine (run as root). Idempotent.
 #   - Debian packages (network tools, databases, probes)
-#   - uv (pinned) and three venvs in $JUICE_CACHE (outside the clone, reused between runs):
-#     venv (Juice), openstack, rally, each exactly its lock file in scripts/lock/
+#   - uv (pinned) and four venvs in $JUICE_CACHE (outside the clone, reused between runs):
+#     venv (Juice), openstack, rally, messaging, each exactly its lock file in scripts/lock/
 #   - native helpers built into $JUICE_CACHE/bin
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,6 +118,8 @@ fi
 venv "$cache/openstack" "$lock/openstack.txt"
 # Real Rally (format checks, the Juice-vs-Rally benchmark), in its own venv too.
 venv "$cache/rally" "$lock/rally.txt"
+# The messaging study's clients (oslo.messaging, ombt), in their own venv too.
+venv "$cache/messaging" "$lock/messaging.txt"
 
 # Native helpers.
 "$here/native/build.sh" "$cache/bin"
