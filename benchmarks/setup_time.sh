@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wall time of a FRESH set-up of the three venvs (Juice, openstack, rally): scripts/setup.sh of
+# Wall time of a FRESH set-up of the venvs (Juice, openstack, rally; B also messaging): scripts/setup.sh of
 #   A = BASE (default 04876c2, the last commit before the uv + lock files set-up; a git worktree)
 #   B = this tree (uv, scripts/lock/*.txt)
 # each run in a new empty JUICE_CACHE with empty pip and uv caches (the uv cache lives in
@@ -67,7 +67,7 @@ median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1)
 
 a="A ($(git -C "$here" rev-parse --short "$base"))"
 b="B (this tree)"
-echo "fresh set-up of the three venvs, $n run(s) per variant, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "fresh set-up of the venvs, $n run(s) per variant, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 for i in $(seq 1 "$n"); do
   if [ $((i % 2)) = 1 ]; then
     measure A "$a" "$wt" "$i"; measure B "$b" "$here" "$i"
