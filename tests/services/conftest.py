@@ -31,3 +31,13 @@ def lab3() -> Iterator[LocalLab]:
     name = "d" + secrets.token_hex(3)
     with LocalLab.up(spec.parse({"name": name, "sites": 3, "delay_ms": 10}), ephemeral=True) as lab:
         yield lab
+
+
+class FakeSites:
+    """A stand-in lab with only what service constructors check (2 sites, their addresses):
+    for option validation tests; no server is started."""
+
+    sites = range(1, 3)
+
+    def site_ip(self, site: int) -> str:
+        return f"10.210.{site}.2"

@@ -12,7 +12,7 @@ from juice.lab import LocalLab, spec
 from juice.services.client import in_site
 from juice.services.memcached import Memcached, server_args
 from juice.util import proc
-from tests.services.conftest import needs_lab
+from tests.services.conftest import FakeSites, needs_lab
 
 
 def test_server_args_bind_site_and_drop_root() -> None:
@@ -23,18 +23,9 @@ def test_server_args_bind_site_and_drop_root() -> None:
     assert argv[argv.index("-U") + 1] == "0"
 
 
-class _FakeSites:
-    """Only what the constructor checks (no server is started)."""
-
-    sites = range(1, 3)
-
-    def site_ip(self, site: int) -> str:
-        return f"10.210.{site}.2"
-
-
 def test_rejects_unknown_site() -> None:
     with pytest.raises(ServiceError, match="sites: 5"):
-        Memcached(_FakeSites(), sites=[5])  # type: ignore[arg-type]
+        Memcached(FakeSites(), sites=[5])  # type: ignore[arg-type]
 
 
 def _set_get(host: str, port: int) -> bytes:

@@ -11,7 +11,7 @@ from juice.lab import LocalLab, spec
 from juice.services.client import in_site
 from juice.services.redis import Redis, command, parse_info, server_args
 from juice.util import proc
-from tests.services.conftest import needs_lab
+from tests.services.conftest import FakeSites, needs_lab
 
 
 def test_server_args_bind_site_without_persistence() -> None:
@@ -28,20 +28,11 @@ def test_parse_info() -> None:
     assert parse_info(reply) == {"redis_version": "7.0.15", "process_id": "42", "used_memory": "1"}
 
 
-class _FakeSites:
-    """Only what the constructor checks (no server is started)."""
-
-    sites = range(1, 3)
-
-    def site_ip(self, site: int) -> str:
-        return f"10.210.{site}.2"
-
-
 def test_rejects_bad_options() -> None:
     with pytest.raises(ServiceError, match="site: 5"):
-        Redis(_FakeSites(), site=5)  # type: ignore[arg-type]
+        Redis(FakeSites(), site=5)  # type: ignore[arg-type]
     with pytest.raises(ServiceError, match="maxmemory_mb"):
-        Redis(_FakeSites(), maxmemory_mb=0)  # type: ignore[arg-type]
+        Redis(FakeSites(), maxmemory_mb=0)  # type: ignore[arg-type]
 
 
 @needs_lab[0]
