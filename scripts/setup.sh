@@ -119,7 +119,13 @@ venv "$cache/openstack" "$lock/openstack.txt"
 # Real Rally (format checks, the Juice-vs-Rally benchmark), in its own venv too.
 venv "$cache/rally" "$lock/rally.txt"
 # The messaging study's clients (oslo.messaging, ombt), in their own venv too.
-venv "$cache/messaging" "$lock/messaging.txt"
+venv "$cache/messaging" "$lock/messaging.txt" "$here/plugins/juice-messaging/pyproject.toml"
+# ... plus Juice's agents and NATS transport (plugins/juice-messaging: stdlib only), editable and
+# without dependencies, re-pointed at this clone when it points elsewhere.
+msg_url=$(sed -nE 's/.*"url": ?"([^"]*)".*/\1/p' "$cache"/messaging/lib/python3.11/site-packages/juice_messaging-*.dist-info/direct_url.json 2>/dev/null || true)
+if [ "$kept" = 0 ] || [ "$msg_url" != "file://$here/plugins/juice-messaging" ]; then
+  "$uv" pip install -q --python "$cache/messaging/bin/python" --no-deps -e "$here/plugins/juice-messaging"
+fi
 
 # Native helpers.
 "$here/native/build.sh" "$cache/bin"

@@ -7,8 +7,8 @@ cache=${JUICE_CACHE:-/var/cache/juice}
 "$here/scripts/setup.sh"
 export PATH="$cache/venv/bin:$PATH"
 cd "$here"
-echo "== ruff"; ruff check src tests benchmarks
-echo "== mypy (strict, src)"; mypy src
+echo "== ruff"; ruff check src tests benchmarks plugins
+echo "== mypy (strict, src)"; mypy
 echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/cache" GOMODCACHE="$cache/go/mod" GOTOOLCHAIN=local PATH="/usr/local/go/bin:$PATH" go test ./...)
 echo "== pytest"
 # Leftovers of an earlier crashed run are removed first; a user's own labs are kept, and
