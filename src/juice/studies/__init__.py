@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 BUILTIN: dict[str, str] = {
     "keystone": "juice.studies.keystone:STUDY",
     "scheduler-db": "juice.studies.schedulerdb:STUDY",
+    "messaging": "juice.studies.messaging:STUDY",
 }
 DEFAULT = "keystone"
 GROUP = "juice.studies"

@@ -1,0 +1,150 @@
+"""From the agents' records to one row per message and a run's summary.
+
+    sends, recvs, ends = read_records(files)
+    msgs = messages(sends, recvs, expected, warmup_until)    # the tidy per-message table
+    s = summarize(msgs, recvs, window_s)                    # counts, percentiles, locality
+
+Per message (``msgs``, stored as ``messages.parquet``): id, topic, m (call|cast|fanout), cli,
+site (the producer's), t_int (intended send), t_send, t_done, ok, err, skipped, warmup,
+expected (deliveries it should get), delivered (distinct servers that got it), dups (deliveries
+beyond one per server), local (deliveries in the producer's site), rtt_s (call: reply received
+- sent), rtt_int_s (reply received - INTENDED send: includes the generator's lag, wrk2-style),
+oneway_s (first delivery - sent), spread_s (last delivery - sent: a fanout's propagation).
+
+Lost = expected deliveries that never came, over messages the generator did send (skipped ones
+are the generator's, counted apart). One clock for every site, so one-way times are exact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SEND_COLS = ["id", "cli", "site", "topic", "m", "t_int", "t_send", "t_done", "ok", "err", "srv", "t_srv"]
+RECV_COLS = ["id", "srv", "site", "t", "sent"]
+QS = (0.5, 0.9, 0.99, 0.999)
+
+
+def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    """Sends, deliveries and end lines of the agents' JSON-lines files (a torn last line, from
+    a killed agent, is skipped)."""
+    sends: list[dict[str, Any]] = []
+    recvs: list[dict[str, Any]] = []
+    ends: list[dict[str, Any]] = []
+    for f in files:
+        if not f.exists():
+            continue
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            k = r.get("k")
+            (sends if k == "send" else recvs if k == "recv" else ends).append(r)
+    s = pd.DataFrame(sends, columns=SEND_COLS)
+    r = pd.DataFrame(recvs, columns=RECV_COLS)
+    return s, r, ends
+
+
+def messages(sends: pd.DataFrame, recvs: pd.DataFrame, expected: Mapping[str, int],
+             warmup_until: float) -> pd.DataFrame:
+    """The per-message table (see the module doc)."""
+    m = sends.copy()
+    m["ok"] = m["ok"].fillna(False).astype(bool)
+    m["skipped"] = m["err"].fillna("").astype(str).str.startswith("skipped")
+    m["warmup"] = m["t_int"].astype(float) < warmup_until
+    m["expected"] = m["topic"].map(dict(expected)).fillna(1).astype(int)
+    if len(recvs):
+        r = recvs.merge(m[["id", "site"]].rename(columns={"site": "psite"}), on="id", how="left")
+        r["is_local"] = r["site"] == r["psite"]
+        per = r.groupby("id").agg(n=("srv", "size"), delivered=("srv", "nunique"),
+                                  local=("is_local", "sum"), first=("t", "min"), last=("t", "max"))
+    else:
+        per = pd.DataFrame(columns=["n", "delivered", "local", "first", "last"])
+    m = m.merge(per, left_on="id", right_index=True, how="left")
+    for c in ("n", "delivered", "local"):
+        m[c] = m[c].fillna(0).astype(int)
+    m["dups"] = m["n"] - m["delivered"]
+    t_send = m["t_send"].astype(float)
+    call_ok = (m["m"] == "call") & m["ok"]
+    m["rtt_s"] = np.where(call_ok, m["t_done"].astype(float) - t_send, np.nan)
+    m["rtt_int_s"] = np.where(call_ok, m["t_done"].astype(float) - m["t_int"].astype(float), np.nan)
+    m["oneway_s"] = m["first"].astype(float) - t_send
+    m["spread_s"] = m["last"].astype(float) - t_send
+    return m.drop(columns=["n", "first", "last"])
+
+
+def _pcts(x: pd.Series[Any], prefix: str) -> dict[str, float | None]:
+    x = x.dropna().astype(float)
+    out: dict[str, float | None] = {f"{prefix}_p{str(q * 100).rstrip('0').rstrip('.')}_ms": None for q in QS}
+    out[f"{prefix}_mean_ms"] = out[f"{prefix}_max_ms"] = None
+    if len(x):
+        for q in QS:
+            out[f"{prefix}_p{str(q * 100).rstrip('0').rstrip('.')}_ms"] = round(float(x.quantile(q)) * 1000, 3)
+        out[f"{prefix}_mean_ms"] = round(float(x.mean()) * 1000, 3)
+        out[f"{prefix}_max_ms"] = round(float(x.max()) * 1000, 3)
+    return out
+
+
+def summarize(msgs: pd.DataFrame, recvs: pd.DataFrame, window_s: float,
+              server_sites: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """A run's figures over the measured messages (warm-up ones left out)."""
+    m = msgs[~msgs["warmup"]]
+    sent = m[~m["skipped"]]
+    errs = sent[~sent["ok"]]["err"].fillna("").astype(str).str.split(":").str[0].value_counts()
+    expected = int(sent["expected"].sum())
+    delivered = int(sent["delivered"].sum())
+    out: dict[str, Any] = {
+        "messages": int(len(m)), "sent": int(len(sent)), "skipped": int(m["skipped"].sum()),
+        "ok": int(sent["ok"].sum()), "errors": int((~sent["ok"]).sum()),
+        "errors_by_class": {str(k): int(v) for k, v in errs.items()},
+        "expected_deliveries": expected, "delivered": delivered,
+        "lost": int((sent["expected"] - sent["delivered"]).clip(lower=0).sum()),
+        "duplicates": int(sent["dups"].sum()),
+        "window_s": round(window_s, 3),
+        "send_rate": round(len(sent) / window_s, 2) if window_s > 0 else None,
+        "delivery_rate": round(delivered / window_s, 2) if window_s > 0 else None,
+        "locality_pct": round(100.0 * sent["local"].sum() / delivered, 2) if delivered else None,
+        "generator_lag_p99_ms": (round(float((sent["t_send"] - sent["t_int"]).quantile(0.99)) * 1000, 3)
+                                 if len(sent) else None),
+    }
+    out.update(_pcts(sent["rtt_s"], "rtt"))
+    out.update(_pcts(sent["rtt_int_s"], "rtt_int"))
+    out.update(_pcts(sent["oneway_s"], "oneway"))
+    if (sent["m"] == "fanout").any():
+        out.update(_pcts(sent[sent["m"] == "fanout"]["spread_s"], "spread"))
+    per_site = {}
+    for site, g in sent.groupby("site"):
+        d = int(g["delivered"].sum())
+        per_site[str(site)] = round(100.0 * g["local"].sum() / d, 2) if d else None
+    out["locality_pct_by_site"] = per_site
+    if len(recvs):
+        measured = recvs[recvs["id"].isin(set(sent["id"]))]
+        per_srv = measured.groupby("srv").size()
+        if server_sites:
+            per_srv = per_srv.reindex(list(server_sites), fill_value=0)
+        out["deliveries_per_server"] = {
+            "servers": int(len(per_srv)), "min": int(per_srv.min()) if len(per_srv) else 0,
+            "max": int(per_srv.max()) if len(per_srv) else 0,
+            "cv": round(float(per_srv.std(ddof=0) / per_srv.mean()), 3) if len(per_srv) and per_srv.mean() else None}
+        out["deliveries_by_server_site"] = {str(k): int(v) for k, v in measured.groupby("site").size().items()}
+    return out
+
+
+def timeline(msgs: pd.DataFrame, bin_s: float = 1.0) -> pd.DataFrame:
+    """Per ``bin_s`` of intended send time: sent, ok, failed, lost deliveries, median call RTT."""
+    if msgs.empty:
+        return pd.DataFrame(columns=["t", "sent", "ok", "failed", "lost", "rtt_p50_ms"])
+    t0 = float(msgs["t_int"].min())
+    b = ((msgs["t_int"].astype(float) - t0) // bin_s) * bin_s
+    m = msgs.assign(t=b, lost=(msgs["expected"] - msgs["delivered"]).clip(lower=0),
+                    failed=~msgs["ok"] & ~msgs["skipped"])
+    g = m.groupby("t")
+    out = pd.DataFrame({"sent": g.size(), "ok": g["ok"].sum(), "failed": g["failed"].sum(),
+                        "lost": g["lost"].sum(), "rtt_p50_ms": g["rtt_s"].median() * 1000}).reset_index()
+    return out

@@ -1,0 +1,250 @@
+"""The messaging study's tables and figures (``juice report`` / ``juice analyze``).
+
+    runs = load(paths)               # one row per complete run: params + summary.json
+    analyze(paths, by)               # medians over repetitions, one row per configuration
+    sections(paths)                  # HTML: table, scale, locality, latency CDFs, resilience,
+                                     # agents' cost, resource profiles of the bus processes
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from juice.report.figures import LINESTYLES, PALETTE, cdf_figure, figure_html, new_figure
+from juice.report.tables import table_html
+
+KEYS = ["case", "tc", "method", "bus", "delay_ms", "agents", "clients", "servers", "targets", "rate"]
+SHOWN = {"runs": "runs", "send_rate": "sent/s", "delivery_rate": "delivered/s", "rtt_p50_ms": "call p50 ms",
+         "rtt_p99_ms": "call p99 ms", "oneway_p50_ms": "one-way p50 ms", "spread_p50_ms": "fanout spread p50 ms",
+         "locality_pct": "local %", "lost": "lost", "duplicates": "dup", "errors": "errors",
+         "skipped": "skipped", "client_cpu_ms_per_message": "client CPU ms/msg"}
+HOST_NOTE = ("All sites, buses and agents share this host's cores: rates and latencies are those of one "
+             "machine, not of the seed's Grid'5000 cluster (hundreds of cores); compare shapes and ratios.")
+
+
+def run_dirs(paths: Sequence[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        cands = [p] if (p / "manifest.json").exists() else (
+            sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith(".")
+                   and not d.name.endswith(".failed")) if p.is_dir() else [])
+        for d in cands:
+            try:
+                man = json.loads((d / "manifest.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if man.get("workload") == "messaging" and (d / "summary.json").exists():
+                out.append(d)
+    return out
+
+
+def load(paths: Sequence[Path]) -> pd.DataFrame:
+    rows = []
+    for d in run_dirs(paths):
+        man = json.loads((d / "manifest.json").read_text())
+        s = json.loads((d / "summary.json").read_text())
+        flat = {k: v for k, v in s.items() if not isinstance(v, dict)}
+        rows.append({"run": d.name, "dir": str(d), **man["params"], **flat,
+                     "oslo_messaging": man.get("facts", {}).get("oslo_messaging")})
+    return pd.DataFrame(rows)
+
+
+def analyze(paths: Sequence[Path], by: Sequence[str]) -> pd.DataFrame | None:
+    df = load(paths)
+    if df.empty:
+        return None
+    keys = [k for k in KEYS if k in df.columns] + [b for b in by if b not in KEYS]
+    missing = [b for b in by if b not in df.columns]
+    if missing:
+        from juice.errors import UserError
+
+        raise UserError(f"--by: unknown parameter(s) {', '.join(missing)} of the messaging study "
+                        f"(choose among {', '.join(sorted(c for c in df.columns if c not in SHOWN))})")
+    vals = [c for c in SHOWN if c in df.columns and c != "runs"]
+    g = df.groupby(keys, dropna=False, sort=True)
+    out = g[vals].median(numeric_only=True)
+    out.insert(0, "runs", g.size())
+    out = out.reset_index()
+    out.attrs["note"] = f"{len(df)} messaging runs; medians over repetitions"
+    return out
+
+
+def summary_lines(paths: Sequence[Path]) -> list[str]:
+    df = load(paths)
+    if df.empty:
+        return []
+    lines = [f"messaging: {len(df)} runs"]
+    for _, r in df.iterrows():
+        lat = (f"call p50 {r['rtt_p50_ms']:.1f} ms" if pd.notna(r.get("rtt_p50_ms")) else
+               f"one-way p50 {r['oneway_p50_ms']:.1f} ms" if pd.notna(r.get("oneway_p50_ms")) else "no delivery")
+        loc = f", {r['locality_pct']:.0f} % local" if pd.notna(r.get("locality_pct")) else ""
+        lines.append(f"  {r['case']} {r['bus']} {r['delay_ms']:g} ms, {r['agents']} agents @ {r['rate']:g}/s: "
+                     f"{r['delivery_rate']:.0f} delivered/s, {lat}{loc}, lost {r['lost']}, dup {r['duplicates']}")
+    return lines[:40]
+
+
+def _table(df: pd.DataFrame) -> str:
+    cols = [k for k in KEYS if k in df.columns and k != "tc"] + [c for c in SHOWN if c in df.columns]
+    return table_html(df[cols].rename(columns=SHOWN), digits=4)
+
+
+def scale_figure(df: pd.DataFrame, tc: str) -> str:
+    """Latency and delivered rate vs agents for one test case, a line per bus × delay."""
+    d = df[df["tc"] == tc]
+    if d.empty or d["agents"].nunique() < 2:
+        return ""
+    lat = "rtt_p50_ms" if d["rtt_p50_ms"].notna().any() else "oneway_p50_ms"
+    fig = new_figure(8.0, 3.4)
+    a1, a2 = fig.subplots(1, 2)
+    fig.subplots_adjust(wspace=0.35)
+    for i, ((bus, delay), g) in enumerate(d.groupby(["bus", "delay_ms"])):
+        g = g.groupby("agents", as_index=False)[[lat, "delivery_rate"]].median()
+        style = {"color": PALETTE[i % len(PALETTE)], "linestyle": LINESTYLES[(i // len(PALETTE)) % 4],
+                 "marker": "o", "markersize": 3}
+        a1.plot(g["agents"], g[lat], label=f"{bus}, {delay:g} ms", **style)
+        a2.plot(g["agents"], g["delivery_rate"], **style)
+    a1.set_xlabel("agents")
+    a1.set_ylabel(("call round trip" if lat.startswith("rtt") else "one-way") + " p50 (ms)")
+    a2.set_xlabel("agents")
+    a2.set_ylabel("delivered messages/s")
+    for a in (a1, a2):
+        a.grid(True, alpha=0.3)
+        a.set_xscale("log")
+    a1.legend(fontsize=7)
+    fig.suptitle(f"{tc}: scale")
+    return figure_html(fig, f"{tc}: latency and delivered rate vs number of agents, per bus")
+
+
+def locality_figure(df: pd.DataFrame) -> str:
+    d = df[df["locality_pct"].notna() & (df["sites"] > 1)] if "sites" in df.columns else df.iloc[0:0]
+    d = d[d["clients_in"].notna()] if "clients_in" in d.columns else d
+    if d.empty:
+        return ""
+    g = d.groupby(["bus", "delay_ms", "rate"], as_index=False)["locality_pct"].median()
+    combos = sorted({(float(a), float(b)) for a, b in zip(g["delay_ms"], g["rate"], strict=True)})
+    labels = [f"{d:g} ms\n{r:g}/s" for d, r in combos]
+    bus_list = list(dict.fromkeys(g["bus"]))
+    fig = new_figure(max(5.0, 1.2 * len(combos) * max(1, len(bus_list)) / 2 + 2), 3.4, bottom=0.8)
+    ax = fig.subplots()
+    w = 0.8 / max(1, len(bus_list))
+    for i, bus in enumerate(bus_list):
+        vals = [float(g[(g["bus"] == bus) & (g["delay_ms"] == c[0]) & (g["rate"] == c[1])]["locality_pct"].max())
+                for c in combos]
+        xs = np.arange(len(combos)) + i * w
+        ax.bar(xs, vals, width=w, color=PALETTE[i % len(PALETTE)], label=bus)
+        for x, v in zip(xs, vals, strict=True):
+            if not np.isnan(v):
+                ax.text(float(x), v + 1, f"{v:.0f}", ha="center", fontsize=7)
+    ax.set_xticks(np.arange(len(combos)) + w * (len(bus_list) - 1) / 2, labels)
+    ax.set_ylim(0, 110)
+    ax.set_ylabel("deliveries in the producer's site (%)")
+    ax.legend(fontsize=7, ncol=min(3, len(bus_list)))
+    fig.suptitle("Locality: producers in a subset of sites, servers in every site")
+    return figure_html(fig, "share of deliveries served in the producer's own site, per bus × one-way "
+                            "delay × rate (the seed's '99 % / 66 % / 95 % local' picture)")
+
+
+def cdf_figures(df: pd.DataFrame) -> list[str]:
+    out = []
+    for case, d in df.groupby("case"):
+        curves = []
+        for _, r in d.iterrows():
+            m = pd.read_parquet(Path(r["dir"]) / "messages.parquet", columns=["rtt_s", "oneway_s", "warmup"])
+            m = m[~m["warmup"]]
+            col = "rtt_s" if m["rtt_s"].notna().any() else "oneway_s"
+            x = np.sort(m[col].dropna().to_numpy(dtype=float))
+            if len(x):
+                curves.append((f"{r['bus']} {r['delay_ms']:g} ms, {r['agents']} ag @ {r['rate']:g}/s",
+                               x * 1000, np.arange(1, len(x) + 1) / len(x)))
+        if curves:
+            what = "call round trip" if d["method"].iloc[0] == "call" else "one-way delivery"
+            out.append(figure_html(cdf_figure(f"{case}: {what}", curves[:12], xlabel=f"{what} (ms)"),
+                                   f"{case}: distribution of {what} times, per run (first 12)"))
+    return out
+
+
+def resilience_figures(df: pd.DataFrame) -> list[str]:
+    from juice.studies.messaging.metrics import timeline
+
+    out = []
+    for _, r in df[df["tc"] == "tc5"].iterrows():
+        d = Path(r["dir"])
+        m = pd.read_parquet(d / "messages.parquet")
+        tl = timeline(m)
+        if tl.empty:
+            continue
+        t0 = float(m["t_int"].min())
+        fig = new_figure(8.0, 3.2)
+        ax = fig.subplots()
+        ax.plot(tl["t"], tl["ok"], label="succeeded", color=PALETTE[0])
+        ax.plot(tl["t"], tl["failed"], label="failed", color=PALETTE[1])
+        ax.plot(tl["t"], tl["lost"], label="lost deliveries", color=PALETTE[2], linestyle="--")
+        ax2 = ax.twinx()
+        ax2.plot(tl["t"], tl["rtt_p50_ms"], color=PALETTE[3], linestyle=":", label="call p50 (ms)")
+        ax2.set_ylabel("call p50 (ms)")
+        ev_path = d / "events.jsonl"
+        for line in ev_path.read_text().splitlines() if ev_path.exists() else []:
+            ev = json.loads(line)
+            if ev.get("t_start"):
+                ax.axvspan(ev["t_start"] - t0, (ev.get("t_end") or t0 + float(tl["t"].max())) - t0,
+                           color="grey", alpha=0.2)
+                ax.text(ev["t_start"] - t0, ax.get_ylim()[1] * 0.95, ev.get("description", "")[:40], fontsize=7)
+        ax.set_xlabel("seconds since the first intended send")
+        ax.set_ylabel("messages per second")
+        ax.legend(fontsize=7, loc="lower left")
+        fig.suptitle(f"{r['case']} on {r['bus']}: lost {r['lost']}, duplicated {r['duplicates']}, "
+                     f"failed {r['errors']}")
+        out.append(figure_html(fig, f"{r['run']}: resilience timeline (grey: the fault)"))
+    return out
+
+
+def agents_table(df: pd.DataFrame) -> str:
+    rows = []
+    for _, r in df.iterrows():
+        procs = json.loads((Path(r["dir"]) / "processes.json").read_text())
+        for role in ("server", "client"):
+            ps = [p for p in procs if p["role"] == role]
+            if not ps:
+                continue
+            n = sum(p["agents"] for p in ps)
+            rss = sum(p.get("rss_kib") or 0 for p in ps) / 1024
+            rows.append({"run": r["run"], "role": role, "processes": len(ps), "agents": n,
+                         "agents/process": round(n / len(ps), 1), "RSS MiB": round(rss, 1),
+                         "RSS MiB/agent": round(rss / n, 3) if n else None,
+                         "start-up s (max)": max((p.get("startup_s") or 0) for p in ps),
+                         "CPU s": round(sum(p.get("cpu_s") or 0 for p in ps), 2)})
+    return table_html(pd.DataFrame(rows)) if rows else ""
+
+
+def sections(paths: Sequence[Path]) -> list[str]:
+    df = load(paths)
+    if df.empty:
+        return []
+    from juice.report import profile
+
+    df = df.sort_values(["tc", "case", "bus", "delay_ms", "agents", "rate"])
+    a = analyze(paths, [])
+    vers = sorted({str(v) for v in df["oslo_messaging"].dropna()})
+    note = (f"<p class=note>oslo.messaging {escape(', '.join(vers) or 'unknown')}; every message has an "
+            "id and is timestamped at send, at server receive and at reply; one clock for all sites, so "
+            "one-way times are exact. Load is open loop (intended send times; a late send counts from its "
+            "intended time in 'rtt_int'). NATS runs use Juice's own oslo.messaging transport "
+            f"(plugins/juice-messaging), not an upstream driver. {escape(HOST_NOTE)}</p>")
+    body = ["<h2>Messaging: oslo.messaging RPC over real buses</h2>", note,
+            "<h3>Configurations (medians over repetitions)</h3>", _table(a) if a is not None else ""]
+    for tc in ("tc1", "tc2", "tc3", "tc4"):
+        body.append(scale_figure(df, tc))
+    body.append(locality_figure(df))
+    body += cdf_figures(df)
+    res = resilience_figures(df)
+    if res:
+        body += ["<h3>Resilience (tc5)</h3>", *res]
+    body += ["<h3>Agents: processes, memory and CPU</h3>", agents_table(df)]
+    body += profile.sections([Path(d) for d in df["dir"]], level_key="bus")
+    return [b for b in body if b]
