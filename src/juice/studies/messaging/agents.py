@@ -152,7 +152,8 @@ class AgentRun:
         return {
             "url": self.url_of(p.site), "conf_file": str(self.workdir / "agent.conf"), "site": p.site,
             "servers": [{"id": a.id, "topic": a.topic} for a in p.agents if a.role == "server"],
-            "clients": [{"id": a.id, "topic": a.topic, "m": a.method} for a in p.agents if a.role == "client"],
+            "clients": [{"id": a.id, "topic": a.topic, "m": a.method}
+                        for a in p.agents if a.role == "client"],
             "rate": p.rate, "duration_s": self.duration_s, "timeout_s": self.timeout_s,
             "length": self.length, "pool": self.pool, "backlog": self.backlog,
             "arrivals": self.arrivals, "seed": self.seed * 1000 + self.procs.index(p),
@@ -173,8 +174,9 @@ class AgentRun:
             for p in batch:
                 plan = self.path(p.name, "plan.json")
                 atomic.write_json(plan, self._plan(p))
-                self.servers[p.name] = spawn(self.lab, p.site, [str(py), "-m", "juice_messaging.agent", str(plan)],
-                                             log=self.path(p.name, "log"), what=f"agent process {p.name}")
+                argv = [str(py), "-m", "juice_messaging.agent", str(plan)]
+                self.servers[p.name] = spawn(self.lab, p.site, argv, log=self.path(p.name, "log"),
+                                             what=f"agent process {p.name}")
             n = sum(len(p.agents) for p in batch)
             if batch:
                 self.progress(f"{len(batch)} {role} process(es), {n} {role}s: starting")
@@ -212,7 +214,8 @@ class AgentRun:
                 tick()
             time.sleep(0.2)
         else:
-            raise ServiceError(f"client processes still running after {limit_s:.0f} s (logs in {self.workdir})")
+            raise ServiceError(f"client processes still running after {limit_s:.0f} s "
+                               f"(logs in {self.workdir})")
         bad = [f"{c.what}: exit {c.child.returncode}" for c in clients
                if c.child is not None and c.child.returncode not in (0, None)]
         if bad:

@@ -85,7 +85,8 @@ def _pcts(x: pd.Series[Any], prefix: str) -> dict[str, float | None]:
     out[f"{prefix}_mean_ms"] = out[f"{prefix}_max_ms"] = None
     if len(x):
         for q in QS:
-            out[f"{prefix}_p{str(q * 100).rstrip('0').rstrip('.')}_ms"] = round(float(x.quantile(q)) * 1000, 3)
+            name = f"{prefix}_p{str(q * 100).rstrip('0').rstrip('.')}_ms"
+            out[name] = round(float(x.quantile(q)) * 1000, 3)
         out[f"{prefix}_mean_ms"] = round(float(x.mean()) * 1000, 3)
         out[f"{prefix}_max_ms"] = round(float(x.max()) * 1000, 3)
     return out
@@ -131,8 +132,10 @@ def summarize(msgs: pd.DataFrame, recvs: pd.DataFrame, window_s: float,
         out["deliveries_per_server"] = {
             "servers": int(len(per_srv)), "min": int(per_srv.min()) if len(per_srv) else 0,
             "max": int(per_srv.max()) if len(per_srv) else 0,
-            "cv": round(float(per_srv.std(ddof=0) / per_srv.mean()), 3) if len(per_srv) and per_srv.mean() else None}
-        out["deliveries_by_server_site"] = {str(k): int(v) for k, v in measured.groupby("site").size().items()}
+            "cv": (round(float(per_srv.std(ddof=0) / per_srv.mean()), 3)
+                   if len(per_srv) and per_srv.mean() else None)}
+        by_site = measured.groupby("site").size()
+        out["deliveries_by_server_site"] = {str(k): int(v) for k, v in by_site.items()}
     return out
 
 
@@ -142,7 +145,8 @@ def timeline(msgs: pd.DataFrame, bin_s: float = 1.0) -> pd.DataFrame:
         return pd.DataFrame(columns=["t", "sent", "ok", "failed", "lost", "rtt_p50_ms"])
     t0 = float(msgs["t_int"].min())
     b = ((msgs["t_int"].astype(float) - t0) // bin_s) * bin_s
-    m = msgs.assign(t=b, lost=(msgs["expected"] - msgs["delivered"]).clip(lower=0),
+    lost = (msgs["expected"] - msgs["delivered"]).clip(lower=0).where(~msgs["skipped"], 0)
+    m = msgs.assign(t=b, lost=lost,
                     failed=~msgs["ok"] & ~msgs["skipped"])
     g = m.groupby("t")
     out = pd.DataFrame({"sent": g.size(), "ok": g["ok"].sum(), "failed": g["failed"].sum(),

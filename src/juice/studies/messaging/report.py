@@ -21,7 +21,8 @@ from juice.report.tables import table_html
 
 KEYS = ["case", "tc", "method", "bus", "delay_ms", "agents", "clients", "servers", "targets", "rate"]
 SHOWN = {"runs": "runs", "send_rate": "sent/s", "delivery_rate": "delivered/s", "rtt_p50_ms": "call p50 ms",
-         "rtt_p99_ms": "call p99 ms", "oneway_p50_ms": "one-way p50 ms", "spread_p50_ms": "fanout spread p50 ms",
+         "rtt_p99_ms": "call p99 ms", "oneway_p50_ms": "one-way p50 ms",
+         "spread_p50_ms": "fanout spread p50 ms",
          "locality_pct": "local %", "lost": "lost", "duplicates": "dup", "errors": "errors",
          "skipped": "skipped", "client_cpu_ms_per_message": "client CPU ms/msg"}
 HOST_NOTE = ("All sites, buses and agents share this host's cores: rates and latencies are those of one "
@@ -81,11 +82,16 @@ def summary_lines(paths: Sequence[Path]) -> list[str]:
         return []
     lines = [f"messaging: {len(df)} runs"]
     for _, r in df.iterrows():
-        lat = (f"call p50 {r['rtt_p50_ms']:.1f} ms" if pd.notna(r.get("rtt_p50_ms")) else
-               f"one-way p50 {r['oneway_p50_ms']:.1f} ms" if pd.notna(r.get("oneway_p50_ms")) else "no delivery")
+        if pd.notna(r.get("rtt_p50_ms")):
+            lat = f"call p50 {r['rtt_p50_ms']:.1f} ms"
+        elif pd.notna(r.get("oneway_p50_ms")):
+            lat = f"one-way p50 {r['oneway_p50_ms']:.1f} ms"
+        else:
+            lat = "no delivery"
         loc = f", {r['locality_pct']:.0f} % local" if pd.notna(r.get("locality_pct")) else ""
-        lines.append(f"  {r['case']} {r['bus']} {r['delay_ms']:g} ms, {r['agents']} agents @ {r['rate']:g}/s: "
-                     f"{r['delivery_rate']:.0f} delivered/s, {lat}{loc}, lost {r['lost']}, dup {r['duplicates']}")
+        lines.append(f"  {r['case']} {r['bus']} {r['delay_ms']:g} ms, {r['agents']} agents @ "
+                     f"{r['rate']:g}/s: {r['delivery_rate']:.0f} delivered/s, {lat}{loc}, "
+                     f"lost {r['lost']}, dup {r['duplicates']}")
     return lines[:40]
 
 
@@ -134,7 +140,8 @@ def locality_figure(df: pd.DataFrame) -> str:
     ax = fig.subplots()
     w = 0.8 / max(1, len(bus_list))
     for i, bus in enumerate(bus_list):
-        vals = [float(g[(g["bus"] == bus) & (g["delay_ms"] == c[0]) & (g["rate"] == c[1])]["locality_pct"].max())
+        mine = g[g["bus"] == bus]
+        vals = [float(mine[(mine["delay_ms"] == c[0]) & (mine["rate"] == c[1])]["locality_pct"].max())
                 for c in combos]
         xs = np.arange(len(combos)) + i * w
         ax.bar(xs, vals, width=w, color=PALETTE[i % len(PALETTE)], label=bus)
@@ -194,7 +201,8 @@ def resilience_figures(df: pd.DataFrame) -> list[str]:
             if ev.get("t_start"):
                 ax.axvspan(ev["t_start"] - t0, (ev.get("t_end") or t0 + float(tl["t"].max())) - t0,
                            color="grey", alpha=0.2)
-                ax.text(ev["t_start"] - t0, ax.get_ylim()[1] * 0.95, ev.get("description", "")[:40], fontsize=7)
+                ax.text(ev["t_start"] - t0, ax.get_ylim()[1] * 0.95, ev.get("description", "")[:40],
+                        fontsize=7)
         ax.set_xlabel("seconds since the first intended send")
         ax.set_ylabel("messages per second")
         ax.legend(fontsize=7, loc="lower left")

@@ -33,8 +33,11 @@ tc5    tc1 under a fault schedule (``faults``: kill a broker node, cut a site of
 ``rate`` is the intended rate of sends (fanout: of publications) over all producers: the load is
 open loop, with Poisson arrivals by default (``arrivals: uniform`` for evenly spaced sends, as
 ombt; independent processes sending evenly in lock-step would correlate their arrivals at the
-bus). ``warmup_s`` of sending before the measured window is left out of the figures. ``clients_in`` / ``servers_in`` list the sites the producers / servers are spread
-over (round robin; default all sites). ``clients``, ``servers``, ``targets`` and ``rate`` take a
+bus). ``warmup_s`` of sending before the measured window is left out of the figures.
+``clients_in`` / ``servers_in`` list the sites the producers / servers are spread
+over (round robin; default all sites). A case runs on every bus at every delay unless it names
+``buses`` (their ``name``, default label e.g. ``rabbitmq×3``, ``nats-gateways``) and/or
+``delay_ms`` (a subset of the spec's). ``clients``, ``servers``, ``targets`` and ``rate`` take a
 number or a list (lists are crossed: the scale axes).
 
 Bus kinds: ``rabbitmq`` (``nodes`` nodes, one per site from site 1 round robin, clustered;
@@ -91,6 +94,7 @@ class Bus(Strict):
     """One bus deployment (see the module doc)."""
 
     kind: Literal["rabbitmq", "rabbitmq-federation", "nats"]
+    name: str | None = Field(default=None, pattern=NAME_RE, description="what cases and reports call it")
     nodes: Annotated[PositiveInt, Le(9)] = Field(default=1, description="rabbitmq: cluster nodes")
     queues: Literal["classic", "mirrored", "quorum", "quorum-transient", "recommended"] = "classic"
     topology: Literal["cluster", "gateways"] = Field(default="cluster", description="nats only")
@@ -107,6 +111,8 @@ class Bus(Strict):
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         if self.kind == "rabbitmq":
             return f"rabbitmq×{self.nodes}" + ("" if self.queues == "classic" else f" {self.queues}")
         if self.kind == "rabbitmq-federation":
@@ -130,6 +136,8 @@ class Case(Strict):
     clients_in: list[Site] | None = None
     servers_in: list[Site] | None = None
     faults: list[Fault] = Field(default=[], max_length=100)
+    buses: list[str] | None = Field(default=None, description="only on these buses (their names)")
+    delay_ms: list[Delay] | None = Field(default=None, description="only at these delays")
 
     @field_validator("clients", "servers", "targets", "rate", mode="before")
     @classmethod
@@ -157,7 +165,8 @@ class Case(Strict):
         if tc in ("tc3", "tc4") and self.method != "call":
             raise ValueError(f"method: {tc} sends fanout casts; leave method out")
         if tc == "tc5" and not self.faults:
-            raise ValueError("faults: tc5 needs a fault schedule (e.g. [{at_s: 10, kill: rabbitmq, site: 2}])")
+            raise ValueError("faults: tc5 needs a fault schedule "
+                             "(e.g. [{at_s: 10, kill: rabbitmq, site: 2}])")
         if tc != "tc5" and self.faults:
             raise ValueError(f"faults: only tc5 has a fault schedule (this case is {tc})")
         for i, f in enumerate(self.faults):
@@ -214,11 +223,22 @@ class MessagingSpec(Strict):
 
     @model_validator(mode="after")
     def _sites(self) -> MessagingSpec:
+        try:
+            no_duplicates([b.label for b in self.buses])
+        except ValueError as e:
+            raise ValueError(f"buses.{e} (give the buses distinct `name`s)") from None
         for i, c in enumerate(self.cases):
             for field in ("clients_in", "servers_in"):
                 for s in getattr(c, field) or []:
                     if s > self.sites:
                         raise ValueError(f"cases.{i}.{field}: site {s} is not in 1..{self.sites}")
+            names = [b.label for b in self.buses]
+            for b in c.buses or []:
+                if b not in names:
+                    raise ValueError(f"cases.{i}.buses: no bus named {b!r} (buses: {', '.join(names)})")
+            for d in c.delay_ms or []:
+                if d not in self.delay_ms:
+                    raise ValueError(f"cases.{i}.delay_ms: {d:g} is not one of the spec's delay_ms")
             for j, f in enumerate(c.faults):
                 site = f.partition if f.partition is not None else f.site
                 if site is not None and site > self.sites:

@@ -115,7 +115,8 @@ class Deployment:
 def _oslo_version() -> str:
     py = ag.venv_python()
     try:
-        cp = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('oslo.messaging'))"],
+        code = "import importlib.metadata as m; print(m.version('oslo.messaging'))"
+        cp = subprocess.run([str(py), "-c", code],
                             capture_output=True, text=True, timeout=60, check=False)
         return cp.stdout.strip() or "unknown"
     except OSError:
@@ -136,6 +137,9 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
         for d in spec.delay_ms:
             for bi, bus in enumerate(spec.buses):
                 for ci, case in enumerate(spec.cases):
+                    if (case.buses is not None and bus.label not in case.buses) or \
+                            (case.delay_ms is not None and d not in case.delay_ms):
+                        continue
                     for c in case.clients:
                         for s in case.servers:
                             for t in case.targets:
