@@ -52,7 +52,7 @@ from typing import Any
 import oslo_messaging
 from oslo_messaging._drivers import base
 from oslo_messaging._drivers import common as rpc_common
-from oslo_serialization import jsonutils  # type: ignore[import-not-found, unused-ignore]
+from oslo_serialization import jsonutils
 
 from juice_messaging.natsproto import Client, ConnectionLost, Msg, NatsError, Subscription
 
