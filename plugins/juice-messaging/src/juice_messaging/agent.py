@@ -12,7 +12,7 @@ inside a lab site with the messaging venv's interpreter. A process hosts
   (``arrivals: uniform``) or a Poisson process of that rate (``poisson``, seeded); calls and casts
   run in a bounded thread pool (``pool``); when more than ``backlog`` sends are waiting, the next
   ones are recorded as ``skipped`` (the generator, not the bus, is saturated) instead of piling
-  up. Each message carries its id (``<client>:<seq>``) and send time; each result is recorded as
+  up. Each message carries its id (``<run>.<client>:<seq>``) and send time; each result is recorded as
   ``{"k": "send", "id", "cli", "site", "topic", "m", "t_int", "t_send", "t_done", "ok", "err",
   "srv", "t_srv"}``.
 
@@ -158,6 +158,9 @@ class Pacer:
         self.pending = 0
         self.lock = threading.Lock()
         self.payload = "x" * int(plan.get("length", 0))
+        # ids are unique per run: a late message of an earlier run on the same topics is not
+        # mistaken for one of this run
+        self.run_tag = f"{plan['run']}." if plan.get("run") else ""
         self.sent = self.done = self.errors = self.skipped = 0
 
     def _one(self, c: dict[str, Any], cli: Any, mid: str, t_int: float) -> None:
@@ -204,7 +207,7 @@ class Pacer:
                 time.sleep(delay)
             c, cli = self.clients[n % len(self.clients)]
             seq = n // len(self.clients)
-            mid = f"{c['id']}:{seq}"
+            mid = f"{self.run_tag}{c['id']}:{seq}"
             n += 1
             with self.lock:
                 full = self.pending >= self.backlog

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -133,6 +134,7 @@ class AgentRun:
     servers: dict[str, Server] = field(default_factory=dict)
     ready: dict[str, dict[str, Any]] = field(default_factory=dict)
     start_at: float = 0.0
+    tag: str = field(default_factory=lambda: secrets.token_hex(3))
 
     def __enter__(self) -> AgentRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -156,7 +158,7 @@ class AgentRun:
                         for a in p.agents if a.role == "client"],
             "rate": p.rate, "duration_s": self.duration_s, "timeout_s": self.timeout_s,
             "length": self.length, "pool": self.pool, "backlog": self.backlog,
-            "arrivals": self.arrivals, "seed": self.seed * 1000 + self.procs.index(p),
+            "arrivals": self.arrivals, "seed": self.seed * 1000 + self.procs.index(p), "run": self.tag,
             "out": str(self.path(p.name, "jsonl")), "ready": str(self.path(p.name, "ready")),
             "go": str(self.workdir / "go"), "stop": str(self.workdir / "stop"),
             "max_wait_s": 900, "max_life_s": 7200,

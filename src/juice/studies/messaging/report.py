@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -125,6 +126,61 @@ def scale_figure(df: pd.DataFrame, tc: str) -> str:
     a1.legend(fontsize=7)
     fig.suptitle(f"{tc}: scale")
     return figure_html(fig, f"{tc}: latency and delivered rate vs number of agents, per bus")
+
+
+def saturation(df: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration measured at several rates: the highest offered rate that was carried
+    (every expected delivery made, within 5 %, no send skipped or failed), and the first that
+    was not."""
+    rows = []
+    keys = ["case", "bus", "delay_ms", "agents"]
+    for k, g in df.groupby(keys):
+        if g["rate"].nunique() < 2:
+            continue
+        g = g.groupby("rate", as_index=False)[["delivered", "expected_deliveries", "skipped", "errors",
+                                               "delivery_rate", "rtt_p99_ms"]].median()
+        ok = (g["delivered"] >= 0.95 * g["expected_deliveries"]) & (g["skipped"] == 0) & (g["errors"] == 0)
+        carried = g[ok]["rate"]
+        over = g[~ok & (g["rate"] > (carried.max() if len(carried) else 0))]["rate"]
+        rows.append({**dict(zip(keys, k, strict=True)), "rates": len(g),
+                     "carried (msg/s)": float(carried.max()) if len(carried) else None,
+                     "first not carried": float(over.min()) if len(over) else None,
+                     "max delivered/s": float(g["delivery_rate"].max())})
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        cores = os.cpu_count() or 1
+        out["carried per core"] = out["carried (msg/s)"] / cores
+    return out
+
+
+def rate_figure(df: pd.DataFrame) -> str:
+    """Delivered vs offered rate, a line per configuration measured at several rates."""
+    groups = [(k, g) for k, g in df.groupby(["case", "bus", "delay_ms", "agents"]) if g["rate"].nunique() > 1]
+    if not groups:
+        return ""
+    fig = new_figure(8.0, 3.4)
+    a1, a2 = fig.subplots(1, 2)
+    fig.subplots_adjust(wspace=0.35)
+    top = 0.0
+    for i, ((case, bus, delay, agents), g) in enumerate(groups[:10]):
+        g = g.groupby("rate", as_index=False)[["delivery_rate", "rtt_p99_ms", "oneway_p99_ms"]].median()
+        style = {"color": PALETTE[i % len(PALETTE)], "marker": "o", "markersize": 3}
+        a1.plot(g["rate"], g["delivery_rate"], label=f"{case} {bus} {delay:g} ms ({agents} ag)", **style)
+        lat = g["rtt_p99_ms"] if g["rtt_p99_ms"].notna().any() else g["oneway_p99_ms"]
+        a2.plot(g["rate"], lat, **style)
+        top = max(top, float(g["rate"].max()))
+    a1.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle=":")
+    a1.set_xlabel("offered messages/s")
+    a1.set_ylabel("delivered messages/s")
+    a2.set_xlabel("offered messages/s")
+    a2.set_ylabel("p99 latency (ms)")
+    a2.set_yscale("log")
+    for a in (a1, a2):
+        a.grid(True, alpha=0.3)
+    a1.legend(fontsize=6)
+    fig.suptitle("Load: delivered rate and p99 vs offered rate")
+    return figure_html(fig, "where the bus (or this host) stops keeping up: delivered below the dotted "
+                            "line, p99 climbing")
 
 
 def locality_figure(df: pd.DataFrame) -> str:
@@ -248,6 +304,12 @@ def sections(paths: Sequence[Path]) -> list[str]:
             "<h3>Configurations (medians over repetitions)</h3>", _table(a) if a is not None else ""]
     for tc in ("tc1", "tc2", "tc3", "tc4"):
         body.append(scale_figure(df, tc))
+    sat = saturation(df)
+    if not sat.empty:
+        body += ["<h3>Saturation</h3>", rate_figure(df), table_html(sat, digits=4),
+                 f"<p class=note>Carried = every expected delivery made (within 5 %), no send skipped "
+                 f"by the generator, no error. Per core: divided by this host's {os.cpu_count()} "
+                 "cores, which the bus, the agents and the generator all share.</p>"]
     body.append(locality_figure(df))
     body += cdf_figures(df)
     res = resilience_figures(df)
