@@ -8,7 +8,7 @@ import pytest
 
 from juice.errors import ServiceError, UserError
 from juice.services import cockroach, counters, galera, mariadb, postgres
-from juice.services.registry import build
+from juice.services.registry import BUSES, build, load_record, record
 
 
 def test_mariadb_args_are_explicit_and_run_as_mysql() -> None:
@@ -92,9 +92,57 @@ class _FakeSites:
 
 def test_build_rejects_bad_input() -> None:
     fake = _FakeSites()
-    with pytest.raises(UserError, match="kind: unknown database 'oracle'"):
+    with pytest.raises(UserError, match="kind: unknown database or bus 'oracle'.*buses: rabbitmq"):
         build(fake, "oracle")  # type: ignore[arg-type]
     with pytest.raises(UserError, match="galera: unknown option"):
         build(fake, "galera", colour="blue")  # type: ignore[arg-type]
     with pytest.raises(ServiceError, match="sync_quorum: 3 exceeds"):
         build(fake, "postgres-readlocal", sync_quorum=3)  # type: ignore[arg-type]
+
+
+def test_build_buses_nothing_started(tmp_path: Path) -> None:
+    from juice.services.nats import Nats
+    from juice.services.rabbitmq import RabbitMQ
+    from juice.services.rabbitmq_federation import RabbitFederation
+
+    fake = _FakeSites()
+    fake.workdir = tmp_path  # type: ignore[misc]
+    mq = build(fake, "rabbitmq", nodes="1,2", queues="quorum")  # type: ignore[arg-type]
+    assert isinstance(mq, RabbitMQ) and mq.kind == "rabbitmq" and mq.cluster
+    assert [n.site for n in mq.nodes] == [1, 2] and mq.queues == "quorum" and mq.servers == {}
+    single = build(fake, "rabbitmq", nodes=2, cluster=False)  # type: ignore[arg-type]
+    assert isinstance(single, RabbitMQ) and [n.site for n in single.nodes] == [2] and not single.cluster
+    fed = build(fake, "rabbitmq-federation", sites=[1, 3], topics="compute,conductor")  # type: ignore[arg-type]
+    assert isinstance(fed, RabbitFederation) and fed.kind == "rabbitmq-federation"
+    assert fed.topics == ["compute", "conductor"] and [n.site for n in fed.nodes] == [1, 3]
+    nats = build(fake, "nats", topology="gateways")  # type: ignore[arg-type]
+    assert isinstance(nats, Nats) and nats.topology == "gateways" and nats.server_sites == [1, 2, 3]
+    # services.json: every lab site gets an endpoint; site 2 has no federation broker -> the first
+    record(fake, fed, 1.0)  # type: ignore[arg-type]
+    rec = load_record(tmp_path)
+    assert rec is not None and rec["kind"] == "rabbitmq-federation" and rec["servers"] == []
+    assert {s: e["write"]["host"] for s, e in rec["endpoints"].items()} == \
+        {"1": "10.210.1.2", "2": "10.210.1.2", "3": "10.210.3.2"}
+    assert rec["endpoints"]["3"]["read"]["driver"] == "rabbit"
+    record(fake, nats, 1.0)  # type: ignore[arg-type]
+    rec = load_record(tmp_path)
+    assert rec is not None and rec["endpoints"]["2"]["read"] == {
+        "driver": "nats", "host": "10.210.2.2", "port": 4222, "user": "", "password": "",
+        "database": "", "site": 2}
+    assert set(BUSES) == {"rabbitmq", "rabbitmq-federation", "nats"}
+
+
+def test_build_buses_rejects_bad_input() -> None:
+    fake = _FakeSites()
+    with pytest.raises(UserError, match="rabbitmq: unknown option 'colour' .options: nodes, cluster, queues"):
+        build(fake, "rabbitmq", colour="blue")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="nats: unknown option 'nodes'"):
+        build(fake, "nats", nodes=[1])  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="rabbitmq: nodes: expected site numbers"):
+        build(fake, "rabbitmq", nodes="one,two")  # type: ignore[arg-type]
+    with pytest.raises(ServiceError, match="topology"):
+        build(fake, "nats", topology="mesh")  # type: ignore[arg-type]
+    with pytest.raises(ServiceError, match="queues: expected"):
+        build(fake, "rabbitmq", queues="stream")  # type: ignore[arg-type]
+    with pytest.raises(ServiceError, match="sites: 7 is not a site"):
+        build(fake, "rabbitmq-federation", sites="1,7")  # type: ignore[arg-type]

@@ -25,8 +25,9 @@ How the nodes run (Debian 12: rabbitmq-server 3.10.8 on Erlang 25):
   on that port, and each site is its own network namespace. Nodes and CLI calls run with
   ``-start_epmd false``: nothing ever starts an epmd daemon that Juice does not own.
 - Each node has its home under ``<workdir>/s<site>/rabbitmq-<name>/``: rabbitmq.conf
-  (``render_conf``), the shared Erlang cookie (mode 0400), mnesia, logs, an empty plugin list (no
-  management plugin: counters come from ``rabbitmqctl``), and an empty rabbitmq-env.conf so the
+  (``render_conf``), the shared Erlang cookie (mode 0400), mnesia, logs, the plugin list (empty by
+  default, ``plugins=`` adds some; never the management plugin: counters come from
+  ``rabbitmqctl``), and an empty rabbitmq-env.conf so the
   packaged /etc/rabbitmq one is never read.
 - Clustering: all nodes boot in parallel, then each other node does ``stop_app`` /
   ``join_cluster <first>`` / ``start_app`` in turn; ``timings`` keeps start_s and join_s per node.
@@ -178,6 +179,14 @@ def oslo_options(queues: str) -> dict[str, str]:
     return {"rabbit_quorum_queue": "true"} if queues == "quorum" else {}
 
 
+def render_plugins(plugins: Sequence[str]) -> str:
+    """The enabled_plugins file (an Erlang term: ``[p1,p2].``) for ``plugins``."""
+    for p in plugins:
+        if not p.replace("_", "").isalnum():
+            raise ServiceError(f"plugins: {p!r} is not a plugin name")
+    return "[" + ",".join(plugins) + "].\n"
+
+
 def version() -> str:
     """The packaged rabbitmq-server version (e.g. ``3.10.8-1.1+deb12u1``), or ``unknown``."""
     try:
@@ -201,7 +210,8 @@ class RabbitMQ(Service):
 
     def __init__(self, lab: Sites, progress: Progress = quiet, *, nodes: list[int] | None = None,
                  cluster: bool = True, queues: str = "classic", amqp_port: int = AMQP_PORT,
-                 dist_port: int = DIST_PORT, epmd_port: int = EPMD_PORT) -> None:
+                 dist_port: int = DIST_PORT, epmd_port: int = EPMD_PORT,
+                 plugins: Sequence[str] = ()) -> None:
         super().__init__(lab, progress)
         sites = list(nodes) if nodes is not None else list(lab.sites)
         if not sites:
@@ -212,6 +222,7 @@ class RabbitMQ(Service):
         render_policies(queues)  # validates the flavour
         self.queues = queues
         self.cluster = cluster
+        self.plugins = list(plugins)   # e.g. ["rabbitmq_federation"]: the enabled_plugins file
         self.nodes = plan_nodes(sites, {s: lab.site_ip(s) for s in set(sites)}, amqp_port=amqp_port,
                                 dist_port=dist_port, epmd_port=epmd_port)
         self.servers: dict[int, Server] = {}   # node index -> its beam.smp
@@ -281,7 +292,7 @@ class RabbitMQ(Service):
             (home / "mnesia").mkdir(parents=True)
             (home / "log").mkdir()
             (home / "rabbitmq.conf").write_text(render_conf(n))
-            (home / "enabled_plugins").write_text("[].\n")
+            (home / "enabled_plugins").write_text(render_plugins(self.plugins))
             (home / "rabbitmq-env.conf").write_text("# Juice: everything comes from the environment\n")
             cookie = home / ".erlang.cookie"
             cookie.write_text(COOKIE)
@@ -425,11 +436,12 @@ class RabbitMQ(Service):
             c["queues"] = len(rows)
             c["messages_ready"] = sum(int(r.get("messages_ready") or 0) for r in rows)
             c["messages_unacked"] = sum(int(r.get("messages_unacknowledged") or 0) for r in rows)
-        if running:
-            # One cluster-wide call: a connection's `host`/`port` are the SERVER side (the
-            # node's listener address; reverse DNS is off by default), `channels` its channels.
-            by_addr = {(n.ip, n.amqp_port): n.name for n in running}
-            rows = json.loads(self.ctl(running[0], "list_connections", "host", "port", "channels",
+        # One cluster-wide call (one per node when not clustered: independent brokers): a
+        # connection's `host`/`port` are the SERVER side (the node's listener address; reverse
+        # DNS is off by default), `channels` its channels.
+        by_addr = {(n.ip, n.amqp_port): n.name for n in running}
+        for asked in running if not self.cluster else running[:1]:
+            rows = json.loads(self.ctl(asked, "list_connections", "host", "port", "channels",
                                        "--formatter", "json", timeout=timeout) or "[]")
             for r in rows:
                 host = r.get("host", "")  # the json formatter gives an address as [10,210,1,2]

@@ -5,8 +5,14 @@
             ep = db.endpoint(3)                      # Endpoints(read=..., write=...)
         # leaving the block stops every server gracefully
 
-Kinds: mariadb (central in site 1), galera (a node per site), postgres (central),
-postgres-readlocal (primary in site 1 + a standby in every other site), cockroach.
+Kinds (``KINDS``, the databases): mariadb (central in site 1), galera (a node per site),
+postgres (central), postgres-readlocal (primary in site 1 + a standby in every other site),
+cockroach. Buses (``BUSES``; ``ALL_KINDS`` = both): rabbitmq (options ``nodes``: the sites of its
+nodes, default one per site; ``cluster``; ``queues`` classic|mirrored|quorum),
+rabbitmq-federation (``sites``, ``topics``, ``queues``, ``control_exchange``, ``prefetch``,
+``ack_mode``, ``max_hops``), nats (``sites``, ``topology`` cluster|gateways,
+``servers_per_site``). A site list may be given as ``[1, 2]``, ``2`` or ``"1,2"`` (``--opt``).
+A client in a site without a server uses the first one (``endpoint``).
 Started servers are recorded in ``<lab.workdir>/services.json`` (``juice db status/down``).
 """
 
@@ -22,11 +28,61 @@ from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Ser
 from juice.util import atomic
 
 KINDS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
+BUSES = ("rabbitmq", "rabbitmq-federation", "nats")
+ALL_KINDS = KINDS + BUSES
+# The options a bus takes from ``build`` (anything else is a UserError naming these).
+BUS_OPTIONS: dict[str, tuple[str, ...]] = {
+    "rabbitmq": ("nodes", "cluster", "queues"),
+    "rabbitmq-federation": ("sites", "topics", "queues", "control_exchange", "prefetch", "ack_mode",
+                            "max_hops"),
+    "nats": ("sites", "topology", "servers_per_site"),
+}
+SITE_LISTS = ("nodes", "sites")
 RECORD = "services.json"
 
 
+def _site_list(kind: str, key: str, value: Any) -> list[int]:
+    """``[1, 2]``, ``2`` or ``"1,2"`` -> ``[1, 2]`` (UserError otherwise)."""
+    try:
+        if isinstance(value, str):
+            out = [int(x) for x in value.split(",")]
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out = [value]
+        else:
+            out = [int(x) for x in value]
+    except (TypeError, ValueError):
+        raise UserError(f"{kind}: {key}: expected site numbers like 1,2,3, got {value!r}") from None
+    if not out:
+        raise UserError(f"{kind}: {key}: no site given")
+    return out
+
+
+def _build_bus(lab: Sites, kind: str, progress: Progress, opts: dict[str, Any]) -> Service:
+    allowed = BUS_OPTIONS[kind]
+    unknown = sorted(set(opts) - set(allowed))
+    if unknown:
+        raise UserError(f"{kind}: unknown option {unknown[0]!r} (options: {', '.join(allowed)})")
+    for key in SITE_LISTS:
+        if key in opts and opts[key] is not None:
+            opts[key] = _site_list(kind, key, opts[key])
+    if kind == "rabbitmq":
+        from juice.services.rabbitmq import RabbitMQ
+
+        return RabbitMQ(lab, progress, **opts)
+    if kind == "rabbitmq-federation":
+        from juice.services.rabbitmq_federation import RabbitFederation
+
+        if isinstance(opts.get("topics"), str):
+            opts["topics"] = [t for t in opts["topics"].split(",") if t]
+        return RabbitFederation(lab, progress, **opts)
+    from juice.services.nats import Nats
+
+    return Nats(lab, progress, **opts)
+
+
 def build(lab: Sites, kind: str, progress: Progress = quiet, **opts: Any) -> Service:
-    """The service object for ``kind`` (nothing started). UserError on an unknown kind/option."""
+    """The service object for ``kind`` (a database or a bus; nothing started). UserError on an
+    unknown kind/option, ServiceError on a bad option value."""
     from juice.services.cockroach import Cockroach
     from juice.services.galera import Galera, GaleraOptions
     from juice.services.mariadb import MariaDBCentral
@@ -44,9 +100,12 @@ def build(lab: Sites, kind: str, progress: Progress = quiet, **opts: Any) -> Ser
                             options=PgOptions(**popts), **opts)
         if kind == "cockroach":
             return Cockroach(lab, progress, **opts)
+        if kind in BUSES:
+            return _build_bus(lab, kind, progress, dict(opts))
     except TypeError as e:
         raise UserError(f"{kind}: unknown option ({e})") from None
-    raise UserError(f"kind: unknown database {kind!r} (choose one of {', '.join(KINDS)})")
+    raise UserError(f"kind: unknown database or bus {kind!r} (databases: {', '.join(KINDS)}; "
+                    f"buses: {', '.join(BUSES)})")
 
 
 def deploy(lab: Sites, kind: str, progress: Progress = quiet, timeout: float = 180.0,
