@@ -70,7 +70,7 @@ def _parse_opts(pairs: list[str]) -> dict[str, Any]:
 
 @db_app.command()
 def up(
-    kind: str = typer.Option(..., "--kind", "-k", help=f"One of: {', '.join(deploymod.KINDS)}."),
+    kind: str = typer.Option(..., "--kind", "-k", help=f"One of: {', '.join(deploymod.ALL_KINDS)}."),
     lab_name: str = LAB_OPT,
     opt: list[str] = typer.Option([], "--opt", "-o",
                                   help="Service option key=value, e.g. sync_quorum=1, sst=rsync."),
@@ -81,8 +81,9 @@ def up(
 
     juice db up --kind postgres-readlocal -o sync_quorum=1
     """
-    if kind not in deploymod.KINDS:
-        raise UserError(f"--kind: unknown database {kind!r} (choose one of {', '.join(deploymod.KINDS)})")
+    if kind not in deploymod.ALL_KINDS:
+        raise UserError(f"--kind: unknown server kind {kind!r} "
+                        f"(choose one of {', '.join(deploymod.ALL_KINDS)})")
     opts = _parse_opts(opt)
     require_root()
     lab = LocalLab.get(lab_name)

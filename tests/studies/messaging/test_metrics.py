@@ -31,7 +31,8 @@ def test_counts_by_id(tmp_path: Path) -> None:
     recvs.append({"k": "recv", "id": "c0:3", "srv": "s1", "site": 1, "t": t + 3.02})  # a duplicate
     recvs += [{"k": "recv", "id": "f:0", "srv": s, "site": site, "t": t + 1.05}
               for s, site in (("s1", 1), ("s2", 2))]            # 2 of the 3 fanout consumers
-    files = [_write(tmp_path / "c.jsonl", sends + [{"k": "end", "pid": 1}]), _write(tmp_path / "s.jsonl", recvs)]
+    files = [_write(tmp_path / "c.jsonl", [*sends, {"k": "end", "pid": 1}]),
+             _write(tmp_path / "s.jsonl", recvs)]
     s, r, ends = metrics.read_records(files)
     assert (len(s), len(r), len(ends)) == (len(sends), len(recvs), 1)
     m = metrics.messages(s, r, {"a": 1, "fan": 3}, warmup_until=t)

@@ -10,6 +10,7 @@ file they read, the bus's own counters, and the hands of a fault schedule.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from juice.errors import UserError
@@ -37,7 +38,9 @@ def node_sites(bus: Bus, sites: int) -> list[int]:
     return [i % sites + 1 for i in range(bus.nodes)]
 
 
-def build(lab: LocalLab, bus: Bus, progress: Progress) -> Service:
+def build(lab: LocalLab, bus: Bus, progress: Progress, topics: Sequence[str] = ()) -> Service:
+    """The bus's service (nothing started). ``topics``: the shared topics the deployment's runs
+    use, which a federated mesh must declare on every broker (see rabbitmq_federation)."""
     sites = len(lab.sites)
     broker_flavour = "mirrored" if bus.queues == "mirrored" else "quorum" if "quorum" in bus.queues \
         or bus.queues == "recommended" else "classic"
@@ -48,7 +51,9 @@ def build(lab: LocalLab, bus: Bus, progress: Progress) -> Service:
     if bus.kind == "rabbitmq-federation":
         from juice.services.rabbitmq_federation import RabbitFederation
 
-        return RabbitFederation(lab, progress, sites=list(lab.sites))
+        fed: Service = RabbitFederation(lab, progress, sites=list(lab.sites), topics=list(topics),
+                                        queues=broker_flavour)
+        return fed
     if bus.kind == "nats":
         from juice.services.nats import Nats
 

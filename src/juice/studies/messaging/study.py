@@ -163,7 +163,8 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
     def deployment(self, spec: MessagingSpec, lab: LocalLab, points: Sequence[MsgPoint],
                    progress: Progress) -> Iterator[Deployment]:
         bus = points[0].bus
-        svc = buses.build(lab, bus, progress)
+        topics = sorted({a.topic for p in points for a in p.agents() if a.role == "server"})
+        svc = buses.build(lab, bus, progress, topics)
         t0 = time.monotonic()
         try:
             progress(f"bus {bus.label}: starting")
