@@ -282,7 +282,8 @@ def agents_table(df: pd.DataFrame) -> str:
                          "agents/process": round(n / len(ps), 1), "RSS MiB": round(rss, 1),
                          "RSS MiB/agent": round(rss / n, 3) if n else None,
                          "start-up s (max)": max((p.get("startup_s") or 0) for p in ps),
-                         "CPU s": round(sum(p.get("cpu_s") or 0 for p in ps), 2)})
+                         "CPU s (run)": round(sum(p.get("run_cpu_s") or 0 for p in ps), 2),
+                         "CPU s (life)": round(sum(p.get("cpu_s") or 0 for p in ps), 2)})
     return table_html(pd.DataFrame(rows)) if rows else ""
 
 

@@ -258,10 +258,16 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     by_pid = {e.get("pid"): e for e in ends}
     for info in procs_info:
         end = by_pid.get(info.get("pid"), {})
-        info.update({k: end.get(k) for k in ("cpu_s", "rss_kib_end", "sent", "skipped")})
-    client_cpu = sum(i.get("cpu_s") or 0 for i in procs_info if i["role"] == "client")
-    server_cpu = sum(i.get("cpu_s") or 0 for i in procs_info if i["role"] == "server")
-    summary["agent_cpu_s"] = {"clients": round(client_cpu, 3), "servers": round(server_cpu, 3)}
+        info.update({k: end.get(k) for k in ("cpu_s", "cpu_ready_s", "cpu_go_s", "rss_kib_end", "sent",
+                                             "skipped")})
+        # what the run itself cost: clients from go, servers from ready (imports left out)
+        base = info.get("cpu_go_s") if info["role"] == "client" else info.get("cpu_ready_s")
+        info["run_cpu_s"] = round(info["cpu_s"] - base, 3) if info.get("cpu_s") is not None \
+            and base is not None else None
+    client_cpu = sum(i.get("run_cpu_s") or 0 for i in procs_info if i["role"] == "client")
+    server_cpu = sum(i.get("run_cpu_s") or 0 for i in procs_info if i["role"] == "server")
+    summary["agent_cpu_s"] = {"clients": round(client_cpu, 3), "servers": round(server_cpu, 3),
+                              "note": "from the start of sending (clients) / ready (servers) to exit"}
     summary["client_cpu_ms_per_message"] = (round(1000 * client_cpu / max(1, len(sends)), 4)
                                             if len(sends) else None)
     rss = [i["rss_kib"] for i in procs_info if i.get("rss_kib")]
