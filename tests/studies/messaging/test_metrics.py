@@ -29,6 +29,7 @@ def test_counts_by_id(tmp_path: Path) -> None:
     recvs = [{"k": "recv", "id": f"c0:{i}", "srv": "s1" if i % 2 else "s2", "site": 1 if i % 2 else 2,
               "t": t + i + 0.01} for i in range(1, 6)]          # c0:0 never delivered
     recvs.append({"k": "recv", "id": "c0:3", "srv": "s1", "site": 1, "t": t + 3.02})  # a duplicate
+    recvs.append({"k": "recv", "id": "c0:4", "srv": "s1", "site": 1, "t": t + 4.5})   # a 2nd server
     recvs += [{"k": "recv", "id": "f:0", "srv": s, "site": site, "t": t + 1.05}
               for s, site in (("s1", 1), ("s2", 2))]            # 2 of the 3 fanout consumers
     files = [_write(tmp_path / "c.jsonl", [*sends, {"k": "end", "pid": 1}]),
@@ -38,11 +39,12 @@ def test_counts_by_id(tmp_path: Path) -> None:
     m = metrics.messages(s, r, {"a": 1, "fan": 3}, warmup_until=t)
     by = m.set_index("id")
     assert by.loc["c0:0", "delivered"] == 0 and by.loc["c0:3", "dups"] == 1
+    assert by.loc["c0:4", "delivered"] == 1 and by.loc["c0:4", "dups"] == 1
     assert bool(by.loc["c0:6", "skipped"]) and by.loc["f:0", "expected"] == 3
     summ = metrics.summarize(m, r, window_s=6.0)
     assert summ["skipped"] == 1 and summ["sent"] == 7
     assert summ["lost"] == 1 + 1            # c0:0, and the missing fanout consumer
-    assert summ["duplicates"] == 1
+    assert summ["duplicates"] == 2
     assert summ["expected_deliveries"] == 6 + 3 and summ["delivered"] == 5 + 2
     local = sum(1 for x in recvs if x["id"] != "c0:3" or x["t"] != t + 3.02
                 if (x["site"] == 1 and x["id"].startswith("c0")) or (x["site"] == 2 and x["id"] == "f:0"))

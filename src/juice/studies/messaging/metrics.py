@@ -6,8 +6,9 @@
 
 Per message (``msgs``, stored as ``messages.parquet``): id, topic, m (call|cast|fanout), cli,
 site (the producer's), t_int (intended send), t_send, t_done, ok, err, skipped, warmup,
-expected (deliveries it should get), delivered (distinct servers that got it), dups (deliveries
-beyond one per server), local (deliveries in the producer's site), rtt_s (call: reply received
+expected (deliveries it should get), delivered (distinct servers that got it, at most
+``expected``), dups (deliveries beyond those: the same server twice, or a call/cast processed by
+a second server, e.g. requeued after a partition), local (deliveries in the producer's site), rtt_s (call: reply received
 - sent), rtt_int_s (reply received - INTENDED send: includes the generator's lag, wrk2-style),
 oneway_s (first delivery - sent), spread_s (last delivery - sent: a fanout's propagation).
 
@@ -62,13 +63,16 @@ def messages(sends: pd.DataFrame, recvs: pd.DataFrame, expected: Mapping[str, in
     if len(recvs):
         r = recvs.merge(m[["id", "site"]].rename(columns={"site": "psite"}), on="id", how="left")
         r["is_local"] = r["site"] == r["psite"]
-        per = r.groupby("id").agg(n=("srv", "size"), delivered=("srv", "nunique"),
+        per = r.groupby("id").agg(n=("srv", "size"), distinct=("srv", "nunique"),
                                   local=("is_local", "sum"), first=("t", "min"), last=("t", "max"))
     else:
-        per = pd.DataFrame(columns=["n", "delivered", "local", "first", "last"])
+        per = pd.DataFrame(columns=["n", "distinct", "local", "first", "last"])
     m = m.merge(per, left_on="id", right_index=True, how="left")
-    for c in ("n", "delivered", "local"):
+    for c in ("n", "distinct", "local"):
         m[c] = m[c].fillna(0).astype(int)
+    # a call/cast is delivered once at most (a second server processing it is a duplicate, e.g.
+    # a message requeued after a partition); a fanout once per server
+    m["delivered"] = m[["distinct", "expected"]].min(axis=1)
     m["dups"] = m["n"] - m["delivered"]
     t_send = m["t_send"].astype(float)
     call_ok = (m["m"] == "call") & m["ok"]
@@ -76,7 +80,7 @@ def messages(sends: pd.DataFrame, recvs: pd.DataFrame, expected: Mapping[str, in
     m["rtt_int_s"] = np.where(call_ok, m["t_done"].astype(float) - m["t_int"].astype(float), np.nan)
     m["oneway_s"] = m["first"].astype(float) - t_send
     m["spread_s"] = m["last"].astype(float) - t_send
-    return m.drop(columns=["n", "first", "last"])
+    return m.drop(columns=["n", "distinct", "first", "last"])
 
 
 def _pcts(x: pd.Series[Any], prefix: str) -> dict[str, float | None]:

@@ -101,20 +101,20 @@ def _table(df: pd.DataFrame) -> str:
     return table_html(df[cols].rename(columns=SHOWN), digits=4)
 
 
-def scale_figure(df: pd.DataFrame, tc: str) -> str:
-    """Latency and delivered rate vs agents for one test case, a line per bus × delay."""
-    d = df[df["tc"] == tc]
+def scale_figure(df: pd.DataFrame, case: str) -> str:
+    """Latency and delivered rate vs agents for one case, a line per bus × delay × rate."""
+    d = df[df["case"] == case]
     if d.empty or d["agents"].nunique() < 2:
         return ""
     lat = "rtt_p50_ms" if d["rtt_p50_ms"].notna().any() else "oneway_p50_ms"
     fig = new_figure(8.0, 3.4)
     a1, a2 = fig.subplots(1, 2)
     fig.subplots_adjust(wspace=0.35)
-    for i, ((bus, delay), g) in enumerate(d.groupby(["bus", "delay_ms"])):
+    for i, ((bus, delay, rate), g) in enumerate(d.groupby(["bus", "delay_ms", "rate"])):
         g = g.groupby("agents", as_index=False)[[lat, "delivery_rate"]].median()
         style = {"color": PALETTE[i % len(PALETTE)], "linestyle": LINESTYLES[(i // len(PALETTE)) % 4],
                  "marker": "o", "markersize": 3}
-        a1.plot(g["agents"], g[lat], label=f"{bus}, {delay:g} ms", **style)
+        a1.plot(g["agents"], g[lat], label=f"{bus}, {delay:g} ms, {rate:g}/s", **style)
         a2.plot(g["agents"], g["delivery_rate"], **style)
     a1.set_xlabel("agents")
     a1.set_ylabel(("call round trip" if lat.startswith("rtt") else "one-way") + " p50 (ms)")
@@ -124,8 +124,8 @@ def scale_figure(df: pd.DataFrame, tc: str) -> str:
         a.grid(True, alpha=0.3)
         a.set_xscale("log")
     a1.legend(fontsize=7)
-    fig.suptitle(f"{tc}: scale")
-    return figure_html(fig, f"{tc}: latency and delivered rate vs number of agents, per bus")
+    fig.suptitle(f"{case}: scale")
+    return figure_html(fig, f"{case}: latency and delivered rate vs number of agents, per bus")
 
 
 def saturation(df: pd.DataFrame) -> pd.DataFrame:
@@ -205,9 +205,10 @@ def locality_figure(df: pd.DataFrame) -> str:
             if not np.isnan(v):
                 ax.text(float(x), v + 1, f"{v:.0f}", ha="center", fontsize=7)
     ax.set_xticks(np.arange(len(combos)) + w * (len(bus_list) - 1) / 2, labels)
-    ax.set_ylim(0, 110)
+    ax.set_ylim(0, 125)
+    ax.set_yticks([0, 20, 40, 60, 80, 100])
     ax.set_ylabel("deliveries in the producer's site (%)")
-    ax.legend(fontsize=7, ncol=min(3, len(bus_list)))
+    ax.legend(fontsize=7, ncol=min(4, len(bus_list)), loc="upper center")
     fig.suptitle("Locality: producers in a subset of sites, servers in every site")
     return figure_html(fig, "share of deliveries served in the producer's own site, per bus × one-way "
                             "delay × rate (the seed's '99 % / 66 % / 95 % local' picture)")
@@ -303,8 +304,8 @@ def sections(paths: Sequence[Path]) -> list[str]:
             f"(plugins/juice-messaging), not an upstream driver. {escape(HOST_NOTE)}</p>")
     body = ["<h2>Messaging: oslo.messaging RPC over real buses</h2>", note,
             "<h3>Configurations (medians over repetitions)</h3>", _table(a) if a is not None else ""]
-    for tc in ("tc1", "tc2", "tc3", "tc4"):
-        body.append(scale_figure(df, tc))
+    for case in sorted(df["case"].unique()):
+        body.append(scale_figure(df, str(case)))
     sat = saturation(df)
     if not sat.empty:
         body += ["<h3>Saturation</h3>", rate_figure(df), table_html(sat, digits=4),
