@@ -91,3 +91,38 @@ def test_pack_splits_by_site_and_role_and_shares_the_rate() -> None:
     assert sum(p.rate for p in procs) == pytest.approx(300.0)
     assert all(p.rate == 0 for p in procs if p.role == "server")
     assert len({p.name for p in procs}) == len(procs)
+
+
+def test_qdrouterd_is_refused_with_the_reason() -> None:
+    with pytest.raises(UserError) as e:
+        parse(buses=[{"kind": "qdrouterd"}])
+    assert "not supported" in str(e.value) and "rabbitmq-federation" in str(e.value)
+
+
+@pytest.mark.parametrize("flavour", ["classic", "mirrored", "quorum", "quorum-transient", "queue-manager",
+                                     "stream-fanout", "recommended"])
+def test_every_flavour_has_its_oslo_options(flavour: str, tmp_path: Path) -> None:
+    from juice.studies.messaging import buses
+    from juice.studies.messaging.spec import Bus
+
+    text = buses.conf_text(Bus(kind="rabbitmq", queues=flavour), timeout_s=30)  # type: ignore[arg-type]
+    opts = buses.FLAVOUR_OPTIONS[flavour]
+    assert "[oslo_messaging_rabbit]" in text and "rpc_response_timeout = 30" in text
+    assert all(f"{k} = {v}" in text for k, v in opts.items())
+    if flavour == "stream-fanout":  # oslo refuses a stream fanout without prefetch and transient quorum
+        assert opts["rabbit_transient_quorum_queue"] == "true" and int(opts["rabbit_qos_prefetch_count"]) > 0
+
+
+def test_each_agent_process_gets_its_own_queue_manager_identity(tmp_path: Path) -> None:
+    import json
+
+    run = ag.AgentRun(lab=None, workdir=tmp_path, url_of=lambda s: f"rabbit://h{s}/",  # type: ignore[arg-type]
+                      conf_text="[DEFAULT]\n", progress=print, duration_s=1, timeout_s=1, length=1, pool=1)
+    procs = ag.pack(ag.layout("tc1", 4, 4, 1, "call", 2), per_process=2, rate=10.0)
+    with run:
+        run.procs = list(procs)
+        plans = [run._plan(p) for p in procs]
+    idents = [Path(p["conf_files"][1]).read_text() for p in plans]
+    assert len(set(idents)) == len(procs) and all("processname = juice-agent-" in i for i in idents)
+    assert "lock_path" in (tmp_path / "agent.conf").read_text()
+    assert json.loads(json.dumps(plans))[0]["run"] == run.tag

@@ -128,7 +128,8 @@ def setup_conf(plan: dict[str, Any]) -> Any:
     from oslo_config import cfg
 
     # The global CONF: oslo.messaging 18.3.1 registers [oslo_messaging_tracing] on cfg.CONF only.
-    files = [plan["conf_file"]] if plan.get("conf_file") else []
+    # later files override earlier ones (the study: the common file, then the process's own)
+    files = list(plan.get("conf_files") or ([plan["conf_file"]] if plan.get("conf_file") else []))
     cfg.CONF([], project="juice-agent", default_config_files=files, default_config_dirs=[])
     return cfg.CONF
 

@@ -138,7 +138,11 @@ class AgentRun:
 
     def __enter__(self) -> AgentRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        (self.workdir / "agent.conf").write_text(self.conf_text)
+        # use_queue_manager counts processes with file locks: oslo.concurrency needs lock_path
+        locks = self.workdir / "locks"
+        locks.mkdir(exist_ok=True)
+        (self.workdir / "agent.conf").write_text(
+            self.conf_text + f"\n[oslo_concurrency]\nlock_path = {locks}\n")
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
@@ -152,7 +156,9 @@ class AgentRun:
 
     def _plan(self, p: ProcPlan) -> dict[str, Any]:
         return {
-            "url": self.url_of(p.site), "conf_file": str(self.workdir / "agent.conf"), "site": p.site,
+            "url": self.url_of(p.site),
+            "conf_files": [str(self.workdir / "agent.conf"), str(self._identity(p))],
+            "site": p.site,
             "servers": [{"id": a.id, "topic": a.topic} for a in p.agents if a.role == "server"],
             "clients": [{"id": a.id, "topic": a.topic, "m": a.method}
                         for a in p.agents if a.role == "client"],
@@ -163,6 +169,17 @@ class AgentRun:
             "go": str(self.workdir / "go"), "stop": str(self.workdir / "stop"),
             "max_wait_s": 900, "max_life_s": 7200,
         }
+
+    def _identity(self, p: ProcPlan) -> Path:
+        """The process's own oslo.config file: a distinct hostname/processname per agent process.
+        All sites share this host's hostname, and oslo's queue manager (use_queue_manager) names
+        reply and fanout queues after hostname:processname with a counter that processes of
+        other process groups reset: without this, agent processes would share reply queues and
+        steal each other's replies (cf. oslo.messaging bug 2110957)."""
+        path = self.path(p.name, "conf")
+        path.write_text(f"[oslo_messaging_rabbit]\nhostname = juice-site{p.site}\n"
+                        f"processname = juice-agent-{self.tag}-{p.name}\n")
+        return path
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def start(self, procs: Sequence[ProcPlan]) -> None:

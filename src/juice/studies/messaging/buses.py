@@ -27,6 +27,9 @@ FLAVOUR_OPTIONS: dict[str, dict[str, str]] = {
     "mirrored": {},   # a broker policy (ha-mode: all), see juice.services.rabbitmq
     "quorum": {"rabbit_quorum_queue": "true"},
     "quorum-transient": {"rabbit_quorum_queue": "true", "rabbit_transient_quorum_queue": "true"},
+    "queue-manager": {"use_queue_manager": "true"},
+    "stream-fanout": {"rabbit_quorum_queue": "true", "rabbit_transient_quorum_queue": "true",
+                      "rabbit_stream_fanout": "true", "rabbit_qos_prefetch_count": "10"},
     "recommended": {"rabbit_quorum_queue": "true", "rabbit_transient_quorum_queue": "true",
                     "use_queue_manager": "true", "rabbit_stream_fanout": "true",
                     "rabbit_qos_prefetch_count": "10"},
@@ -42,8 +45,8 @@ def build(lab: LocalLab, bus: Bus, progress: Progress, topics: Sequence[str] = (
     """The bus's service (nothing started). ``topics``: the shared topics the deployment's runs
     use, which a federated mesh must declare on every broker (see rabbitmq_federation)."""
     sites = len(lab.sites)
-    broker_flavour = "mirrored" if bus.queues == "mirrored" else "quorum" if "quorum" in bus.queues \
-        or bus.queues == "recommended" else "classic"
+    broker_flavour = "mirrored" if bus.queues == "mirrored" else \
+        "quorum" if "rabbit_quorum_queue" in FLAVOUR_OPTIONS[bus.queues] else "classic"
     if bus.kind == "rabbitmq":
         from juice.services.rabbitmq import RabbitMQ
 

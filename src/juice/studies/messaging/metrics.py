@@ -5,16 +5,16 @@
     s = summarize(msgs, recvs, window_s)                    # counts, percentiles, locality
 
 Per message (``msgs``, stored as ``messages.parquet``): id, topic, m (call|cast|fanout), cli,
-site (the producer's), t_int (intended send), t_send, t_done, ok, err, skipped, warmup,
-expected (deliveries it should get), delivered (distinct servers that got it, at most
-``expected``), dups (deliveries beyond those: the same server twice, or a call/cast processed by
-a second server, e.g. requeued after a partition), local (deliveries in the producer's site), rtt_s (call: reply received
-- sent), rtt_int_s (reply received - INTENDED send: includes the generator's lag, wrk2-style),
-oneway_s (first delivery - sent), spread_s (last delivery - sent: a fanout's propagation).
+site (the producer's), t_int (intended send), t_send, t_done, ok, err, skipped, warmup, expected
+(deliveries it should get), delivered (distinct servers that got it, at most ``expected``), dups
+(deliveries beyond those: the same server twice, or a call/cast processed by a second server,
+e.g. requeued after a partition), local (deliveries in the producer's site), rtt_s (call: reply
+received - sent), rtt_int_s (reply received - INTENDED send: includes the generator's lag,
+wrk2-style), oneway_s (first delivery - sent), spread_s (last delivery - sent: a fanout's
+propagation).
 
 Lost = expected deliveries that never came, over messages the generator did send (skipped ones
-are the generator's, counted apart). One clock for every site, so one-way times are exact.
-"""
+are the generator's, counted apart). One clock for every site, so one-way times are exact."""
 
 from __future__ import annotations
 

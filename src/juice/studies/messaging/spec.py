@@ -48,8 +48,10 @@ not supported: it is in no registry reachable here and oslo.messaging dropped it
 
 Queue flavours: ``classic``; ``mirrored`` (classic mirrored through an ha-mode:all policy);
 ``quorum`` (rabbit_quorum_queue); ``quorum-transient`` (+ rabbit_transient_quorum_queue);
-``recommended`` (upstream's advice: quorum + transient quorum + use_queue_manager + stream
-fanout, with rabbit_qos_prefetch_count 10).
+``queue-manager`` (use_queue_manager: stable reply/fanout queue names); ``stream-fanout``
+(fanouts through a stream, on quorum + transient quorum, prefetch 10); ``recommended``
+(upstream's advice: quorum + transient quorum + use_queue_manager + stream fanout, with
+rabbit_qos_prefetch_count 10).
 
 Bounds: ``sites`` 1..9; ``delay_ms`` 0..500; ``nodes`` 1..9; agents per point (servers +
 clients over all targets) 1..20,000; ``rate`` 0.1..100,000 /s; ``duration_s`` 1..3,600;
@@ -77,7 +79,8 @@ from juice.spec.base import (
 from juice.spec.faults import Fault
 
 MAX_AGENTS = 20_000
-FLAVOURS = ("classic", "mirrored", "quorum", "quorum-transient", "recommended")
+FLAVOURS = ("classic", "mirrored", "quorum", "quorum-transient", "queue-manager", "stream-fanout",
+            "recommended")
 TCS = ("tc1", "tc2", "tc3", "tc4", "tc5")
 
 Site = Annotated[int, Ge(1), Le(9)]
@@ -96,8 +99,19 @@ class Bus(Strict):
     kind: Literal["rabbitmq", "rabbitmq-federation", "nats"]
     name: str | None = Field(default=None, pattern=NAME_RE, description="what cases and reports call it")
     nodes: Annotated[PositiveInt, Le(9)] = Field(default=1, description="rabbitmq: cluster nodes")
-    queues: Literal["classic", "mirrored", "quorum", "quorum-transient", "recommended"] = "classic"
+    queues: Literal["classic", "mirrored", "quorum", "quorum-transient", "queue-manager", "stream-fanout",
+                    "recommended"] = "classic"
     topology: Literal["cluster", "gateways"] = Field(default="cluster", description="nats only")
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known(cls, v: Any) -> Any:
+        if v in ("qdrouterd", "amqp1", "router"):
+            raise ValueError("qdrouterd (the seed's router mesh) is not supported: Qpid Dispatch Router "
+                             "is in no registry reachable here and oslo.messaging dropped its AMQP 1.0 "
+                             "driver in 15.0; use rabbitmq-federation or nats (topology: gateways) for a "
+                             "locality-aware mesh")
+        return v
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> Bus:

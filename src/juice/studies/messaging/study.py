@@ -246,6 +246,10 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
             ar.wait_clients(c.duration_s + p.warmup_s + c.timeout_s + 120, tick)
             drained = ar.drain(quiet_s=2.0, limit_s=max(10.0, c.timeout_s))
         counters["after"] = buses.counters(dep.svc)
+        try:  # the bus's logs so far (its start, and this run)
+            dep.svc.collect_logs(rd.file("bus-logs"))
+        except OSError as e:
+            progress(f"bus logs not collected: {e}")
         sends, recvs, ends = metrics.read_records(ar.record_files())
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
