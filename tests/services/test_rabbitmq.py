@@ -130,7 +130,7 @@ def test_single_node_amqp_real(lab_name: str) -> None:
                 holder.kill()
                 holder.wait(timeout=10)
             assert c == {"queues": 1, "connections": 1, "channels": 1, "messages_ready": 5,
-                         "messages_unacked": 0}
+                         "messages_unacked": 0, "shared_queues": ["juice-test"]}
             assert _amqp(lab, 2, host, "consume") == [f"m{i}" for i in range(5)]
             facts = mq.facts()
             assert facts["version"].startswith("3.") and facts["erlang"][0].isdigit()

@@ -421,13 +421,15 @@ class RabbitMQ(Service):
         return nodes
 
     # ---- observations -------------------------------------------------------------------------
-    def counters(self, timeout: float = 30.0) -> dict[str, dict[str, int]]:
+    def counters(self, timeout: float = 30.0) -> dict[str, dict[str, Any]]:
         """Per node name: queues (whose leader/master it holds), connections, channels,
         messages_ready, messages_unacked — from rabbitmqctl (no management plugin), each
-        call bounded by ``timeout``."""
+        call bounded by ``timeout`` — and ``shared_queues``: the names of the shared (RPC topic)
+        queues it holds, at most 50 (not reply or fanout queues): where a crash hurts."""
         running = [n for n in self.nodes if n.index in self.servers]
-        out = {n.name: {"queues": 0, "connections": 0, "channels": 0, "messages_ready": 0,
-                        "messages_unacked": 0} for n in running}
+        out: dict[str, dict[str, Any]] = {
+            n.name: {"queues": 0, "connections": 0, "channels": 0, "messages_ready": 0,
+                     "messages_unacked": 0, "shared_queues": []} for n in running}
         for n in running:
             rows = json.loads(self.ctl(n, "list_queues", "--local", "name",
                                        "messages_ready", "messages_unacknowledged",
@@ -436,6 +438,9 @@ class RabbitMQ(Service):
             c["queues"] = len(rows)
             c["messages_ready"] = sum(int(r.get("messages_ready") or 0) for r in rows)
             c["messages_unacked"] = sum(int(r.get("messages_unacknowledged") or 0) for r in rows)
+            names = [str(r.get("name", "")) for r in rows]
+            c["shared_queues"] = sorted(x for x in names if "_fanout" not in x and "." not in x
+                                        and not x.startswith(("reply_", "amq.", "federation:")))[:50]
         # One cluster-wide call (one per node when not clustered: independent brokers): a
         # connection's `host`/`port` are the SERVER side (the node's listener address; reverse
         # DNS is off by default), `channels` its channels.

@@ -274,7 +274,7 @@ class RabbitFederation(RabbitMQ):
         rows: list[dict[str, Any]] = json.loads(out or "[]")
         return rows
 
-    def counters(self, timeout: float = 30.0) -> dict[str, dict[str, int]]:
+    def counters(self, timeout: float = 30.0) -> dict[str, dict[str, Any]]:
         """RabbitMQ's counters per broker plus ``federation_links`` (this broker's links, it
         being downstream), ``federation_running``, and ``queue_links`` / ``exchange_links``."""
         out = super().counters(timeout)

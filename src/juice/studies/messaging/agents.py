@@ -11,7 +11,7 @@
 
 The processes run ``juice_messaging.agent`` (plugins/juice-messaging) with the messaging venv's
 interpreter inside their site, and talk to Juice through files only (plan, ready, go, stop, out:
-see that module). Topics are ``juice-<tc>`` (tc1, tc3, tc5) or ``juice-<tc>-<k>`` (tc2, tc4).
+see that module). Topics are ``juice-<case>`` (tc1, tc3, tc5) or ``juice-<case>-<k>`` (tc2, tc4).
 """
 
 from __future__ import annotations
@@ -52,24 +52,28 @@ def _rr(sites: Sequence[int], i: int) -> int:
 
 
 def layout(tc: str, clients: int, servers: int, targets: int, method: str, sites: int,
-           clients_in: Sequence[int] | None = None, servers_in: Sequence[int] | None = None) -> list[Agent]:
-    """The logical agents of a point (see ``spec``'s test cases), placed round robin."""
+           clients_in: Sequence[int] | None = None, servers_in: Sequence[int] | None = None,
+           name: str | None = None) -> list[Agent]:
+    """The logical agents of a point (see ``spec``'s test cases), placed round robin. Topics
+    are ``juice-<name>[-<k>]`` (``name``: the case's label, default the test case): cases
+    never share queues."""
+    base = f"juice-{name or tc}"
     all_sites = list(range(1, sites + 1))
     cs, ss = list(clients_in or all_sites), list(servers_in or all_sites)
     out: list[Agent] = []
     if tc in ("tc1", "tc5", "tc3"):
-        topic = f"juice-{tc}"
+        topic = base
         m = "fanout" if tc == "tc3" else method
         out += [Agent(f"s{i}", "server", _rr(ss, i), topic) for i in range(servers)]
         out += [Agent(f"c{i}", "client", _rr(cs, i), topic, m) for i in range(clients)]
     elif tc == "tc2":
         for k in range(targets):
-            topic = f"juice-tc2-{k}"
+            topic = f"{base}-{k}"
             out.append(Agent(f"s{k}", "server", _rr(ss, k), topic))
             out.append(Agent(f"c{k}", "client", _rr(cs, k), topic, method))
     elif tc == "tc4":
         for k in range(targets):
-            topic = f"juice-tc4-{k}"
+            topic = f"{base}-{k}"
             out += [Agent(f"s{k}.{i}", "server", _rr(ss, k * servers + i), topic) for i in range(servers)]
             out.append(Agent(f"c{k}", "client", _rr(cs, k), topic, "fanout"))
     else:
@@ -130,6 +134,7 @@ class AgentRun:
     backlog: int = 2000
     arrivals: str = "poisson"
     seed: int = 1
+    work_s: float = 0.0
     procs: list[ProcPlan] = field(default_factory=list)
     servers: dict[str, Server] = field(default_factory=dict)
     ready: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -167,7 +172,7 @@ class AgentRun:
             "arrivals": self.arrivals, "seed": self.seed * 1000 + self.procs.index(p), "run": self.tag,
             "out": str(self.path(p.name, "jsonl")), "ready": str(self.path(p.name, "ready")),
             "go": str(self.workdir / "go"), "stop": str(self.workdir / "stop"),
-            "max_wait_s": 900, "max_life_s": 7200,
+            "max_wait_s": 900, "max_life_s": 7200, "work_s": self.work_s,
         }
 
     def _identity(self, p: ProcPlan) -> Path:
@@ -182,6 +187,18 @@ class AgentRun:
         return path
 
     # ---- lifecycle -----------------------------------------------------------------------------
+    def _spawn(self, py: Path, p: ProcPlan) -> None:
+        plan = self.path(p.name, "plan.json")
+        atomic.write_json(plan, self._plan(p))
+        argv = [str(py), "-m", "juice_messaging.agent", str(plan)]
+        self.servers[p.name] = spawn(self.lab, p.site, argv, log=self.path(p.name, "log"),
+                                     what=f"agent process {p.name}")
+
+    def _ready(self, p: ProcPlan, limit_s: float) -> None:
+        ready = self.path(p.name, "ready")
+        self.servers[p.name].wait_ready(ready.exists, max(1.0, limit_s))
+        self.ready[p.name] = json.loads(ready.read_text())
+
     def start(self, procs: Sequence[ProcPlan]) -> None:
         """Server processes first (all ready), then client processes (all ready). Bounded."""
         py = venv_python()
@@ -190,22 +207,15 @@ class AgentRun:
         self.procs = list(procs)
         for role in ("server", "client"):
             batch = [p for p in self.procs if p.role == role]
-            for p in batch:
-                plan = self.path(p.name, "plan.json")
-                atomic.write_json(plan, self._plan(p))
-                argv = [str(py), "-m", "juice_messaging.agent", str(plan)]
-                self.servers[p.name] = spawn(self.lab, p.site, argv, log=self.path(p.name, "log"),
-                                             what=f"agent process {p.name}")
             n = sum(len(p.agents) for p in batch)
             if batch:
                 self.progress(f"{len(batch)} {role} process(es), {n} {role}s: starting")
             limit = 60.0 + 0.2 * n
             t0 = time.monotonic()
             for p in batch:
-                srv = self.servers[p.name]
-                ready = self.path(p.name, "ready")
-                srv.wait_ready(ready.exists, max(1.0, limit - (time.monotonic() - t0)))
-                self.ready[p.name] = json.loads(ready.read_text())
+                self._spawn(py, p)
+            for p in batch:
+                self._ready(p, limit - (time.monotonic() - t0))
             if batch:
                 self.progress(f"{role}s ready in {time.monotonic() - t0:.1f} s")
 

@@ -65,8 +65,13 @@ def build(lab: LocalLab, bus: Bus, progress: Progress, topics: Sequence[str] = (
 
 
 def url_for(svc: Any, site: int) -> str:
-    """The transport URL an agent in ``site`` uses: its own site's server first; the other
-    servers of a RabbitMQ cluster follow (oslo.messaging fails over along the list)."""
+    """The transport URL an agent in ``site`` uses. RabbitMQ cluster: every node, as OpenStack
+    deployments list them -- oslo.messaging's rabbit driver SHUFFLES a multi-host URL, so each
+    connection goes to a random node (own site's first is not honoured) and a shared queue
+    lives on whichever node its first server reached (``counters()["shared_queues"]`` says
+    which; tc5 records it per kill). NATS cluster: the site's own server first (Juice's
+    transport keeps the order), the others for reconnects; gateways, federation: the site's
+    own server only."""
     kind = svc.kind
     if kind == "rabbitmq":
         return str(svc.urls_all(site))

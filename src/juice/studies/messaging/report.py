@@ -263,8 +263,11 @@ def resilience_figures(df: pd.DataFrame) -> list[str]:
         ax.set_xlabel("seconds since the first intended send")
         ax.set_ylabel("messages per second")
         ax.legend(fontsize=7, loc="lower left")
+        held = json.loads((d / "summary.json").read_text()).get("killed_nodes_held") or []
+        where = "; ".join(f"killed node held {', '.join(h['held_queues']) or 'none of its queues'}"
+                          for h in held)
         fig.suptitle(f"{r['case']} on {r['bus']}: lost {r['lost']}, duplicated {r['duplicates']}, "
-                     f"failed {r['errors']}")
+                     f"failed {r['errors']}" + (f"\n{where}" if where else ""), fontsize=9)
         out.append(figure_html(fig, f"{r['run']}: resilience timeline (grey: the fault)"))
     return out
 

@@ -34,6 +34,8 @@ tc5    tc1 under a fault schedule (``faults``: kill a broker node, cut a site of
 open loop, with Poisson arrivals by default (``arrivals: uniform`` for evenly spaced sends, as
 ombt; independent processes sending evenly in lock-step would correlate their arrivals at the
 bus). ``warmup_s`` of sending before the measured window is left out of the figures.
+``work_ms`` is each server's handling time per message (a sleep, in one of its
+``executor_thread_pool_size`` = 4 threads): servers slower than the load build a backlog.
 ``clients_in`` / ``servers_in`` list the sites the producers / servers are spread
 over (round robin; default all sites). A case runs on every bus at every delay unless it names
 ``buses`` (their ``name``, default label e.g. ``rabbitmq×3``, ``nats-gateways``) and/or
@@ -147,6 +149,8 @@ class Case(Strict):
     duration_s: Annotated[Seconds, Ge(1), Le(3600)] = 10.0
     length: Annotated[int, Ge(0), Le(1_000_000)] = 64
     timeout_s: Annotated[Seconds, Ge(1), Le(600)] = 30.0
+    work_ms: Annotated[Seconds, Le(10_000)] = Field(
+        default=0.0, description="each server's handling time per message (sleep): a slow consumer")
     clients_in: list[Site] | None = None
     servers_in: list[Site] | None = None
     faults: list[Fault] = Field(default=[], max_length=100)

@@ -66,7 +66,8 @@ class MsgPoint:
         return {"tc": c.tc, "case": c.name, "method": c.method_sent, "clients": self.clients,
                 "servers": self.servers, "targets": self.targets, "rate": self.rate,
                 "agents": len(self.agents()), "duration_s": c.duration_s, "length": c.length,
-                "timeout_s": c.timeout_s, "clients_in": c.clients_in, "servers_in": c.servers_in,
+                "timeout_s": c.timeout_s, "work_ms": c.work_ms, "clients_in": c.clients_in,
+                "servers_in": c.servers_in,
                 "delay_ms": self.delay_ms, "sites": self.sites, "bus": self.bus.label,
                 "bus_kind": self.bus.kind, "nodes": self.bus.nodes, "queues": self.bus.queues,
                 "topology": self.bus.topology, "repetition": self.repetition,
@@ -77,12 +78,14 @@ class MsgPoint:
     def agents(self) -> list[ag.Agent]:
         c = self.case
         return ag.layout(c.tc, self.clients, self.servers, self.targets, c.method, self.sites,
-                         c.clients_in, c.servers_in)
+                         c.clients_in, c.servers_in, c.name)
 
     @property
     def key(self) -> str:
         ident = {"messaging": 1, **self.params, "bus": self.bus.model_dump(mode="json")}
         ident.pop("agents")
+        if not ident.get("work_ms"):  # added later: runs without server work keep their keys
+            ident.pop("work_ms", None)
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     @property
@@ -228,9 +231,12 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
         if c.faults else None
     with ag.AgentRun(dep.lab, work, lambda s: buses.url_for(dep.svc, s), buses.conf_text(p.bus, c.timeout_s),
                      progress, duration_s=c.duration_s + p.warmup_s, timeout_s=c.timeout_s,
-                     length=c.length, pool=p.pool, arrivals=p.arrivals, seed=p.seed) as ar:
+                     length=c.length, pool=p.pool, arrivals=p.arrivals, seed=p.seed,
+                     work_s=c.work_ms / 1000) as ar:
         ar.start(procs)
         ready = dict(ar.ready)
+        if faults is not None:  # where the queues are when the faults come (tc5)
+            counters["start"] = buses.counters(dep.svc)
         mid = {"done": False}
         start_at = ar.go()
         warm_end = start_at + p.warmup_s
@@ -254,6 +260,8 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
         atomic.write_text(rd.file(EVENTS), "".join(json.dumps(e) + "\n" for e in events))
+    if events:
+        summary_hits = killed_queues(dep.lab, events, counters.get("start"), {a.topic for a in agents})
     msgs = metrics.messages(sends, recvs, expected, warm_end)
     server_sites = {a.id: a.site for a in agents if a.role == "server"}
     summary = metrics.summarize(msgs, recvs, c.duration_s, server_sites)
@@ -277,6 +285,8 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     rss = [i["rss_kib"] for i in procs_info if i.get("rss_kib")]
     summary["agent_rss_mib_per_agent"] = round(sum(rss) / 1024 / max(1, len(agents)), 3) if rss else None
     summary["drain_s"] = round(drained, 2)
+    if events:
+        summary["killed_nodes_held"] = summary_hits
     msgs.to_parquet(rd.file("messages.parquet"), index=False)
     recvs.to_parquet(rd.file("deliveries.parquet"), index=False)
     rd.write_json("summary.json", summary)
@@ -285,6 +295,21 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     for f in ar.record_files():  # now in the Parquet tables; the logs and plans stay
         f.unlink(missing_ok=True)
     _say(progress, summary)
+
+
+def killed_queues(lab: LocalLab, events: list[dict[str, Any]], start: Any,
+                  topics: set[str]) -> list[dict[str, Any]]:
+    """Per kill event: this run's shared queues that the killed site's node held when the run
+    started (RabbitMQ counters' ``shared_queues``): a kill of such a node can lose messages."""
+    out = []
+    for e in events:
+        if e.get("action") != "kill" or not e.get("site") or not isinstance(start, dict):
+            continue
+        ip = lab.site_ip(int(e["site"]))
+        held = sorted(q for name, c in start.items() if str(name).endswith("@" + ip) and isinstance(c, dict)
+                      for q in c.get("shared_queues", []) if q in topics)
+        out.append({"fault": e.get("index"), "site": e["site"], "held_queues": held})
+    return out
 
 
 def _say(progress: Progress, s: Mapping[str, Any]) -> None:
