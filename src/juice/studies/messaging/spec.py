@@ -256,7 +256,7 @@ class MessagingSpec(Strict):
                     raise ValueError(f"cases.{i}.buses: no bus named {b!r} (buses: {', '.join(names)})")
             for d in c.delay_ms or []:
                 if d not in self.delay_ms:
-                    raise ValueError(f"cases.{i}.delay_ms: {d:g} is not one of the spec's delay_ms")
+                    raise ValueError(f"delay_ms: does not list {d:g}, which cases.{i}.delay_ms runs at")
             for j, f in enumerate(c.faults):
                 site = f.partition if f.partition is not None else f.site
                 if site is not None and site > self.sites:
