@@ -1,0 +1,206 @@
+"""A cloud that already exists, as the target of an experiment (issue 16, first part: the spec
+section and where the credentials come from; the runs against it come later).
+
+    target: {cloud: mycloud}                       # clouds.yaml (openstacksdk's format and path)
+    target: {cloud: mycloud, clouds_file: ./clouds.yaml}
+    target: {openrc: ./admin-openrc.sh}            # `export OS_...=` lines, never executed
+    target: {rally_env: ./env.json}                # a Rally env spec ({"openstack": {...}})
+    target: {auth_url: "http://...:5000/v3", username: admin, project_name: admin,
+             password_env: OS_PASSWORD}            # the password from the environment
+
+``resolve(target, environ)`` gives :class:`Credentials`. A password is never read from the spec
+file and never stored in results: ``Credentials.public()`` is what manifests keep. Where the
+password comes from: clouds.yaml (or its secure.yaml), the openrc file, the Rally env file, or
+else the environment variable ``password_env`` (default ``OS_PASSWORD``).
+
+clouds.yaml search path (as openstacksdk): ``$OS_CLIENT_CONFIG_FILE``, ``./clouds.yaml``,
+``~/.config/openstack/clouds.yaml``, ``/etc/openstack/clouds.yaml``; ``secure.yaml`` next to
+it (same places) is merged in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, model_validator
+
+from juice.errors import UserError
+from juice.spec.base import Strict
+
+ENV_RE = r"^[A-Z_][A-Z0-9_]{0,63}$"
+AUTH_KEYS = ("auth_url", "username", "project_name", "user_domain_name", "project_domain_name")
+
+
+class Target(Strict):
+    """Exactly one way of naming the cloud (see the module doc)."""
+
+    cloud: str | None = Field(default=None, min_length=1, max_length=200)
+    clouds_file: str | None = Field(default=None, min_length=1)
+    openrc: str | None = Field(default=None, min_length=1)
+    rally_env: str | None = Field(default=None, min_length=1)
+    auth_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
+    username: str | None = Field(default=None, min_length=1)
+    project_name: str | None = Field(default=None, min_length=1)
+    user_domain_name: str = "Default"
+    project_domain_name: str = "Default"
+    region_name: str | None = None
+    password_env: str = Field(default="OS_PASSWORD", pattern=ENV_RE)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Target:
+        ways = [w for w in ("cloud", "openrc", "rally_env", "auth_url") if getattr(self, w) is not None]
+        if len(ways) != 1:
+            raise ValueError("give exactly one of cloud, openrc, rally_env or auth_url "
+                             f"(got {', '.join(ways) or 'none'})")
+        if self.clouds_file is not None and self.cloud is None:
+            raise ValueError("clouds_file: only with cloud")
+        if self.auth_url is not None and (self.username is None or self.project_name is None):
+            raise ValueError("auth_url: give username and project_name too (the password comes from "
+                             "the environment variable password_env)")
+        return self
+
+
+@dataclass(frozen=True)
+class Credentials:
+    auth_url: str
+    username: str
+    password: str
+    project_name: str
+    user_domain_name: str = "Default"
+    project_domain_name: str = "Default"
+    region_name: str | None = None
+    source: str = ""
+
+    def public(self) -> dict[str, Any]:
+        """Everything but the password (what a manifest may keep)."""
+        d = asdict(self)
+        d.pop("password")
+        return d
+
+    def __repr__(self) -> str:  # never print a password by accident
+        return f"Credentials({self.public()})"
+
+
+def clouds_paths(environ: Mapping[str, str], cwd: Path, home: Path) -> list[Path]:
+    if environ.get("OS_CLIENT_CONFIG_FILE"):
+        return [Path(environ["OS_CLIENT_CONFIG_FILE"])]
+    return [cwd / "clouds.yaml", home / ".config/openstack/clouds.yaml", Path("/etc/openstack/clouds.yaml")]
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise UserError(f"{path}: cannot read it as YAML ({e})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping with a `clouds:` key")
+    return data
+
+
+def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _from_clouds(t: Target, environ: Mapping[str, str], cwd: Path, home: Path) -> Credentials:
+    paths = [Path(t.clouds_file)] if t.clouds_file else clouds_paths(environ, cwd, home)
+    found = next((p for p in paths if p.is_file()), None)
+    if found is None:
+        raise UserError(f"target.cloud: no clouds.yaml found (looked in {', '.join(map(str, paths))}); "
+                        "give target.clouds_file or set OS_CLIENT_CONFIG_FILE")
+    clouds = _read_yaml(found).get("clouds") or {}
+    if t.cloud not in clouds:
+        raise UserError(f"target.cloud: {found}: no cloud named {t.cloud!r} "
+                        f"(clouds: {', '.join(sorted(map(str, clouds))) or 'none'})")
+    entry: dict[str, Any] = dict(clouds[t.cloud])
+    secure = found.with_name("secure.yaml")
+    if secure.is_file():
+        entry = _merge(entry, (_read_yaml(secure).get("clouds") or {}).get(t.cloud) or {})
+    auth = dict(entry.get("auth") or {})
+    return _complete(auth, entry.get("region_name"), t, environ, f"clouds.yaml {found} cloud {t.cloud}")
+
+
+_EXPORT = re.compile(r"^\s*(?:export\s+)?(OS_[A-Z_]+)=(.*)$")
+
+
+def _from_openrc(t: Target, environ: Mapping[str, str]) -> Credentials:
+    path = Path(str(t.openrc))
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise UserError(f"target.openrc: {path}: cannot read ({e.strerror or e})") from None
+    env: dict[str, str] = {}
+    for line in lines:
+        m = _EXPORT.match(line)
+        if m:
+            try:
+                parts = shlex.split(m.group(2))
+            except ValueError:
+                continue
+            value = parts[0] if parts else ""
+            if "$" not in value:  # a prompt or a variable: not a literal, never evaluated
+                env[m.group(1)] = value
+    auth = {"auth_url": env.get("OS_AUTH_URL"), "username": env.get("OS_USERNAME"),
+            "password": env.get("OS_PASSWORD"), "project_name": env.get("OS_PROJECT_NAME"),
+            "user_domain_name": env.get("OS_USER_DOMAIN_NAME"),
+            "project_domain_name": env.get("OS_PROJECT_DOMAIN_NAME")}
+    return _complete(auth, env.get("OS_REGION_NAME"), t, environ, f"openrc {path}")
+
+
+def _from_rally(t: Target, environ: Mapping[str, str]) -> Credentials:
+    path = Path(str(t.rally_env))
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"target.rally_env: {path}: not a readable JSON file ({e})") from None
+    osd = (data.get("openstack") or data.get("existing@openstack")) if isinstance(data, dict) else None
+    if not isinstance(osd, dict):
+        raise UserError(f"target.rally_env: {path}: expected a Rally env spec with an `openstack` key")
+    user = osd.get("admin") or (osd.get("users") or [None])[0]
+    if not isinstance(user, dict):
+        raise UserError(f"target.rally_env: {path}: openstack.admin (or users[0]) is missing")
+    auth = {"auth_url": osd.get("auth_url"), **{k: user.get(k) for k in
+                                                ("username", "password", "project_name", "user_domain_name",
+                                                 "project_domain_name")}}
+    auth["project_name"] = auth["project_name"] or user.get("tenant_name")
+    return _complete(auth, osd.get("region_name"), t, environ, f"rally env {path}")
+
+
+def _complete(auth: Mapping[str, Any], region: Any, t: Target, environ: Mapping[str, str],
+              source: str) -> Credentials:
+    missing = [k for k in ("auth_url", "username", "project_name") if not auth.get(k)]
+    if missing:
+        raise UserError(f"target: {source}: {', '.join(missing)} missing")
+    password = auth.get("password") or environ.get(t.password_env)
+    if not password:
+        raise UserError(f"target: {source} holds no password: set the environment variable "
+                        f"{t.password_env} (target.password_env names another)")
+    return Credentials(auth_url=str(auth["auth_url"]), username=str(auth["username"]),
+                       password=str(password), project_name=str(auth["project_name"]),
+                       user_domain_name=str(auth.get("user_domain_name") or "Default"),
+                       project_domain_name=str(auth.get("project_domain_name") or "Default"),
+                       region_name=str(region) if region else t.region_name, source=source)
+
+
+def resolve(t: Target, environ: Mapping[str, str] | None = None, cwd: Path | None = None,
+            home: Path | None = None) -> Credentials:
+    """The credentials ``t`` names; UserError (one line, naming the field/file) otherwise."""
+    env = os.environ if environ is None else environ
+    if t.cloud is not None:
+        return _from_clouds(t, env, cwd or Path.cwd(), home or Path.home())
+    if t.openrc is not None:
+        return _from_openrc(t, env)
+    if t.rally_env is not None:
+        return _from_rally(t, env)
+    auth = {k: getattr(t, k) for k in AUTH_KEYS}
+    return _complete(auth, t.region_name, t, env, "target")
