@@ -191,18 +191,7 @@ def parse_controller(text: str) -> dict[str, Any]:
 
 
 def ombt_messages(files: list[Path]) -> list[dict[str, Any]]:
-    rows = []
-    for f in files:
-        if not f.exists():
-            continue
-        for line in f.read_text().splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if "id" in r and ("stop" in r or "recv" in r):
-                rows.append(r)
-    return rows
+    return [r for r in metrics.json_lines(files) if "id" in r and ("stop" in r or "recv" in r)]
 
 
 def ombt_round(lab: LocalLab, url: str, conf: Path, work: Path, rnd: int, a: argparse.Namespace,

@@ -19,7 +19,7 @@ are the generator's, counted apart). One clock for every site, so one-way times 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +31,9 @@ RECV_COLS = ["id", "srv", "site", "t", "sent"]
 QS = (0.5, 0.9, 0.99, 0.999)
 
 
-def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
-    """Sends, deliveries and end lines of the agents' JSON-lines files (a torn last line, from
-    a killed agent, is skipped)."""
-    sends: list[dict[str, Any]] = []
-    recvs: list[dict[str, Any]] = []
-    ends: list[dict[str, Any]] = []
+def json_lines(files: Sequence[Path]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of JSON-lines ``files``; missing files and unparsable lines (a torn last
+    line of a killed writer) are skipped."""
     for f in files:
         if not f.exists():
             continue
@@ -45,8 +42,19 @@ def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, lis
                 r = json.loads(line)
             except ValueError:
                 continue
-            k = r.get("k")
-            (sends if k == "send" else recvs if k == "recv" else ends).append(r)
+            if isinstance(r, dict):
+                yield r
+
+
+def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    """Sends, deliveries and end lines of the agents' JSON-lines files (a torn last line, from
+    a killed agent, is skipped)."""
+    sends: list[dict[str, Any]] = []
+    recvs: list[dict[str, Any]] = []
+    ends: list[dict[str, Any]] = []
+    for rec in json_lines(files):
+        k = rec.get("k")
+        (sends if k == "send" else recvs if k == "recv" else ends).append(rec)
     s = pd.DataFrame(sends, columns=SEND_COLS)
     r = pd.DataFrame(recvs, columns=RECV_COLS)
     return s, r, ends

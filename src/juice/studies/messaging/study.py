@@ -260,8 +260,6 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
         atomic.write_text(rd.file(EVENTS), "".join(json.dumps(e) + "\n" for e in events))
-    if events:
-        summary_hits = killed_queues(dep.lab, events, counters.get("start"), {a.topic for a in agents})
     msgs = metrics.messages(sends, recvs, expected, warm_end)
     server_sites = {a.id: a.site for a in agents if a.role == "server"}
     summary = metrics.summarize(msgs, recvs, c.duration_s, server_sites)
@@ -286,7 +284,8 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     summary["agent_rss_mib_per_agent"] = round(sum(rss) / 1024 / max(1, len(agents)), 3) if rss else None
     summary["drain_s"] = round(drained, 2)
     if events:
-        summary["killed_nodes_held"] = summary_hits
+        summary["killed_nodes_held"] = killed_queues(dep.lab, events, counters.get("start"),
+                                                     {a.topic for a in agents})
     msgs.to_parquet(rd.file("messages.parquet"), index=False)
     recvs.to_parquet(rd.file("deliveries.parquet"), index=False)
     rd.write_json("summary.json", summary)
