@@ -114,8 +114,15 @@ juice_url=$(sed -nE 's/.*"url": ?"([^"]*)".*/\1/p' "$cache"/venv/lib/python3.11/
 if [ "$kept" = 0 ] || [ "$juice_url" != "file://$here" ]; then
   "$uv" pip install -q --python "$cache/venv/bin/python" --no-deps -e "$here"
 fi
-# The OpenStack services (Keystone, nova), kept out of Juice's venv.
-venv "$cache/openstack" "$lock/openstack.txt"
+# The OpenStack services (Keystone, nova, placement), kept out of Juice's venv.
+venv "$cache/openstack" "$lock/openstack.txt" "$here/plugins/juice-nova/pyproject.toml"
+# ... plus Juice's simulated compute hosts (plugins/juice-nova: a multi-node fake virt driver and
+# its nova-compute launcher), editable and without dependencies, re-pointed at this clone when it
+# points elsewhere.
+nova_url=$(sed -nE 's/.*"url": ?"([^"]*)".*/\1/p' "$cache"/openstack/lib/python3.11/site-packages/juice_nova-*.dist-info/direct_url.json 2>/dev/null || true)
+if [ "$kept" = 0 ] || [ "$nova_url" != "file://$here/plugins/juice-nova" ]; then
+  "$uv" pip install -q --python "$cache/openstack/bin/python" --no-deps -e "$here/plugins/juice-nova"
+fi
 # Real Rally (format checks, the Juice-vs-Rally benchmark), in its own venv too.
 venv "$cache/rally" "$lock/rally.txt"
 # The messaging study's clients (oslo.messaging, ombt), in their own venv too.

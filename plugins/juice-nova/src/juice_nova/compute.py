@@ -1,0 +1,40 @@
+"""``juice-nova-compute``: nova 34's own nova-compute, with Juice's driver loadable.
+
+nova resolves ``[DEFAULT] compute_driver`` as ``nova.virt.<value>`` with
+``importutils.import_object`` (no fall-back to a full dotted path, unlike ``import_object_ns``),
+so a driver outside nova's tree cannot be named directly. This launcher applies nova's
+concurrency choice first (``nova.monkey_patch.patch``, exactly as ``nova.cmd.compute`` does on
+import), then registers ``juice_nova.virt`` as the module ``nova.virt.juice_fake`` and runs
+``nova.cmd.compute.main()`` unchanged: ``compute_driver = juice_fake.MultiNodeFakeDriver``.
+Nothing is written into nova's installed package.
+"""
+
+from __future__ import annotations
+
+import sys
+
+ALIAS = "nova.virt.juice_fake"
+
+
+def register_driver() -> None:
+    """Make ``juice_nova.virt`` importable as ``nova.virt.juice_fake``."""
+    import nova.virt
+
+    from juice_nova import virt
+
+    sys.modules[ALIAS] = virt
+    nova.virt.juice_fake = virt
+
+
+def main() -> None:
+    from nova import monkey_patch
+
+    monkey_patch.patch(backend="threading")  # what nova.cmd.compute does first
+    register_driver()
+    from nova.cmd import compute
+
+    compute.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""A multi-node fake virt driver: one nova-compute process, N simulated compute nodes.
+
+nova's own ``nova.virt.fake.FakeDriver`` serves one node per process, with a node UUID drawn at
+random per process (``uuidsentinel``) and one resource pool shared by all its nodes. This driver
+keeps FakeDriver's instance handling (spawn is immediate: no image, no disk, no guest) and
+changes what a study needs:
+
+- the nodes come from ``<state_path>/juice-nodes.json``, written by Juice (``render_nodes`` in
+  ``juice.services.nova_conf``)::
+
+      {"host": "juice-c1", "nodes": [{"name": "juice-c1-n0000", "uuid": "...", "vcpus": 2,
+                                      "memory_mb": 2048, "disk_gb": 20}, ...]}
+
+  so node UUIDs are deterministic (Juice computes uuid5 of host and node name) and a restarted
+  process meets its own compute node records;
+- every node reports its own vCPUs / RAM / disk, to nova (``get_available_resource``) and to
+  placement (``update_provider_tree``), and spawn/destroy count usage per node: capacity is
+  exact (with ``reserved_host_*`` = 0 and allocation ratios 1.0 in nova.conf).
+
+Loaded by ``juice-nova-compute`` (``juice_nova.compute``) as ``juice_fake.MultiNodeFakeDriver``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import nova.conf
+from nova import exception
+from nova.virt import fake
+
+CONF = nova.conf.CONF
+NODES_FILE = "juice-nodes.json"
+
+
+def load_nodes(path: str, host: str) -> list[dict[str, Any]]:
+    """The nodes listed for ``host`` in ``path`` (InvalidConfiguration when they do not fit)."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise exception.InvalidConfiguration(f"juice fake driver: cannot read {path}: {e}") from e
+    if data.get("host") != host:
+        raise exception.InvalidConfiguration(
+            f"juice fake driver: {path} lists nodes of host {data.get('host')!r}, "
+            f"but this service's [DEFAULT] host is {host!r}")
+    nodes: list[dict[str, Any]] = data["nodes"]
+    if not nodes:
+        raise exception.InvalidConfiguration(f"juice fake driver: {path} lists no node")
+    return nodes
+
+
+class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
+    """FakeDriver serving the nodes of ``<state_path>/juice-nodes.json`` (see the module doc)."""
+
+    def __init__(self, virtapi: Any, read_only: bool = False) -> None:
+        super().__init__(virtapi, read_only)
+        path = os.path.join(CONF.state_path, NODES_FILE)
+        self.node_specs = {n["name"]: n for n in load_nodes(path, CONF.host)}
+        self.node_resources = {
+            name: fake.Resources(vcpus=n["vcpus"], memory_mb=n["memory_mb"], local_gb=n["disk_gb"])
+            for name, n in self.node_specs.items()}
+        self.instance_node: dict[str, str] = {}
+
+    def init_host(self, host: str) -> None:
+        self._host = host
+        self._set_nodes(list(self.node_specs))
+
+    def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
+        return {n["uuid"]: name for name, n in self.node_specs.items()}
+
+    def get_available_resource(self, nodename: str) -> dict[str, Any]:
+        status: dict[str, Any] = super().get_available_resource(nodename)
+        if not status:
+            return status
+        status.update(self.node_resources[nodename].dump())
+        status["uuid"] = self.node_specs[nodename]["uuid"]
+        return status
+
+    def update_provider_tree(self, provider_tree: Any, nodename: str,
+                             allocations: Any = None) -> None:
+        res = self.node_resources[nodename]
+        inv = provider_tree.data(nodename).inventory
+        ratios = self._get_allocation_ratios(inv)
+        reserved = {"VCPU": CONF.reserved_host_cpus, "MEMORY_MB": CONF.reserved_host_memory_mb,
+                    "DISK_GB": self._get_reserved_host_disk_gb_from_config()}
+        totals = {"VCPU": res.vcpus, "MEMORY_MB": res.memory_mb, "DISK_GB": res.local_gb}
+        provider_tree.update_inventory(nodename, {
+            rc: {"total": total, "min_unit": 1, "max_unit": total, "step_size": 1,
+                 "allocation_ratio": ratios[rc], "reserved": reserved[rc]}
+            for rc, total in totals.items()})
+
+    def spawn(self, context: Any, instance: Any, image_meta: Any, injected_files: Any,
+              admin_password: Any, allocations: Any, network_info: Any = None,
+              block_device_info: Any = None, power_on: bool = True, accel_info: Any = None) -> None:
+        super().spawn(context, instance, image_meta, injected_files, admin_password, allocations,
+                      network_info, block_device_info, power_on, accel_info)
+        res = self.node_resources.get(instance.node)
+        if res is not None:
+            f = instance.flavor
+            res.claim(vcpus=f.vcpus, mem=f.memory_mb, disk=f.root_gb)
+            self.instance_node[instance.uuid] = instance.node
+
+    def destroy(self, context: Any, instance: Any, network_info: Any, block_device_info: Any = None,
+                destroy_disks: bool = True, destroy_secrets: bool = True) -> None:
+        super().destroy(context, instance, network_info, block_device_info, destroy_disks,
+                        destroy_secrets)
+        node = self.instance_node.pop(instance.uuid, None)
+        if node is not None:
+            f = instance.flavor
+            self.node_resources[node].release(vcpus=f.vcpus, mem=f.memory_mb, disk=f.root_gb)
