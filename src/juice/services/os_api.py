@@ -1,0 +1,185 @@
+"""What the OpenStack services Juice deploys beside Keystone share (placement, nova).
+
+    create_database(lab, db, 1, "placement", progress)     # on Juice's MariaDB, from site 1
+    run_tool(lab, 1, [venv_bin("placement-manage"), ...], log=..., what="placement-manage db sync")
+    gunicorn_argv("10.210.1.2:8778", 2, pidfile, "placement.wsgi.api:application", "placement")
+    cat = Catalog(lab, ks)                 # admin token from Keystone's first site
+    cat.service_user("placement", password)  # user in project "service", role admin (idempotent)
+    cat.register("placement", "placement", url)  # service + public/internal/admin endpoints, every region
+
+Every command runs inside a site (``lab.popen``), bounded, its output appended to a log whose
+tail goes into the ServiceError when it fails. Only MySQL-protocol databases are supported
+(MariaDB, Galera): nova and placement are deployed on them in the studies.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from juice.errors import ServiceError
+from juice.services.base import Progress, Service, Sites, from_site, log_tail, quiet, reap
+from juice.services.keystone import VENV, Keystone
+from juice.services.keystone_http import issue_token, request
+from juice.util import proc
+
+SERVICE_PROJECT = "service"
+
+
+def venv_bin(name: str) -> Path:
+    """An executable of the OpenStack venv; ServiceError naming setup.sh when it is missing."""
+    path = VENV / "bin" / name
+    if not path.exists():
+        raise ServiceError(f"OpenStack venv incomplete: {path} is missing: run scripts/setup.sh")
+    return path
+
+
+def os_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of an OpenStack process (the venv first on PATH, no proxy)."""
+    env = {"PATH": f"{VENV / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+           "HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    return {**env, **(extra or {})}
+
+
+def gunicorn_argv(bind: str, workers: int, pidfile: Path, app: str, name: str, *,
+                  pythonpath: Path | None = None, timeout_s: int = 300) -> list[str]:
+    """gunicorn serving ``app`` (sync workers; errors and the service log on stderr)."""
+    path = ["--pythonpath", str(pythonpath)] if pythonpath is not None else []
+    return [str(venv_bin("gunicorn")), "--bind", bind, "--workers", str(workers), *path,
+            "--worker-class", "sync", "--timeout", str(timeout_s), "--graceful-timeout", "10",
+            "--pid", str(pidfile), "--error-logfile", "-", "--log-level", "info",
+            "--name", name, app]
+
+
+def argv_shim(module: str, attr: str = "application") -> str:
+    """A WSGI module that empties sys.argv before importing ``module`` (oslo.config parses
+    sys.argv when the app initializes, and a gunicorn worker inherits gunicorn's)."""
+    return (f"import sys\n\nsys.argv = sys.argv[:1]\n"
+            f"from {module} import {attr}  # noqa: E402,F401\n")
+
+
+def create_database(lab: Sites, db: Service, site: int, name: str,
+                    progress: Progress = quiet) -> None:
+    """``CREATE DATABASE name`` (utf8mb4) on ``db`` as its admin user, from ``site``."""
+    ep = db.endpoint(site).write
+    what = f"database {db.kind} ({ep.host}:{ep.port}) seen from site {site}"
+    if ep.driver != "mysql":
+        raise ServiceError(f"{what}: nova and placement are deployed on MySQL-protocol databases "
+                           f"(mariadb, galera), not {ep.driver!r}")
+
+    def create() -> None:
+        from juice.services import mariadb
+
+        conn = mariadb.connect(ep, timeout=10)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4")
+        finally:
+            conn.close()
+
+    try:
+        from_site(lab, site, create, timeout=60)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ServiceError(f"{what} is not healthy: {first} (is `juice db up` done?)") from None
+    progress(f"database {name!r} ready on {db.kind}")
+
+
+def run_tool(lab: Sites, site: int, argv: Sequence[str | Path], *, log: Path, what: str,
+             timeout: float = 300.0, env: dict[str, str] | None = None) -> float:
+    """Run a command-line tool inside ``site`` to completion (bounded); output appended to
+    ``log``. Returns its duration; ServiceError with the log tail on failure or timeout."""
+    t0 = time.monotonic()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        out.write(f"--- {what}\n".encode())
+        out.flush()
+        child = lab.popen(site, [str(a) for a in argv], stdout=out, stderr=out, env=env)
+        try:
+            rc = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate([child.pid], grace_s=5)
+            reap(child)
+            raise ServiceError(f"{what}: no answer after {timeout:.0f} s (log: {log_tail(log)})") from None
+        except BaseException:  # Ctrl-C: do not leave it running
+            proc.terminate([child.pid], grace_s=5)
+            reap(child)
+            raise
+    if rc != 0:
+        raise ServiceError(f"{what} failed with code {rc} (log: {log_tail(log, 5)})")
+    return time.monotonic() - t0
+
+
+class Catalog:
+    """Keystone's identity API as its admin, from Keystone's first site (idempotent calls)."""
+
+    def __init__(self, lab: Sites, ks: Keystone) -> None:
+        self.lab, self.ks, self.site = lab, ks, ks.first
+        self.base = ks.auth_url(ks.first)
+        self.token = issue_token(lab, self.site, ks.admin_credentials())
+
+    def api(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
+        r = request(self.lab, self.site, method, self.base + path, body=body,
+                    headers={"X-Auth-Token": self.token})
+        if r.status not in ok:
+            raise ServiceError(f"keystone {method} {path}: {r.status} {r.body[:200]!r}")
+        return r.json()
+
+    def _one(self, path: str, key: str, create: str, body: dict[str, Any]) -> str:
+        found = self.api("GET", path)[key]
+        if found:
+            return str(found[0]["id"])
+        return str(self.api("POST", create, body, ok=(201,))[key[:-1]]["id"])
+
+    def service_user(self, name: str, password: str) -> str:
+        """User ``name`` (domain Default) with role admin on project ``service``; the password
+        is (re)set, so a redeployment's new password holds. Returns the user id."""
+        project = self._one(f"/projects?name={SERVICE_PROJECT}", "projects", "/projects",
+                            {"project": {"name": SERVICE_PROJECT, "domain_id": "default"}})
+        users = self.api("GET", f"/users?name={name}&domain_id=default")["users"]
+        if users:
+            uid = str(users[0]["id"])
+            self.api("PATCH", f"/users/{uid}", {"user": {"password": password}})
+        else:
+            uid = str(self.api("POST", "/users", {"user": {
+                "name": name, "password": password, "domain_id": "default",
+                "default_project_id": project}}, ok=(201,))["user"]["id"])
+        roles = self.api("GET", "/roles?name=admin")["roles"]
+        if not roles:
+            raise ServiceError("keystone: no admin role (was keystone-manage bootstrap run?)")
+        self.api("PUT", f"/projects/{project}/users/{uid}/roles/{roles[0]['id']}", ok=(200, 204))
+        return uid
+
+    def regions(self) -> list[str]:
+        return sorted(str(r["id"]) for r in self.api("GET", "/regions")["regions"])
+
+    def register(self, name: str, type_: str, url: str) -> str:
+        """Service ``name`` of ``type_`` with public/internal/admin endpoints at ``url`` in
+        every region (endpoints already there with another URL are replaced)."""
+        sid = self._one(f"/services?type={type_}", "services", "/services",
+                        {"service": {"name": name, "type": type_, "enabled": True}})
+        eps = self.api("GET", f"/endpoints?service_id={sid}")["endpoints"]
+        have = {(e["region_id"], e["interface"]): e for e in eps}
+        for region in self.regions():
+            for iface in ("public", "internal", "admin"):
+                old = have.get((region, iface))
+                if old is not None and old["url"] == url:
+                    continue
+                if old is not None:
+                    self.api("DELETE", f"/endpoints/{old['id']}", ok=(204,))
+                self.api("POST", "/endpoints", {"endpoint": {
+                    "service_id": sid, "interface": iface, "region_id": region, "url": url}},
+                    ok=(201,))
+        return sid
+
+
+def wait_http(lab: Sites, site: int, url: str, ok: Sequence[int] = (200,),
+              timeout: float = 5.0) -> bool:
+    """True when ``GET url`` from ``site`` answers one of ``ok`` (False on any error)."""
+    try:
+        return request(lab, site, "GET", url, timeout=timeout).status in ok
+    except Exception:
+        return False

@@ -1,0 +1,223 @@
+"""Placement: the real openstack-placement 16 (OpenStack venv) under gunicorn in one site.
+
+    pl = Placement(lab, db, ks, progress, site=1, workers=2)   # pure: nothing started
+    pl.up()                   # database + db sync + catalog, gunicorn, bounded health wait
+    pl.url()                  # "http://10.210.1.2:8778"
+    pl.resource_providers(1)  # [{"uuid": ..., "name": ...}, ...] as the placement admin sees them
+    pl.stop()                 # gunicorn master by recorded pid (TERM, then KILL), then workers
+
+Its database ``placement`` lives on Juice's database service ``db`` (MariaDB or Galera), made
+through the service's admin user and migrated by ``placement-manage db sync``. It authenticates
+requests with keystonemiddleware against Juice's real Keystone (service user ``placement`` in
+project ``service``, role admin, password generated per deployment) and is registered in the
+catalog as service type ``placement`` in every region. The WSGI app
+(``placement.wsgi.api:application``) reads its config from ``OS_PLACEMENT_CONFIG_DIR`` and
+parses no command line, so no argv shim is needed (nova-api needs one).
+
+Files: ``<workdir>/s<site>/placement/{placement.conf (0600), placement.log, gunicorn.pid,
+manage.log}``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import signal
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from juice.errors import ServiceError, UserError
+from juice.services.base import (
+    Endpoint,
+    Endpoints,
+    Progress,
+    ServerRecord,
+    Service,
+    Sites,
+    quiet,
+)
+from juice.services.keystone import Keystone, children_of, dist_version
+from juice.services.keystone_http import issue_token, request
+from juice.services.os_api import (
+    Catalog,
+    create_database,
+    gunicorn_argv,
+    os_env,
+    run_tool,
+    venv_bin,
+    wait_http,
+)
+from juice.services.process import Server, port_open, spawn, stop_all
+from juice.util import atomic, proc
+
+PORT = 8778
+DB_NAME = "placement"
+USER = "placement"
+APP = "placement.wsgi.api:application"
+
+
+def render_placement_conf(*, db_url: str, auth_url: str, password: str, debug: bool = False,
+                          max_pool_size: int = 10, max_overflow: int = 20) -> str:
+    """placement.conf: the database, keystonemiddleware (service user ``placement``), logs on
+    stderr (gunicorn's log file captures them)."""
+    return "\n".join([
+        "# rendered by juice",
+        "[DEFAULT]",
+        "use_stderr = true",
+        f"debug = {str(debug).lower()}",
+        "",
+        "[api]",
+        "auth_strategy = keystone",
+        "",
+        "[placement_database]",
+        f"connection = {db_url}",
+        f"max_pool_size = {max_pool_size}",
+        f"max_overflow = {max_overflow}",
+        "connection_recycle_time = 600",
+        "",
+        "[keystone_authtoken]",
+        f"www_authenticate_uri = {auth_url}",
+        f"auth_url = {auth_url}",
+        "auth_type = password",
+        "user_domain_name = Default",
+        "project_domain_name = Default",
+        "project_name = service",
+        f"username = {USER}",
+        f"password = {password}",
+        "service_token_roles_required = true",
+        "",
+    ])
+
+
+class Placement(Service):
+    """openstack-placement in ``site`` on ``db``, authenticated by ``ks`` (see module doc)."""
+
+    kind = "placement"
+
+    def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
+                 site: int = 1, workers: int = 2, debug: bool = False,
+                 max_pool_size: int = 10, max_overflow: int = 20) -> None:
+        super().__init__(lab, progress)
+        if site not in lab.sites:
+            raise UserError(f"placement.site: {site} is not a site of this lab (1..{len(lab.sites)})")
+        if not 1 <= workers <= 64:
+            raise UserError(f"placement.workers: expected 1..64, got {workers}")
+        self.db, self.ks, self.site, self.workers, self.debug = db, ks, site, workers, debug
+        self.pool = (max_pool_size, max_overflow)
+        self._password = secrets.token_urlsafe(24)
+        self.server: Server | None = None
+        self.timings: dict[str, float] = {}
+
+    @property
+    def home(self) -> Path:
+        return self.lab.workdir / f"s{self.site}" / "placement"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "placement.log"
+
+    def url(self) -> str:
+        return f"http://{self.lab.site_ip(self.site)}:{PORT}"
+
+    def configure(self) -> None:
+        t0 = time.monotonic()
+        venv_bin("placement-manage")
+        if port_open(self.lab, self.site, self.lab.site_ip(self.site), PORT):
+            raise ServiceError(f"placement in site {self.site}: port {PORT} is already taken "
+                               "(another placement still running?)")
+        shutil.rmtree(self.home, ignore_errors=True)
+        self.home.mkdir(parents=True)
+        create_database(self.lab, self.db, self.site, DB_NAME, self.progress)
+        ep = replace(self.db.endpoint(self.site).write, database=DB_NAME)
+        atomic.write_text(self.home / "placement.conf", render_placement_conf(
+            db_url=ep.url() + "?charset=utf8mb4", auth_url=self.ks.auth_url(self.site),
+            password=self._password, debug=self.debug, max_pool_size=self.pool[0],
+            max_overflow=self.pool[1]), mode=0o600)
+        self.progress("placement-manage db sync...")
+        self.timings["db_sync_s"] = run_tool(
+            self.lab, self.site, [venv_bin("placement-manage"), "--config-file",
+                                  self.home / "placement.conf", "db", "sync"],
+            log=self.home / "manage.log", what="placement-manage db sync", timeout=600,
+            env=os_env(self.home))
+        cat = Catalog(self.lab, self.ks)
+        cat.service_user(USER, self._password)
+        cat.register("placement", "placement", self.url())
+        self.timings["configure_s"] = time.monotonic() - t0
+        self.progress(f"placement: db synced in {self.timings['db_sync_s']:.1f} s, in the catalog")
+
+    def start(self) -> None:
+        pidfile = self.home / "gunicorn.pid"
+        argv = gunicorn_argv(f"{self.lab.site_ip(self.site)}:{PORT}", self.workers, pidfile, APP,
+                             "placement")
+        self.server = spawn(self.lab, self.site, argv, log=self.log, what=f"placement in site {self.site}",
+                            env=os_env(self.home, {"OS_PLACEMENT_CONFIG_DIR": str(self.home)}),
+                            cwd=self.home)
+
+    def wait_healthy(self, timeout: float = 120.0) -> None:
+        """GET / answers 200 (the version document needs no token)."""
+        assert self.server is not None, "start() first"
+        t0 = time.monotonic()
+        self.server.wait_ready(lambda: wait_http(self.lab, self.site, self.url() + "/"), timeout,
+                               interval=0.25)
+        self.timings["healthy_s"] = time.monotonic() - t0
+        self.progress(f"placement answers in site {self.site} ({self.timings['healthy_s']:.1f} s)")
+
+    def resource_providers(self, site: int | None = None) -> list[dict[str, Any]]:
+        """Every resource provider, through the API as Keystone's admin, from ``site``."""
+        s = self.site if site is None else site
+        token = issue_token(self.lab, self.ks.first, self.ks.admin_credentials())
+        r = request(self.lab, s, "GET", self.url() + "/resource_providers",
+                    headers={"X-Auth-Token": token, "OpenStack-API-Version": "placement 1.14"})
+        if r.status != 200:
+            raise ServiceError(f"placement GET /resource_providers: {r.status} {r.body[:200]!r}")
+        rps: list[dict[str, Any]] = r.json()["resource_providers"]
+        return rps
+
+    def inventories(self, rp_uuid: str) -> dict[str, Any]:
+        token = issue_token(self.lab, self.ks.first, self.ks.admin_credentials())
+        r = request(self.lab, self.site, "GET", f"{self.url()}/resource_providers/{rp_uuid}/inventories",
+                    headers={"X-Auth-Token": token, "OpenStack-API-Version": "placement 1.14"})
+        inv: dict[str, Any] = r.json()["inventories"]
+        return inv
+
+    def stop(self) -> None:
+        if self.server is None:
+            return
+        workers = children_of(self.server.pid) if self.server.running() and self.server.pid else []
+        stop_all([self.server], grace_s=20, sig=signal.SIGTERM)
+        proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
+        self.server = None
+        self.progress("placement: stopped")
+
+    def kill(self, site: int) -> dict[str, Any]:
+        if site != self.site or self.server is None or not self.server.running():
+            raise ServiceError(f"no running placement in site {site}")
+        workers = children_of(self.server.pid) if self.server.pid else []
+        pid = self.server.kill(workers)
+        self.server = None
+        return {"pid": pid, "workers": workers}
+
+    def endpoint(self, site: int) -> Endpoints:
+        ep = Endpoint("http", self.lab.site_ip(self.site), PORT, USER, site=self.site)
+        return Endpoints(read=ep, write=ep)
+
+    def records(self) -> list[ServerRecord]:
+        if self.server is None:
+            return []
+        return [self.server.record(self.kind, port=PORT, datadir=self.home,
+                                   extra={"workers": self.workers})]
+
+    def pids(self) -> list[int]:
+        """The gunicorn master and its workers (what a leftover check looks for)."""
+        if self.server is None or self.server.pid is None:
+            return []
+        return [self.server.pid, *children_of(self.server.pid)]
+
+    def log_files(self) -> list[Path]:
+        return [self.log, self.home / "manage.log"]
+
+    def facts(self) -> dict[str, Any]:
+        return {"placement_version": dist_version("openstack_placement"), "site": self.site,
+                "workers": self.workers, "url": self.url()}
