@@ -1,0 +1,257 @@
+"""nova's knobs and config files, as pure data and pure functions (testable without root).
+
+    opts = NovaOptions(schedulers=3, host_subset_size=2, concurrency_backend="threading")
+    comp = ComputeOptions(sites=(2, 3), nodes_per_process=500, vcpus=4, memory_mb=4096)
+    text = render_nova_conf("scheduler", ctx, opts, host="juice-sched-2")
+    nodes = render_nodes("juice-c1", 20, comp)       # the fake driver's juice-nodes.json
+    node_uuid("juice-c1", "juice-c1-n0003")          # uuid5: the same in every run
+
+Roles: ``api`` (nova-api under gunicorn), ``conductor``, ``scheduler``, ``compute`` (Juice's
+multi-node fake driver, ``plugins/juice-nova``) and ``manage`` (nova-manage). Every role logs
+to stderr (its spawn log); request ids are in oslo.log's default context format. conductor and
+scheduler log request ids only at DEBUG, hence their DEBUG default.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from juice.errors import UserError
+
+ROLES = ("api", "conductor", "scheduler", "compute", "manage")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING")
+BACKENDS = ("threading", "eventlet")
+# The namespace of node UUIDs (a fixed uuid5 of the project's name: never change it, node UUIDs
+# of earlier runs would no longer match).
+NODE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "juice.compute-nodes")
+DRIVER = "juice_fake.MultiNodeFakeDriver"  # nova.virt.juice_fake, registered by juice-nova-compute
+QUOTAS = ("instances", "cores", "ram", "metadata_items", "injected_files",
+          "injected_file_content_bytes", "injected_file_path_length", "key_pairs",
+          "server_groups", "server_group_members")
+
+
+def _default_levels() -> dict[str, str]:
+    return {"api": "INFO", "conductor": "DEBUG", "scheduler": "DEBUG", "compute": "INFO",
+            "manage": "INFO"}
+
+
+@dataclass(frozen=True)
+class NovaOptions:
+    """The control plane: where each role runs and its knobs. Invalid values raise UserError
+    naming the field. ``scheduler_sites`` (one entry per nova-scheduler process) overrides
+    ``schedulers`` x ``control_site``."""
+
+    control_site: int = 1                 # nova-api, nova-conductor, nova-manage
+    api_site: int | None = None           # default: control_site
+    conductor_site: int | None = None     # default: control_site
+    schedulers: int = 1                   # k nova-scheduler processes
+    scheduler_sites: tuple[int, ...] | None = None
+    api_workers: int = 1                  # gunicorn workers of nova-api
+    conductor_workers: int = 1            # [conductor] workers
+    scheduler_workers: int = 1            # [scheduler] workers (per nova-scheduler process)
+    max_attempts: int = 3                 # [scheduler] max_attempts
+    host_subset_size: int = 1             # [filter_scheduler] host_subset_size
+    concurrency_backend: str = "threading"  # [DEFAULT] concurrency_backend (eventlet: deprecated)
+    max_pool_size: int = 10               # [database] / [api_database] max_pool_size
+    max_overflow: int = 20                # [database] / [api_database] max_overflow
+    log_levels: dict[str, str] = field(default_factory=_default_levels)  # per role
+    notifications_log: bool = False       # [oslo_messaging_notifications] driver = log
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.schedulers <= 64:
+            raise UserError(f"schedulers: expected 1..64 nova-scheduler processes, got {self.schedulers}")
+        if self.scheduler_sites is not None and not self.scheduler_sites:
+            raise UserError("scheduler_sites: give at least one site (or leave it unset)")
+        for name in ("api_workers", "conductor_workers", "scheduler_workers", "max_attempts",
+                     "host_subset_size", "max_pool_size"):
+            if not 1 <= getattr(self, name) <= 1000:
+                raise UserError(f"{name}: expected 1..1000, got {getattr(self, name)}")
+        if self.max_overflow < -1:
+            raise UserError(f"max_overflow: expected >= -1, got {self.max_overflow}")
+        if self.concurrency_backend not in BACKENDS:
+            raise UserError(f"concurrency_backend: expected one of {', '.join(BACKENDS)}, "
+                            f"got {self.concurrency_backend!r}")
+        for role, level in self.log_levels.items():
+            if role not in ROLES:
+                raise UserError(f"log_levels: unknown role {role!r} (roles: {', '.join(ROLES)})")
+            if level not in LOG_LEVELS:
+                raise UserError(f"log_levels.{role}: expected one of {', '.join(LOG_LEVELS)}, got {level!r}")
+
+    def level(self, role: str) -> str:
+        return self.log_levels.get(role, _default_levels()[role])
+
+    @property
+    def api(self) -> int:
+        return self.api_site if self.api_site is not None else self.control_site
+
+    @property
+    def conductor(self) -> int:
+        return self.conductor_site if self.conductor_site is not None else self.control_site
+
+    @property
+    def scheduler_placement(self) -> tuple[int, ...]:
+        if self.scheduler_sites is not None:
+            return self.scheduler_sites
+        return (self.control_site,) * self.schedulers
+
+    def sites_used(self) -> set[int]:
+        return {self.control_site, self.api, self.conductor, *self.scheduler_placement}
+
+
+@dataclass(frozen=True)
+class ComputeOptions:
+    """Simulated compute hosts: one nova-compute process per entry of ``sites`` (a site may
+    repeat), each serving ``nodes_per_process`` fake nodes of the given size."""
+
+    sites: tuple[int, ...] = (2,)
+    nodes_per_process: int = 20
+    vcpus: int = 8
+    memory_mb: int = 16384
+    disk_gb: int = 200
+    max_concurrent_builds: int = 10       # [DEFAULT] max_concurrent_builds per process
+    update_resources_interval: int = 0    # [DEFAULT] update_resources_interval (0: every periodic tick)
+
+    def __post_init__(self) -> None:
+        if not self.sites:
+            raise UserError("computes.sites: give at least one site (one nova-compute per entry)")
+        if not 1 <= self.nodes_per_process <= 20000:
+            raise UserError(f"computes.nodes_per_process: expected 1..20000, got {self.nodes_per_process}")
+        for name in ("vcpus", "memory_mb", "disk_gb", "max_concurrent_builds"):
+            if getattr(self, name) < 1:
+                raise UserError(f"computes.{name}: expected >= 1, got {getattr(self, name)}")
+
+    def hosts(self) -> list[tuple[str, int]]:
+        """(service host name, site) per nova-compute process: juice-c1, juice-c2, ..."""
+        return [(f"juice-c{i}", s) for i, s in enumerate(self.sites, start=1)]
+
+    @property
+    def nodes(self) -> int:
+        return self.nodes_per_process * len(self.sites)
+
+
+def spread(processes: int, sites: list[int] | range) -> tuple[int, ...]:
+    """``processes`` placed round-robin over ``sites`` (for ComputeOptions.sites)."""
+    s = list(sites)
+    if not s or processes < 1:
+        raise UserError("spread: need at least one site and one process")
+    return tuple(s[i % len(s)] for i in range(processes))
+
+
+def node_name(host: str, index: int) -> str:
+    return f"{host}-n{index:04d}"
+
+
+def node_uuid(host: str, node: str) -> str:
+    """The node's UUID: uuid5 of ``host/node`` in Juice's namespace (deterministic)."""
+    return str(uuid.uuid5(NODE_NAMESPACE, f"{host}/{node}"))
+
+
+def render_nodes(host: str, count: int, comp: ComputeOptions) -> dict[str, Any]:
+    """The fake driver's ``juice-nodes.json`` for one nova-compute process."""
+    return {"host": host, "nodes": [
+        {"name": (n := node_name(host, i)), "uuid": node_uuid(host, n), "vcpus": comp.vcpus,
+         "memory_mb": comp.memory_mb, "disk_gb": comp.disk_gb} for i in range(count)]}
+
+
+def service_id(host: str) -> str:
+    """What goes in the ``compute_id`` file of a service's state_path: nova reads it at a
+    restart (it refuses to start without one once its service record has node identity);
+    the fake driver's nodes carry their own UUIDs."""
+    return str(uuid.uuid5(NODE_NAMESPACE, host))
+
+
+@dataclass(frozen=True)
+class ConfContext:
+    """What every nova.conf of a deployment shares (URLs, credentials, paths)."""
+
+    transport_url: str
+    api_db_url: str
+    cell_db_url: str                      # cell1: conductor and manage
+    auth_url: str                         # Keystone /v3
+    region: str
+    password: str                         # service user "nova"
+    state_root: str                       # <workdir>/nova: state paths are state_root/<host>
+    api_paste: str = ""
+
+
+def _section(name: str, items: dict[str, Any]) -> list[str]:
+    out = ["", f"[{name}]"]
+    for k, v in items.items():
+        out.append(f"{k} = {str(v).lower() if isinstance(v, bool) else v}")
+    return out
+
+
+def _auth(ctx: ConfContext, **extra: Any) -> dict[str, Any]:
+    return {"auth_type": "password", "auth_url": ctx.auth_url, "username": "nova",
+            "password": ctx.password, "project_name": "service", "user_domain_name": "Default",
+            "project_domain_name": "Default", "region_name": ctx.region, **extra}
+
+
+def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: str,
+                     my_ip: str = "127.0.0.1", comp: ComputeOptions | None = None) -> str:
+    """nova.conf of one process of ``role`` on service host ``host``."""
+    if role not in ROLES:
+        raise UserError(f"role: expected one of {', '.join(ROLES)}, got {role!r}")
+    state = f"{ctx.state_root}/{host}"
+    default: dict[str, Any] = {
+        "host": host, "my_ip": my_ip, "state_path": state, "use_stderr": True,
+        "debug": opts.level(role) == "DEBUG", "transport_url": ctx.transport_url,
+        "concurrency_backend": opts.concurrency_backend,
+    }
+    if opts.level(role) == "WARNING":
+        default["default_log_levels"] = "nova=WARNING,amqp=WARN,oslo.messaging=WARNING"
+    if role == "compute":
+        c = comp or ComputeOptions()
+        default.update({
+            "compute_driver": DRIVER, "reserved_host_memory_mb": 0, "reserved_host_disk_mb": 0,
+            "reserved_host_cpus": 0, "cpu_allocation_ratio": 1.0, "ram_allocation_ratio": 1.0,
+            "disk_allocation_ratio": 1.0, "max_concurrent_builds": c.max_concurrent_builds,
+            "update_resources_interval": c.update_resources_interval,
+            "heal_instance_info_cache_interval": -1, "instance_usage_audit": False,
+            "resume_guests_state_on_host_boot": False})
+    lines = ["# rendered by juice", "[DEFAULT]"] + [
+        f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in default.items()]
+    pool = {"max_pool_size": opts.max_pool_size, "max_overflow": opts.max_overflow,
+            "connection_recycle_time": 600}
+    if role in ("api", "conductor", "scheduler", "manage"):
+        lines += _section("api_database", {"connection": ctx.api_db_url, **pool})
+    if role in ("conductor", "manage", "api", "scheduler"):
+        # cell1's database: the conductor's, and what `nova-manage db sync` migrates. api and
+        # scheduler read cells through their mappings; [database] there is unused but harmless.
+        lines += _section("database", {"connection": ctx.cell_db_url, **pool})
+    if role == "api":
+        lines += _section("api", {"auth_strategy": "keystone"})
+        lines += _section("wsgi", {"api_paste_config": ctx.api_paste})
+    if role in ("api", "compute"):
+        lines += _section("keystone_authtoken", {
+            "www_authenticate_uri": ctx.auth_url, **_auth(ctx),
+            "service_token_roles_required": True})
+    if role == "conductor":
+        lines += _section("conductor", {"workers": opts.conductor_workers})
+    if role == "scheduler":
+        lines += _section("scheduler", {"workers": opts.scheduler_workers,
+                                        "max_attempts": opts.max_attempts,
+                                        "discover_hosts_in_cells_interval": -1})
+        lines += _section("filter_scheduler", {"host_subset_size": opts.host_subset_size})
+    else:
+        lines += _section("scheduler", {"max_attempts": opts.max_attempts})
+    lines += _section("placement", _auth(ctx, valid_interfaces="internal,public"))
+    lines += _section("glance", {"region_name": ctx.region, "valid_interfaces": "internal,public"})
+    lines += _section("neutron", _auth(ctx, valid_interfaces="internal,public"))
+    lines += _section("quota", dict.fromkeys(QUOTAS, -1))
+    lines += _section("oslo_concurrency", {"lock_path": f"{state}/locks"})
+    lines += _section("oslo_messaging_notifications",
+                      {"driver": "log" if opts.notifications_log else "noop"})
+    lines += _section("notifications", {"notification_format": "versioned"})
+    lines += _section("vnc", {"enabled": False})
+    lines += _section("cinder", {"os_region_name": ctx.region})
+    return "\n".join(lines) + "\n"
+
+
+def backend_env(opts: NovaOptions) -> dict[str, str]:
+    """The environment that fixes the concurrency backend even where nova cannot see the config
+    file on the command line (nova-api under gunicorn: the argv shim empties sys.argv before
+    ``nova.monkey_patch`` reads ``--config-file``)."""
+    return {"OS_NOVA_DISABLE_EVENTLET_PATCHING": "1" if opts.concurrency_backend == "threading" else "0"}
