@@ -1,0 +1,245 @@
+"""Simulated compute hosts: nova 34's own nova-compute processes, each serving N fake nodes
+through Juice's multi-node fake driver (``plugins/juice-nova``), placed in lab sites.
+
+    comp = NovaComputes(lab, nova, progress, ComputeOptions(sites=(2, 3), nodes_per_process=500))
+    comp.up()                # files, processes, services up, discover_hosts, every node in placement
+    comp.node_uuids()        # the deterministic node UUIDs (uuid5 of host and node name)
+    comp.rss()               # {"juice-c1": bytes, ...}
+    comp.stop()              # every nova-compute by recorded pid (TERM, then KILL)
+
+Per process (service host ``juice-c<i>``), under ``<workdir>/nova/juice-c<i>/`` (its state_path):
+``nova.conf`` (role compute: ``compute_driver = juice_fake.MultiNodeFakeDriver``, reserved
+resources 0, allocation ratios 1.0, so placement's capacity is exactly the nodes' sizes),
+``juice-nodes.json`` (its nodes, ``nova_conf.render_nodes``), ``compute_id`` (written before the
+first start: a restarted compute refuses to start without one once its service record has node
+identity) and its log. The process is ``juice-nova-compute`` (nova-compute with the driver
+registered in ``nova.virt``); spawn goes through nova's real build path (claims, placement
+allocations, instance records), the driver only skips the guest.
+
+``wait_healthy`` waits for every compute service to be up, runs ``nova-manage cell_v2
+discover_hosts --by-service`` ONCE (never in parallel: nova does not lock the host mappings),
+then waits until placement lists every node as a resource provider. ``timings`` keeps
+``services_up_s``, ``discover_s`` and ``registered_s`` (from start to the last node in placement).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from juice.errors import ServiceError, UserError
+from juice.services.base import Endpoints, Progress, ServerRecord, Service, Sites, quiet, wait_for
+from juice.services.nova import Nova
+from juice.services.nova_conf import (
+    ComputeOptions,
+    backend_env,
+    render_nodes,
+    render_nova_conf,
+    service_id,
+)
+from juice.services.os_api import os_env, venv_bin
+from juice.services.process import Server, spawn, stop_all
+from juice.util import atomic
+
+NODES_FILE = "juice-nodes.json"  # juice_nova.virt.NODES_FILE
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of ``pid`` from /proc (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class NovaComputes(Service):
+    """nova-compute processes with simulated nodes (see the module doc)."""
+
+    kind = "nova-compute"
+
+    def __init__(self, lab: Sites, nova: Nova, progress: Progress = quiet,
+                 options: ComputeOptions | None = None) -> None:
+        super().__init__(lab, progress)
+        self.nova = nova
+        self.opts = options or ComputeOptions()
+        for s in self.opts.sites:
+            if s not in lab.sites:
+                raise UserError(f"computes.sites: {s} is not a site of this lab (1..{len(lab.sites)})")
+        self.servers: dict[str, Server] = {}
+        self.timings: dict[str, float] = {}
+        self._t_start = 0.0
+        self._discovered = False
+
+    def home(self, host: str) -> Path:
+        return self.nova.home(host)
+
+    def log(self, host: str) -> Path:
+        return self.home(host) / f"{host}.log"
+
+    def nodes(self, host: str) -> list[dict[str, Any]]:
+        nodes: list[dict[str, Any]] = render_nodes(host, self.opts.nodes_per_process, self.opts)["nodes"]
+        return nodes
+
+    def node_uuids(self) -> list[str]:
+        return [n["uuid"] for h, _ in self.opts.hosts() for n in self.nodes(h)]
+
+    def configure(self) -> None:
+        venv_bin("juice-nova-compute")
+        ctx = self.nova.context()
+        for host, site in self.opts.hosts():
+            home = self.home(host)
+            (home / "locks").mkdir(parents=True, exist_ok=True)
+            atomic.write_text(home / "nova.conf", render_nova_conf(
+                "compute", ctx, self.nova.opts, host=host, my_ip=self.lab.site_ip(site),
+                comp=self.opts), mode=0o600)
+            atomic.write_json(home / NODES_FILE, render_nodes(host, self.opts.nodes_per_process, self.opts))
+            idfile = home / "compute_id"
+            if not idfile.exists():
+                idfile.write_text(service_id(host) + "\n")
+        self.progress(f"nova-compute: {len(self.opts.sites)} process(es) x "
+                      f"{self.opts.nodes_per_process} node(s) configured")
+
+    def start(self) -> None:
+        self._t_start = time.monotonic()
+        for host, site in self.opts.hosts():
+            self._start(host, site)
+        self.progress(f"nova-compute: {len(self.servers)} process(es) starting")
+
+    def _start(self, host: str, site: int) -> None:
+        home = self.home(host)
+        argv = [str(venv_bin("juice-nova-compute")), "--config-file", str(home / "nova.conf")]
+        self.servers[host] = spawn(self.lab, site, argv, log=self.log(host),
+                                   what=f"nova-compute {host} in site {site}",
+                                   env=os_env(home, backend_env(self.nova.opts)), cwd=home)
+
+    def wait_healthy(self, timeout: float = 600.0) -> None:
+        """Services up, discover_hosts once, every node a resource provider (bounded)."""
+        deadline = time.monotonic() + timeout
+        want = {h for h, _ in self.opts.hosts()}
+
+        def up() -> bool:
+            try:
+                svcs = self.nova.services()
+            except Exception:
+                return False
+            return want <= {s["host"] for s in svcs if s["binary"] == "nova-compute" and s["state"] == "up"}
+
+        first = self.servers[next(iter(want))]
+        wait_for(up, max(1.0, deadline - time.monotonic()), "nova-compute services up",
+                 first.tail, interval=1.0, fail=self._dead)
+        self.timings["services_up_s"] = time.monotonic() - self._t_start
+        self.progress(f"nova-compute: {len(want)} service(s) up ({self.timings['services_up_s']:.1f} s)")
+        self.discover()
+        self.wait_registered(max(1.0, deadline - time.monotonic()))
+
+    def discover(self) -> None:
+        """``discover_hosts --by-service`` once for the current processes."""
+        self.timings["discover_s"] = self.nova.discover_hosts()
+        self._discovered = True
+        self.progress(f"nova-manage cell_v2 discover_hosts --by-service ({self.timings['discover_s']:.1f} s)")
+
+    def wait_registered(self, timeout: float) -> None:
+        """Until placement lists every node of these processes as a resource provider."""
+        want = set(self.node_uuids())
+        seen: dict[str, int] = {"n": 0}
+        last = {"t": 0.0}
+
+        def done() -> bool:
+            try:
+                have = {rp["uuid"] for rp in self.nova.placement.resource_providers()}
+            except Exception:
+                return False
+            seen["n"] = len(want & have)
+            if time.monotonic() - last["t"] > 15:
+                last["t"] = time.monotonic()
+                self.progress(f"nova-compute: {seen['n']}/{len(want)} nodes in placement")
+            return seen["n"] == len(want)
+
+        first = next(iter(self.servers.values()))
+        try:
+            wait_for(done, timeout, "compute nodes in placement", first.tail, interval=2.0,
+                     fail=self._dead)
+        except ServiceError as e:
+            raise ServiceError(f"{e} ({seen['n']}/{len(want)} nodes registered)") from None
+        self.timings["registered_s"] = time.monotonic() - self._t_start
+        self.progress(f"nova-compute: {len(want)} nodes in placement ({self.timings['registered_s']:.1f} s "
+                      "from start)")
+
+    def _dead(self) -> str | None:
+        for host, srv in self.servers.items():
+            why = srv.exited()
+            if why:
+                return f"{host} {why}"
+        return None
+
+    def rss(self) -> dict[str, int]:
+        return {h: rss_bytes(srv.pid) for h, srv in self.servers.items() if srv.pid}
+
+    def pids(self) -> list[int]:
+        return [srv.pid for srv in self.servers.values() if srv.pid is not None and srv.running()]
+
+    def stop(self) -> None:
+        if not self.servers:
+            return
+        stop_all(self.servers.values(), grace_s=30, sig=signal.SIGTERM)
+        self.progress(f"nova-compute: {len(self.servers)} process(es) stopped")
+        self.servers.clear()
+
+    def kill(self, site: int) -> dict[str, Any]:
+        """SIGKILL every nova-compute of ``site``."""
+        hosts = [h for h, s in self.opts.hosts() if s == site and h in self.servers]
+        if not hosts:
+            raise ServiceError(f"no running nova-compute in site {site}")
+        killed = {h: self.servers.pop(h).kill() for h in hosts}
+        return {"pid": next(iter(killed.values())), "killed": killed}
+
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+        """Start the killed nova-computes of ``site`` again (their compute_id and node UUIDs
+        are unchanged, so nova meets its own records) and wait until they are up."""
+        hosts = [(h, s) for h, s in self.opts.hosts() if s == site and h not in self.servers]
+        if not hosts:
+            raise ServiceError(f"nova-compute in site {site}: nothing killed to restart")
+        t0 = time.monotonic()
+        for h, s in hosts:
+            self._start(h, s)
+
+        def up() -> bool:
+            try:
+                svcs = self.nova.services()
+            except Exception:
+                return False
+            ups = {x["host"] for x in svcs if x["binary"] == "nova-compute" and x["state"] == "up"}
+            return {h for h, _ in hosts} <= ups
+
+        wait_for(up, timeout, f"nova-compute in site {site} restarted", self.log(hosts[0][0]),
+                 interval=1.0, fail=self._dead)
+        return {"pids": [self.servers[h].pid for h, _ in hosts], "restart_s": round(time.monotonic() - t0, 3)}
+
+    def endpoint(self, site: int) -> Endpoints:
+        return self.nova.endpoint(site)
+
+    def records(self) -> list[ServerRecord]:
+        return [srv.record(self.kind, port=0, datadir=self.home(h),
+                           extra={"host": h, "nodes": self.opts.nodes_per_process})
+                for h, srv in self.servers.items()]
+
+    def log_files(self) -> list[Path]:
+        return [self.log(h) for h, _ in self.opts.hosts()]
+
+    def facts(self) -> dict[str, Any]:
+        o = self.opts
+        size = {"vcpus": o.vcpus, "memory_mb": o.memory_mb, "disk_gb": o.disk_gb}
+        return {"processes": len(o.sites), "sites": list(o.sites), "nodes_per_process": o.nodes_per_process,
+                "nodes": o.nodes, "node_size": size, "max_concurrent_builds": o.max_concurrent_builds,
+                "timings": dict(self.timings), "discovered": self._discovered,
+                "driver": "juice_fake.MultiNodeFakeDriver (plugins/juice-nova)"}
+
+    def write_nodes_json(self, path: Path) -> None:
+        """Every node (host, name, uuid, size) as JSON, for a study's records."""
+        atomic.write_text(path, json.dumps({h: self.nodes(h) for h, _ in self.opts.hosts()}, indent=1))
