@@ -77,6 +77,7 @@ def _register() -> None:
 
     app.command(name="run")(cli_run.run)
     app.command(name="plan")(cli_run.plan)
+    app.command(name="cleanup")(cli_run.cleanup)
     cli_analyze.register(app)
 
     app.add_typer(cli_lab.lab_app, name="lab")

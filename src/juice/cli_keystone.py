@@ -49,11 +49,13 @@ def load_record(workdir: Path) -> dict[str, Any] | None:
     return data
 
 
-def write_record(workdir: Path, ks: Keystone, bringup_s: float) -> None:
-    """Servers, URLs and facts (no secret: the password is only in the 0600 openrc)."""
+def write_record(workdir: Path, ks: Keystone, bringup_s: float,
+                 extra: list[dict[str, Any]] | None = None) -> None:
+    """Servers (with ``extra`` ones: the loopback forwarders), URLs and facts (no secret: the
+    password is only in the 0600 openrc and clouds.yaml)."""
     atomic.write_json(workdir / RECORD, {
         "kind": ks.kind, "bringup_s": round(bringup_s, 2),
-        "servers": [r.as_dict() for r in ks.records()],
+        "servers": [r.as_dict() for r in ks.records()] + list(extra or []),
         "sites": {str(s): {"auth_url": ks.auth_url(s), "region": ks.region(s)} for s in ks.ks_sites},
         "openrc": str(ks.openrc), "facts": ks.facts(), "recorded_at": time.time(),
     })
@@ -86,12 +88,18 @@ def up(
                                     help="bcrypt rounds ([identity] password_hash_rounds, 4..31)."),
     token_expiration: int = typer.Option(3600, "--token-expiration",
                                          help="Token lifetime, seconds (60..31536000)."),
+    publish: bool = typer.Option(False, "--publish", help="Reach it from this host as a user's cloud: "
+                                 "loopback forwarders and a clouds.yaml (cloud juice-<lab>)."),
+    access_log: bool = typer.Option(False, "--access-log", help="gunicorn's access log (a line per "
+                                    "request) in each site's Keystone log."),
 ) -> None:
     """Start Keystone in every site (own gunicorn, shared Fernet keys, one region per site).
 
     juice keystone up --lab lab                 (on the database of `juice db up`)
 
     juice keystone up --db galera --no-cache --hash-rounds 4
+
+    juice keystone up --publish                 (then: target: {cloud: juice-lab, clouds_file: ...})
     """
     for flag, value in (("--workers", workers), ("--hash-rounds", hash_rounds),
                         ("--token-expiration", token_expiration)):
@@ -100,7 +108,7 @@ def up(
             raise UserError(f"{flag}: expected {lo}..{hi}, got {value}")
     try:
         opts = KeystoneOptions(cache=cache, workers=workers, password_hash_rounds=hash_rounds,
-                               token_expiration_s=token_expiration)
+                               token_expiration_s=token_expiration, access_log=access_log)
     except UserError as e:  # name the flag, not the dataclass field
         msg = str(e)
         for field, flag in FLAGS.items():
@@ -115,10 +123,38 @@ def up(
     ks = Keystone(lab, database, progress, opts)
     t0 = time.monotonic()
     ks.up()
-    write_record(lab.workdir, ks, time.monotonic() - t0)
+    try:
+        extra = _publish(lab, ks) if publish else []
+    except BaseException:
+        ks.stop()
+        raise
+    write_record(lab.workdir, ks, time.monotonic() - t0, extra)
     _print_sites(load_record(lab.workdir) or {})
     out.print(f"keystone up on {database.kind} in {time.monotonic() - t0:.1f} s; admin credentials in "
               f"{ks.openrc} (`source` it inside a site); stop with `juice keystone down --lab {lab_name}`")
+    if publish:
+        out.print(f"published on loopback: {lab.workdir / 'clouds.yaml'} (cloud juice-{lab_name}); "
+                  f"e.g. target: {{cloud: juice-{lab_name}, clouds_file: {lab.workdir / 'clouds.yaml'}}}")
+
+
+def _publish(lab: LocalLab, ks: Keystone) -> list[dict[str, Any]]:
+    """Loopback forwarders to every Keystone site and the lab's clouds.yaml; their records."""
+    from juice.services import keystone_publish as pub
+    from juice.services.keystone import PORT
+
+    records: list[dict[str, Any]] = []
+    sites: dict[int, tuple[int, str]] = {}
+    try:
+        for s in ks.ks_sites:
+            srv, port = pub.start_forwarder(lab, s, PORT, lab.workdir)
+            records.append(pub.forwarder_record(srv, s, port, PORT, lab.workdir).as_dict())
+            sites[s] = (port, ks.region(s))
+    except BaseException:
+        for r in records:
+            stop_pid(r["pid"], r["pid_start"], grace_s=2)
+        raise
+    pub.write_clouds(lab.workdir, pub.clouds(lab.state.name, sites, ks.admin_credentials()))
+    return records
 
 
 def _print_sites(rec: dict[str, Any]) -> None:
@@ -161,4 +197,5 @@ def down(lab_name: str = LAB_OPT) -> None:
         proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
         progress(f"{s['kind']} in site {s['site']} stopped")
     (lab.workdir / RECORD).unlink(missing_ok=True)
+    (lab.workdir / "clouds.yaml").unlink(missing_ok=True)
     out.print(f"keystone stopped in lab {lab_name!r}")

@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from juice.cli_common import out, progress
+from juice.errors import UserError
 
 
 def _fmt_s(s: float) -> str:
@@ -57,19 +58,33 @@ def plan(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
 def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
         results: Path | None = typer.Option(None, help="Results directory (default: the spec's)."),
         report: bool = typer.Option(True, help="Render report.html at the end."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="List every API call and every "
+                                     "resource the runs would make (a spec with a target); send nothing."),
+        yes: bool = typer.Option(False, "--yes", help="Run scenarios that create resources in a "
+                                 "target cloud that is not a Juice lab."),
         ) -> None:
     """Run every run of SPEC not done yet (resumable), then render the HTML report.
 
     Interrupt with Ctrl-C at any time: completed runs are kept, the lab and servers are
-    removed, and running the same command again continues where it stopped.
+    removed (or, against an existing cloud, what the run created is deleted), and running
+    the same command again continues where it stopped.
     """
     from juice import studies
     from juice.lab.local import require_root
     from juice.runner import sweep
 
     study, s, data = studies.load_spec(spec)
-    require_root()
     study_dir = results if results is not None else study.results_dir(s)
+    todo = sweep.plan(study, s, study_dir).todo
+    if dry_run:
+        lines = study.dry_run(s, todo, progress)
+        if lines is None:
+            raise UserError(f"--dry-run: the {study.name} study has no dry run")
+        for line in lines:
+            out.print(line, highlight=False, soft_wrap=True)
+        return
+    study.preflight(s, todo, yes)
+    require_root()
     before, ran, failed = sweep.run(study, s, data, spec.read_text(), study_dir, progress)
     out.print(f"{ran} runs completed now, {before} before, {failed} failed")
     for line in study.summary_lines(study_dir):
@@ -78,6 +93,26 @@ def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
         typer.echo(f"report: {_report(study_dir).resolve()}")
     if failed:
         raise typer.Exit(1)
+
+
+def cleanup(target: Path = typer.Option(..., "--target", help="The experiment spec naming the cloud "
+                                         "(its target: section)."),
+            prefix: str | None = typer.Option(None, "--prefix", help="Only names starting with this (a "
+                                              "run's created_prefix); default every Juice run's: s_juice_."),
+            ) -> None:
+    """Delete what Juice runs left in an existing cloud: users, projects, roles and services
+    whose names start with s_juice_ (e.g. after a run was killed).
+
+    juice cleanup --target examples/existing-cloud.yaml
+    """
+    from juice import studies
+
+    study, s, _ = studies.load_spec(target)
+    lines = study.cleanup(s, prefix, progress)
+    if lines is None:
+        raise UserError(f"--target: {target} names no existing cloud (no target: section)")
+    for line in lines:
+        out.print(line, highlight=False)
 
 
 def _report(study_dir: Path) -> Path:

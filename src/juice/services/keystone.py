@@ -90,6 +90,7 @@ class KeystoneOptions:
     password_hash_rounds: int = 12      # [identity] password_hash_rounds (bcrypt cost; Keystone's default)
     token_expiration_s: int = 3600      # [token] expiration
     sites: tuple[int, ...] | None = None  # sites running a Keystone (default: every site)
+    access_log: bool = False            # gunicorn's access log (one line per request) in the site's log
 
     def __post_init__(self) -> None:
         if not 1 <= self.workers <= 64:
@@ -147,12 +148,18 @@ def render_conf(*, db_url: str, slave_url: str | None, memcache: str | None, fer
     return "\n".join(lines) + "\n"
 
 
-def gunicorn_args(bind: str, workers: int, pidfile: Path, shim_dir: Path) -> list[str]:
-    """The gunicorn command line of one site (sync workers; long timeout: bcrypt + WAN)."""
+ACCESS_FORMAT = "juice-access %(m)s %(U)s q=%(q)s %(s)s"
+
+
+def gunicorn_args(bind: str, workers: int, pidfile: Path, shim_dir: Path,
+                  access_log: bool = False) -> list[str]:
+    """The gunicorn command line of one site (sync workers; long timeout: bcrypt + WAN).
+    ``access_log``: one ``juice-access METHOD PATH q=QUERY STATUS`` line per request in the log."""
+    access = ["--access-logfile", "-", "--access-logformat", ACCESS_FORMAT] if access_log else []
     return [str(VENV / "bin" / "gunicorn"), "--bind", bind, "--workers", str(workers),
             "--pythonpath", str(shim_dir),
             "--worker-class", "sync", "--timeout", "300", "--graceful-timeout", "10",
-            "--pid", str(pidfile), "--error-logfile", "-", "--log-level", "info",
+            "--pid", str(pidfile), "--error-logfile", "-", "--log-level", "info", *access,
             "--name", "keystone", APP]
 
 
@@ -387,7 +394,8 @@ class Keystone(Service):
     def _start_site(self, s: int) -> None:
         pidfile = self.home(s) / "gunicorn.pid"
         pidfile.unlink(missing_ok=True)
-        argv = gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers, pidfile, self.shared)
+        argv = gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers, pidfile, self.shared,
+                             self.opts.access_log)
         # ``ip netns exec`` execs gunicorn: the spawned process IS the master.
         self.servers[s] = spawn(self.lab, s, argv, log=self.log(s), what=f"keystone in site {s}",
                                 env=self._env(site=s), cwd=self.home(s))

@@ -25,12 +25,13 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, model_validator
+from annotated_types import Interval
+from pydantic import Field, StringConstraints, model_validator
 
 from juice.errors import UserError
 from juice.spec.base import Strict
@@ -53,6 +54,25 @@ class Target(Strict):
     project_domain_name: str = "Default"
     region_name: str | None = None
     password_env: str = Field(default="OS_PASSWORD", pattern=ENV_RE)
+    max_rps: Annotated[float, Interval(ge=0.1, le=10_000)] = Field(
+        default=20.0, allow_inf_nan=False, strict=True,
+        description="API requests per second the whole run never exceeds (every driver "
+                    "together), 0.1..10,000")
+    endpoints: dict[Annotated[str, StringConstraints(min_length=1, max_length=200)],
+                    Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")]] | None = Field(
+        default=None, description="region -> identity URL, instead of the catalog's (high load: "
+                                  "one driver per region)")
+
+    @property
+    def label(self) -> str:
+        """Names the cloud in run keys, plans and reports (no secret, no file content)."""
+        if self.cloud is not None:
+            return f"cloud {self.cloud}"
+        if self.openrc is not None:
+            return f"openrc {Path(self.openrc).name}"
+        if self.rally_env is not None:
+            return f"rally env {Path(self.rally_env).name}"
+        return f"{self.username}@{self.auth_url}"
 
     @model_validator(mode="after")
     def _one_way(self) -> Target:
@@ -78,6 +98,8 @@ class Credentials:
     project_domain_name: str = "Default"
     region_name: str | None = None
     source: str = ""
+    juice_lab: str | None = None  # clouds.yaml written by `juice keystone up --publish`
+    endpoints: dict[str, str] | None = None  # region -> identity URL (that clouds.yaml's loopback ones)
 
     def public(self) -> dict[str, Any]:
         """Everything but the password (what a manifest may keep)."""
@@ -127,7 +149,13 @@ def _from_clouds(t: Target, environ: Mapping[str, str], cwd: Path, home: Path) -
     if secure.is_file():
         entry = _merge(entry, (_read_yaml(secure).get("clouds") or {}).get(t.cloud) or {})
     auth = dict(entry.get("auth") or {})
-    return _complete(auth, entry.get("region_name"), t, environ, f"clouds.yaml {found} cloud {t.cloud}")
+    creds = _complete(auth, entry.get("region_name"), t, environ, f"clouds.yaml {found} cloud {t.cloud}")
+    lab, eps = entry.get("juice_lab"), entry.get("juice_endpoints")
+    if isinstance(lab, str) and lab:
+        creds = replace(creds, juice_lab=lab)
+    if isinstance(eps, dict) and eps:
+        creds = replace(creds, endpoints={str(k): str(v) for k, v in eps.items()})
+    return creds
 
 
 _EXPORT = re.compile(r"^\s*(?:export\s+)?(OS_[A-Z_]+)=(.*)$")

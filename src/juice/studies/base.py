@@ -11,6 +11,7 @@ studies use the ``juice.studies`` entry-point group instead). Its pieces::
     lab(spec, points)        -> context manager yielding the lab the points share
     deployment(spec, lab, points) -> context manager yielding the servers they share
     run_point(run, deployment)              # writes the run's files into run.rd
+    preflight(spec, points, yes), dry_run(spec, points), cleanup(spec, prefix)   # optional
     profile_sources(deployment)             # optional: the services a resource profile names
     plan_columns(point), estimate_s(point), overhead_s(points)
     summary_lines(study_dir), report_sections(inputs), analyze(paths, by)
@@ -173,6 +174,22 @@ class Study(ABC, Generic[S, P]):
     def run_point(self, run: Run[S, P], deployment: Any) -> None:
         """Measure ``run.point`` into ``run.rd``; call ``run.manifest(...)``. Raise a JuiceError
         for a failed run (kept as ``.failed``; the sweep goes on)."""
+
+    def preflight(self, spec: S, points: Sequence[P], assume_yes: bool) -> None:
+        """Checks before anything is started or contacted (``juice run``); UserError refuses the
+        run. ``assume_yes``: the user passed ``--yes`` (e.g. to write into a cloud that is not a
+        Juice lab)."""
+
+    def dry_run(self, spec: S, points: Sequence[P], progress: Progress) -> list[str] | None:
+        """``juice run --dry-run``: what the runs would do (lines to print), without doing it.
+        None: this study has no dry run."""
+        return None
+
+    def cleanup(self, spec: S, prefix: str | None, progress: Progress) -> list[str] | None:
+        """``juice cleanup --target SPEC``: delete what runs of ``spec`` left on the cloud it
+        targets (names starting ``prefix``, default every Juice run's). None: nothing to do
+        for this study or spec."""
+        return None
 
     def profile_sources(self, deployment: Any) -> Sequence[Any]:
         """The services (objects with ``records() -> [ServerRecord]``) of ``deployment``: they

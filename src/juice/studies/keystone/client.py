@@ -19,7 +19,9 @@ objects beyond aiohttp's own, no response validation beyond the status.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -85,14 +87,37 @@ def _message(raw: bytes) -> str:
         return raw[:200].decode("utf-8", "replace")
 
 
-class KeystoneClient:
-    """One Keystone site's API (see the module docstring)."""
+class RateCap:
+    """At most ``rate`` requests per second, ever: each request takes the next slot of a
+    grid ``1/rate`` apart (no burst), waiting for it when it is in the future."""
 
-    def __init__(self, auth_url: str, limit: int = 10, timeout_s: float = 600.0) -> None:
+    def __init__(self, rate: float) -> None:
+        if not rate > 0:
+            raise ValueError(f"rate cap: expected > 0 requests/s, got {rate}")
+        self.gap = 1.0 / rate
+        self._next = 0.0
+        self.waited_s = 0.0
+
+    async def take(self) -> None:
+        now = time.monotonic()
+        slot = max(now, self._next)
+        self._next = slot + self.gap
+        if slot > now:
+            self.waited_s += slot - now
+            await asyncio.sleep(slot - now)
+
+
+class KeystoneClient:
+    """One Keystone site's API (see the module docstring). ``max_rps``: a :class:`RateCap`
+    every request goes through (a run against someone else's cloud)."""
+
+    def __init__(self, auth_url: str, limit: int = 10, timeout_s: float = 600.0,
+                 max_rps: float | None = None) -> None:
         self.root = root_of(auth_url)
         self.v3 = self.root + "/v3"
         self.limit = max(1, limit)
         self.timeout_s = timeout_s
+        self.cap = RateCap(max_rps) if max_rps else None
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -123,6 +148,8 @@ class KeystoneClient:
         if headers:
             hdrs.update(headers)
         data = body if isinstance(body, bytes) else (None if body is None else json.dumps(body).encode())
+        if self.cap is not None:
+            await self.cap.take()
         async with self.session.request(method, (base or self.v3) + path, data=data, headers=hdrs) as r:
             raw = await r.read()
             status = r.status

@@ -107,8 +107,11 @@ async def cleanup_users(drv: Driver, workers: int = 20) -> None:
     drv.tenants.clear()
 
 
-async def admin_cleanup(drv: Driver, workers: int = 20) -> dict[str, int]:
-    """Delete what the scenario created (by name prefix); returns the count per kind."""
+async def admin_cleanup(drv: Driver, workers: int = 20,
+                        owns: Callable[[str | None], bool] | None = None) -> dict[str, int]:
+    """Delete what the scenario created (by name prefix: ``owns``, default the driver's own
+    names); returns the count per kind."""
+    mine = owns or drv.names.owns
     c = drv.client
     tok = await drv.admin_token()
     keep = {u["id"] for u in drv.users} | set(drv.tenants)
@@ -118,7 +121,7 @@ async def admin_cleanup(drv: Driver, workers: int = 20) -> dict[str, int]:
         ("services", c.list_services, c.delete_service), ("roles", c.list_roles, c.delete_role)]
     counts: dict[str, int] = {}
     for kind, lister, deleter in kinds:
-        doomed = [r["id"] for r in await lister(tok) if drv.names.owns(r.get("name")) and r["id"] not in keep]
+        doomed = [r["id"] for r in await lister(tok) if mine(r.get("name")) and r["id"] not in keep]
         await _bounded(workers, [partial(_quiet_delete, deleter, tok, i) for i in doomed])
         counts[kind] = len(doomed)
     return counts

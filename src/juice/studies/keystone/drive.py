@@ -14,7 +14,7 @@ from typing import Any
 from juice.errors import JuiceError, ServiceError
 from juice.lab import LocalLab
 from juice.load.api import LoadResult
-from juice.load.drivers import DriverJob, run_drivers
+from juice.load.drivers import DriverJob, SiteLauncher, run_drivers
 from juice.load.iterations import summary, write_iterations
 from juice.load.progress import ProgressUI, RichProgress
 from juice.load.rally_json import write_rally
@@ -57,22 +57,36 @@ def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progre
     iterations.jsonl, rally.json and events.jsonl (when there were faults) into ``rd``; return
     the manifest fields describing what happened (per-site outcome, %reads/%writes, faults)."""
     spec = runner_spec(p)
-    sites = driver_sites(p, lab)
-    # the client's connection pool: the closed loop's workers, or the open loop's in-flight bound
-    pool = spec.concurrency if spec.type == "constant" else spec.max_in_flight
-    jobs = [DriverJob(site=s, scenario=p.scenario, args=dict(p.scenario_args), runner=spec,
-                      contexts=dict(p.contexts), seed=p.seed + 1000 * s,
-                      env=keystone_env(ks, s, pool), timeout_s=_driver_timeout(spec))
-            for s in sites]
+    jobs = [job(p, s, spec, keystone_env(ks, s, pool_size(spec))) for s in driver_sites(p, lab)]
     try:
         probe: counters.Probe | None = counters.probe_for(db)
     except (ServiceError, TypeError) as e:
         progress(f"no statement counters for {p.rdbms} ({e}); %reads/%writes not measured")
         probe = None
-    bar = ui if ui is not None else RichProgress()
     faults = FaultRunner(p.faults, target, progress) if p.faults and target is not None else None
+    return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults)
+
+
+def pool_size(spec: RunnerSpec) -> int:
+    """The client's connection pool: the closed loop's workers, or the open loop's in-flight bound."""
+    return spec.concurrency if spec.type == "constant" else spec.max_in_flight
+
+
+def job(p: RunPoint, site: int, spec: RunnerSpec, env: dict[str, Any]) -> DriverJob:
+    """The driver of ``p`` in ``site`` (``env``: where and as whom; never stored)."""
+    return DriverJob(site=site, scenario=p.scenario, args=dict(p.scenario_args), runner=spec,
+                     contexts=dict(p.contexts), seed=p.seed + 1000 * site, env=env,
+                     timeout_s=_driver_timeout(spec))
+
+
+def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: list[DriverJob],
+               probe: counters.Probe | None, progress: Progress, ui: ProgressUI | None = None,
+               faults: FaultRunner | None = None) -> dict[str, Any]:
+    """Run ``jobs`` at once (statement counters around them when ``probe``), write the run's
+    iterations.jsonl, rally.json and events.jsonl; the manifest fields of the outcome."""
+    bar = ui if ui is not None else RichProgress()
     with probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
-        results = run_drivers(lab, jobs, faults.watch(bar) if faults is not None else bar)
+        results = run_drivers(launcher, jobs, faults.watch(bar) if faults is not None else bar)
     rw: dict[str, Any] | None = None
     if w is not None:
         c = w.result
@@ -83,9 +97,10 @@ def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progre
     if events:
         atomic.write_text(rd.file(EVENTS), "".join(json.dumps(e) + "\n" for e in events))
     n = write_iterations(rd.file("iterations.jsonl"), results)
+    where = (f"{p.rdbms}, {p.sites} sites, {p.wan.label} one-way" if p.target is None
+             else f"existing cloud ({p.target})")
     write_rally(rd.file("rally.json"), results, title=f"{p.study}: {p.scenario}",
-                description=f"{p.rdbms}, {p.sites} sites, {p.wan.label} one-way, {p.load} load",
-                tags=["juice", p.study])
+                description=f"{where}, {p.load} load", tags=["juice", p.study])
     per_site = [summary(r) for r in results]
     _say(progress, results)
     if all(r.failure for r in results):

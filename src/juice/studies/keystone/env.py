@@ -40,6 +40,9 @@ class KeystoneEnv:
     region: str
     admin: AdminCredentials
     concurrency: int = 1
+    max_rps: float | None = None   # this driver's share of a target's rate cap
+    name_run: str | None = None    # the run part of created names (s_juice_<name_run>_...)
+    simulated: bool = False        # the dry run: a recording Keystone simulator, no network
 
     def get(self, key: str) -> Any:
         """Flat keys, as ``runner.drive.keystone_env`` writes them."""
@@ -51,7 +54,7 @@ class KeystoneEnv:
         """What may be logged or recorded (no password)."""
         return {"site": self.site, "auth_url": self.auth_url, "region": self.region,
                 "username": self.admin.username, "project_name": self.admin.project_name,
-                "concurrency": self.concurrency}
+                "concurrency": self.concurrency, "max_rps": self.max_rps, "name_run": self.name_run}
 
     @classmethod
     def from_env(cls, env: Env) -> KeystoneEnv:
@@ -65,8 +68,12 @@ class KeystoneEnv:
                                  str(env.get("project_name")),
                                  str(env.get("user_domain_name") or "Default"),
                                  str(env.get("project_domain_name") or "Default"))
+        rps = env.get("max_rps")
         return cls(site=env.site, auth_url=str(env.get("auth_url")), region=str(env.get("region") or ""),
-                   admin=admin, concurrency=int(env.get("concurrency") or 1))
+                   admin=admin, concurrency=int(env.get("concurrency") or 1),
+                   max_rps=float(rps) if rps else None,
+                   name_run=str(env.get("name_run")) if env.get("name_run") else None,
+                   simulated=bool(env.get("simulated")))
 
     @classmethod
     def from_keystone(cls, ks: Any, site: int, concurrency: int = 1) -> KeystoneEnv:

@@ -66,6 +66,8 @@ def run_s(p: RunPoint) -> float:
     times, rate = float(r["times"]) + float(r.get("warmup") or 0), r.get("rate")
     drivers = p.sites if p.load == "high" else 1
     latency_bound = times / float(rate) if rate else times / float(r["concurrency"]) * iteration_s(p)
+    if p.max_rps:  # an existing cloud: every request through the rate cap (the RTT is unknown here)
+        latency_bound = max(latency_bound, drivers * times * _cost(p)[0] / p.max_rps)
     cpu_bound = drivers * times * _cost(p)[0] * REQUEST_CPU_S / float(os.cpu_count() or 1)
     return RUN_OVERHEAD_S + float(r.get("warmup_s") or 0.0) + max(latency_bound, cpu_bound)
 
@@ -84,6 +86,11 @@ def total_s(points: Sequence[RunPoint]) -> float:
     deployments: set[tuple[int, str, bool]] = set()
     wans: set[tuple[tuple[int, str, bool], str]] = set()
     for p in points:
+        if p.target is not None:  # no lab, no deployment: a token and the RTT probes
+            total += 2.0 if not deployments else 0.0
+            deployments.add(p.deployment)
+            total += run_s(p)
+            continue
         if p.sites not in labs:
             labs.add(p.sites)
             total += 1.0 + 0.05 * p.sites

@@ -5,7 +5,7 @@ atomic actions.
 What 4.1.0 does beyond the one obvious request, and that is mirrored here:
 
 - ``create_project``/``create_user`` look the domain up first: ``GET /v3/domains/Default``
-  and, when that is 404 (SQLite; MariaDB's case-insensitive ids answer 200),
+  and, when that is 404 (as Keystone 30 on MariaDB 10.11 answers here: the id is `default`),
   ``GET /v3/domains?name=Default``. No caching: every call looks again.
 - ``create_user`` with a project also runs ``list_roles`` (``GET /v3/roles``) and ``add_role``
   (``PUT .../roles/{member}``) as *child* atomic actions of ``keystone_v3.create_user``.

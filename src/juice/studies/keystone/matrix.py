@@ -18,6 +18,9 @@ from juice.spec.faults import Fault
 from juice.spec.wan import WanPoint, wan_points
 from juice.studies.keystone.spec import Experiment
 
+TARGET_RDBMS = "existing"  # the rdbms column of a run against an existing cloud
+TARGET_WAN = WanPoint(label="measured")  # no WAN spec: the RTT to each endpoint is recorded
+
 
 @dataclass(frozen=True)
 class RunPoint:
@@ -34,17 +37,24 @@ class RunPoint:
     seed: int
     runner: dict[str, Any] = field(hash=False, compare=False)
     faults: tuple[Fault, ...] = field(default=(), hash=False, compare=False)
+    target: str | None = None      # an existing cloud (its label): no lab, no deployment
+    max_rps: float | None = None   # the target's rate cap (requests/s, the whole run)
 
     def params(self) -> dict[str, Any]:
         """The run's parameters as stored in its manifest (and as analysis columns)."""
-        return {"study": self.study, "workload": "keystone", "scenario": self.scenario,
-                "rdbms": self.rdbms, "sites": self.sites, **self.wan.params(), "load": self.load,
-                "cache": self.cache, "times": self.runner["times"],
-                "concurrency": self.runner["concurrency"], "rate": self.runner.get("rate"),
-                "repetition": self.repetition, "seed": self.seed, "run_id": self.key,
-                **({"faults": len(self.faults)} if self.faults else {}),
-                **({"warmup": self.runner["warmup"]} if self.runner.get("warmup") else {}),
-                **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {})}
+        out: dict[str, Any] = {
+            "study": self.study, "workload": "keystone", "scenario": self.scenario,
+            "rdbms": self.rdbms, "sites": self.sites, **self.wan.params(), "load": self.load,
+            "cache": self.cache, "times": self.runner["times"],
+            "concurrency": self.runner["concurrency"], "rate": self.runner.get("rate"),
+            "repetition": self.repetition, "seed": self.seed, "run_id": self.key,
+            **({"faults": len(self.faults)} if self.faults else {}),
+            **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
+            **({"warmup": self.runner["warmup"]} if self.runner.get("warmup") else {}),
+            **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {})}
+        if self.target is not None:  # the cloud's cache is the cloud's business: unknown here
+            out["cache"] = None
+        return out
 
     @property
     def key(self) -> str:
@@ -52,13 +62,16 @@ class RunPoint:
                  **({"contexts": self.contexts} if self.contexts else {}),
                  "rdbms": self.rdbms, "sites": self.sites, "wan": self.wan.label, "load": self.load,
                  "cache": self.cache, "repetition": self.repetition, "runner": self.runner,
-                 **({"faults": [f.model_dump(mode="json") for f in self.faults]} if self.faults else {})}
+                 **({"faults": [f.model_dump(mode="json") for f in self.faults]} if self.faults else {}),
+                 **({"target": self.target, "max_rps": self.max_rps} if self.target else {})}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     @property
     def dirname(self) -> str:
         """Human-readable; never parsed back (the manifest holds the parameters)."""
         short = self.scenario.split(".")[-1]
+        if self.target is not None:
+            return f"{short}-target-{self.load}-r{self.repetition}-{self.key}"
         wan = self.wan.label.replace(" ", "").replace("/", "-")
         return (f"{short}-{self.rdbms}-{self.sites}s-{wan}-{self.load}-"
                 f"{'cache' if self.cache else 'nocache'}-r{self.repetition}-{self.key}")
@@ -78,6 +91,8 @@ class RunPoint:
 
     @property
     def label(self) -> str:
+        if self.target is not None:
+            return f"{self.scenario.split('.')[-1]} · {self.target} · {self.load} load"
         return (f"{self.scenario.split('.')[-1]} · {self.rdbms} · {self.sites} sites · {self.wan.label} · "
                 f"{self.load} load")
 
@@ -89,6 +104,13 @@ def expand(exp: Experiment) -> list[RunPoint]:
     runner = exp.runner.key_dump()
     scenarios = [(registry.canonical(s.name), s.args, s.contexts) for s in exp.scenarios]
     out: list[RunPoint] = []
+    if exp.target is not None:  # one "site" (this machine), the cloud's own database and WAN
+        t = exp.target
+        return [RunPoint(study=exp.name, scenario=name, scenario_args=dict(args), contexts=dict(contexts),
+                         rdbms=TARGET_RDBMS, sites=1, wan=TARGET_WAN, load=load, cache=True,
+                         repetition=rep, seed=exp.seed + rep, runner=runner, target=t.label,
+                         max_rps=t.max_rps)
+                for load in exp.load for name, args, contexts in scenarios for rep in range(exp.repetitions)]
     for sites in exp.sites:
         for rdbms in exp.rdbms:
             for cache in exp.keystone.cache:

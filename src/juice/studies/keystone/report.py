@@ -200,6 +200,32 @@ def _profiles(mine: Sequence[Path], df: pd.DataFrame) -> list[str]:
     return body
 
 
+def _targets(manifests: list[dict[str, Any]]) -> list[str]:
+    """Runs against existing clouds: the endpoints, their measured RTT, and what was not seen."""
+    rows: list[dict[str, Any]] = []
+    missing: dict[str, str] = {}
+    for m in manifests:
+        t = m.get("target")
+        if not isinstance(t, Mapping):
+            continue
+        missing.update(t.get("not_measured") or {})
+        for region, r in (t.get("rtt") or {}).items():
+            if region == "catalog" or not isinstance(r, Mapping):
+                continue
+            rows.append({"target": t.get("target"), "region": region, "url": r.get("url"),
+                         "TCP connect median (ms)": (r.get("tcp") or {}).get("median_ms"),
+                         "GET /v3 median (ms)": (r.get("http") or {}).get("median_ms"),
+                         "rate cap (req/s)": t.get("max_rps"),
+                         "Juice lab": t.get("juice_lab") or "no"})
+    if not rows:
+        return []
+    tab = pd.DataFrame(rows).drop_duplicates(subset=["target", "region", "url"])
+    notes = "".join(f"<li>{escape(k)}: {escape(str(v))}</li>" for k, v in missing.items())
+    return ["<h2>Existing cloud</h2>", "<p class=note>Runs against a cloud Juice did not deploy: drivers "
+            "on this machine, no lab. The round trip to each endpoint was measured once before the runs "
+            "(in place of a WAN spec). Not measured there:</p>", f"<ul>{notes}</ul>", table_html(tab)]
+
+
 def _is_keystone(run_dir: Path) -> bool:
     try:
         workload = tidy.read_manifest(run_dir).get("workload", "keystone")
@@ -220,7 +246,7 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
         df_f, it_f = df, it
     data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
     colors = op_colors(operation_order(df))
-    body = [_provenance(found, df, it, manifests, filter_q),
+    body = [_provenance(found, df, it, manifests, filter_q), *_targets(manifests),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
     rw = keystone.rwratio_table(data)
     if rw:

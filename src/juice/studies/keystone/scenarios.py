@@ -55,6 +55,15 @@ from juice.studies.keystone.identity import MODES, Driver, Identity, Names
 CTX_KEY = "keystone"
 
 
+def make_client(kenv: KeystoneEnv) -> KeystoneClient:
+    """The driver's client: HTTP (rate-capped against a target), or the dry run's simulator."""
+    if kenv.simulated:
+        from juice.studies.keystone.dryrun import SimulatedKeystone
+
+        return SimulatedKeystone(kenv.auth_url, site=kenv.site)
+    return KeystoneClient(kenv.auth_url, limit=kenv.concurrency, max_rps=kenv.max_rps)
+
+
 class KeystoneScenario:
     """Shared lifecycle: setup = client + ``users`` context; cleanup = admin_cleanup + users
     cleanup + client close. Subclasses define ``ARGS`` (name -> default) and ``body``."""
@@ -88,9 +97,11 @@ class KeystoneScenario:
 
     async def setup(self, env: Env) -> Context:
         kenv = KeystoneEnv.from_env(env)
-        client = KeystoneClient(kenv.auth_url, limit=kenv.concurrency)
+        client = make_client(kenv)
         drv = Driver(client=client, admin=kenv.admin.credentials(), mode=self.session,
                      choice=self.users_cfg["user_choice_method"])
+        if kenv.name_run:
+            drv.names.run = kenv.name_run
         if self.seed is not None:
             drv.rng.seed(self.seed)
             drv.names.rng.seed(self.seed)

@@ -83,10 +83,12 @@ from juice.spec.base import (
 )
 from juice.spec.faults import Fault, check_sites
 from juice.spec.profile import Profile
+from juice.spec.target import Target
 from juice.spec.wan import Wan, WanPoint, wan_points
 from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
+LAB_ONLY = ("rdbms", "sites", "wan", "keystone", "check_wan")
 LIGHT: tuple[Literal["light", "high"], ...] = ("light",)
 MAX_USERS = 10_000
 ResultsPath = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=4096,
@@ -199,8 +201,10 @@ class Experiment(Strict):
     description: StrictStr = Field(default="", max_length=2000)
     seed: Seed = Field(default=1, description="0..2**31-1; repetition r uses seed + r")
     repetitions: Repetitions = Field(default=1, description="1..1,000")
-    rdbms: list[StrictStr] = Field(min_length=1, description=f"an axis: {', '.join(RDBMS)}")
-    sites: list[SiteCount] = Field(min_length=1, description="an axis of site counts, 1..250 each")
+    rdbms: list[StrictStr] = Field(default_factory=list, description=f"an axis: {', '.join(RDBMS)}")
+    sites: list[SiteCount] = Field(default_factory=list, description="an axis of site counts, 1..250 each")
+    target: Target | None = Field(default=None, description="an existing cloud instead of a lab "
+                                  "(juice.spec.target): no lab, no deployment")
     wan: Wan = Field(default_factory=lambda: Wan(delay_ms=[0.0]))
     load: list[Literal["light", "high"]] = Field(default_factory=lambda: list(LIGHT), min_length=1)
     scenarios: list[ScenarioRef] = Field(min_length=1)
@@ -235,6 +239,22 @@ class Experiment(Strict):
         return v
 
     @model_validator(mode="after")
+    def _lab_or_target(self) -> Experiment:
+        if self.target is None:
+            for k in ("rdbms", "sites"):
+                if not getattr(self, k):
+                    raise ValueError(f"{k}: required field is missing (a lab study names its rdbms and "
+                                     "sites; a study of an existing cloud gives target: instead)")
+            return self
+        lab_only = [k for k in LAB_ONLY if k in self.model_fields_set]
+        if lab_only:
+            raise ValueError(f"{lab_only[0]}: not with a target (an existing cloud has its own "
+                             f"database, sites and WAN; Juice measures the RTT to it instead)")
+        if self.faults:
+            raise ValueError("faults: not with a target (Juice injects faults only into its own labs)")
+        return self
+
+    @model_validator(mode="after")
     def _wan_fits_sites(self) -> Experiment:
         for i, z in enumerate(self.wan.zones):
             for n in self.sites:
@@ -266,8 +286,9 @@ class Experiment(Strict):
     @model_validator(mode="after")
     def _size(self) -> Experiment:
         """At most MAX_RUNS runs and MAX_PLAN_S of work (``work_bound_s``)."""
-        runs = (len(self.sites) * len(self.rdbms) * len(self.keystone.cache) * len(wan_points(self.wan))
-                * len(self.load) * len(self.scenarios) * self.repetitions)
+        per_lab = len(self.load) * len(self.scenarios) * self.repetitions
+        labs = len(self.sites) * len(self.rdbms) * len(self.keystone.cache) * len(wan_points(self.wan))
+        runs = per_lab if self.target is not None else labs * per_lab
         if runs > MAX_RUNS:
             raise ValueError(f"{runs} runs (sites × rdbms × cache × wan × load × scenarios × "
                              f"repetitions); at most {MAX_RUNS} in one spec: split it")
@@ -303,6 +324,10 @@ def work_bound_s(exp: Experiment) -> float:
     wans = wan_points(exp.wan)
     runs_per_load = len(exp.scenarios) * exp.repetitions
     total = 0.0
+    if exp.target is not None:  # every request of every driver through the rate cap (per region)
+        n = r.times + (r.warmup or 0)
+        run_s = 3.0 + (r.warmup_s or 0.0) + n * _REQUESTS / exp.target.max_rps
+        return 10.0 + len(exp.load) * runs_per_load * run_s
     for sites in exp.sites:
         total += 1.0 + 0.05 * sites  # the lab
         for rdbms in exp.rdbms:

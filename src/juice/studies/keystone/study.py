@@ -54,23 +54,57 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
         return str(params["run_id"]) if params.get("run_id") else None
 
     @contextmanager
-    def lab(self, spec: Experiment, points: Sequence[RunPoint], progress: Progress) -> Iterator[LocalLab]:
+    def lab(self, spec: Experiment, points: Sequence[RunPoint],
+            progress: Progress) -> Iterator[LocalLab | None]:
+        if spec.target is not None:  # an existing cloud: no lab
+            yield None
+            return
         with runs.lab(spec, points[0].sites, points[0].wan, progress) as lab:
             yield lab
 
     @contextmanager
-    def deployment(self, spec: Experiment, lab: LocalLab, points: Sequence[RunPoint],
-                   progress: Progress) -> Iterator[runs.Deployment]:
+    def deployment(self, spec: Experiment, lab: LocalLab | None, points: Sequence[RunPoint],
+                   progress: Progress) -> Iterator[Any]:
+        if spec.target is not None:
+            from juice.studies.keystone import target
+
+            with target.deployment(spec.target, progress, any(p.load == "high" for p in points)) as tdep:
+                yield tdep
+            return
+        assert lab is not None
         with runs.deployment(lab, points[0], spec, progress) as dep:
             yield dep
 
-    def run_point(self, run: Run[Experiment, RunPoint], deployment: runs.Deployment) -> None:
+    def run_point(self, run: Run[Experiment, RunPoint], deployment: Any) -> None:
+        if run.spec.target is not None:
+            from juice.studies.keystone import target
+
+            target.run_point(run, deployment)
+            return
         runs.run_point(run, deployment)
+
+    def preflight(self, spec: Experiment, points: Sequence[RunPoint], assume_yes: bool) -> None:
+        if spec.target is not None:
+            from juice.studies.keystone import safety
+
+            safety.preflight(spec, points, assume_yes)
+
+    def dry_run(self, spec: Experiment, points: Sequence[RunPoint], progress: Progress) -> list[str] | None:
+        from juice.studies.keystone import safety
+
+        return safety.dry_run_lines(spec, points, progress)
+
+    def cleanup(self, spec: Experiment, prefix: str | None, progress: Progress) -> list[str] | None:
+        if spec.target is None:
+            return None
+        from juice.studies.keystone import safety
+
+        return safety.cleanup_lines(spec, prefix, progress)
 
     def plan_columns(self, point: RunPoint) -> dict[str, Any]:
         return {"scenario": point.scenario.split(".")[-1], "rdbms": point.rdbms, "sites": point.sites,
                 "wan (one-way)": point.wan.label, "load": point.load,
-                "cache": "on" if point.cache else "off", "rep": point.repetition}
+                "cache": "-" if point.target else "on" if point.cache else "off", "rep": point.repetition}
 
     def estimate_s(self, point: RunPoint) -> float:
         return estimate.run_s(point)

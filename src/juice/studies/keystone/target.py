@@ -1,0 +1,329 @@
+"""The Keystone study against an existing cloud (``target:`` in the spec): no lab, no deployment.
+
+    juice run examples/existing-cloud.yaml --dry-run   # every call and creation, nothing sent
+    juice run examples/existing-cloud.yaml --yes       # --yes: it creates users (not a Juice lab)
+    juice cleanup --target examples/existing-cloud.yaml   # leftovers of an interrupted run
+
+The drivers run on this machine (no namespace) against the cloud's identity endpoints: light
+load = one driver (the credentials' region, else the first), high load = one driver per region
+of the catalog's identity service (``target.endpoints`` overrides the URLs). Every request of a
+run goes through a rate cap, ``target.max_rps`` shared by the drivers, which the run never
+exceeds (contexts and cleanup included).
+
+Once per spec (the "deployment"): the credentials are resolved (clouds.yaml, openrc, Rally env
+or explicit fields; the password never reaches results), a token is issued (a wrong password
+fails here, before any run), and the RTT to each endpoint is measured and recorded (TCP
+connects and ``GET /v3``) in place of a WAN spec. What Juice cannot see there is listed in
+each manifest's ``target.not_measured``.
+
+Created resources carry a per-run prefix ``s_juice_<6 chars>`` (each driver adds 2 digits). After
+every run, whatever happened (Ctrl-C included), Juice deletes what still carries the run's
+prefix; ``juice cleanup --target`` removes leftovers of any Juice run (``s_juice_``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import string
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from juice.errors import JuiceError, UserError
+from juice.load.drivers import LoopbackSites
+from juice.spec.target import Credentials, Target, resolve
+from juice.studies.keystone.client import Credentials as KsCredentials
+from juice.studies.keystone.client import KeystoneClient, KeystoneError
+
+Progress = Callable[[str], None]
+PREFIX = "s_juice_"
+RUN_ALPHABET = string.ascii_lowercase + string.digits
+HTTP_PROBES = 5
+TCP_PROBES = 10
+CLEANUP_TIMEOUT_S = 300.0
+NOT_MEASURED = {
+    "wan": "no WAN spec: the RTT to each endpoint is measured and recorded instead",
+    "db_counters": "no database statement counters (%reads/%writes): Juice has no access to the "
+                   "cloud's database",
+    "resource_profile": "no CPU/memory profile of the cloud's servers: Juice sees only this machine",
+    "server_logs": "no server logs: they stay on the cloud",
+}
+
+
+def ks_credentials(c: Credentials) -> KsCredentials:
+    return KsCredentials(c.username, c.password, c.project_name, c.user_domain_name, c.project_domain_name)
+
+
+def new_run_prefix() -> str:
+    """``s_juice_<6 random>`` (drivers append two digits, then ``_<8 random>``)."""
+    return PREFIX + "".join(secrets.choice(RUN_ALPHABET) for _ in range(6))
+
+
+def juice_lab_of(creds: Credentials) -> str | None:
+    """The Juice lab this target is (a clouds.yaml of ``juice keystone up --publish`` whose lab
+    runs and publishes this very port), else None."""
+    if not creds.juice_lab:
+        return None
+    import json
+
+    from juice.lab import state
+
+    st = state.load(creds.juice_lab)
+    if st is None or not st.workdir:
+        return None
+    try:
+        rec = json.loads((Path(st.workdir) / "keystone.json").read_text())
+    except (OSError, ValueError):
+        return None
+    port = urlsplit(creds.auth_url).port
+    published = {s.get("port") for s in rec.get("servers", []) if s.get("kind") == "forwarder"}
+    host = urlsplit(creds.auth_url).hostname
+    return creds.juice_lab if host in ("127.0.0.1", "localhost") and port in published else None
+
+
+@contextmanager
+def host_sites(progress: Progress) -> Iterator[LoopbackSites]:
+    """Drivers on this machine; their job files in a private temp dir removed at the end (and,
+    after a crash, by the next target run: ``juice-target-<pid>-*`` of a dead pid)."""
+    _sweep_stale()
+    workdir = Path(tempfile.mkdtemp(prefix=f"juice-target-{os.getpid()}-"))
+    try:
+        yield LoopbackSites(workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _sweep_stale() -> None:
+    for d in Path(tempfile.gettempdir()).glob("juice-target-*-*"):
+        pid = d.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@dataclass
+class TargetDeployment:
+    """The cloud as the runs see it: credentials (secret), identity URL per region, RTTs."""
+
+    target: Target
+    creds: Credentials
+    regions: dict[str, str]
+    home_region: str
+    sites: LoopbackSites
+    rtt: dict[str, Any] = field(default_factory=dict)
+    juice_lab: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """What a manifest keeps (no password)."""
+        return {"target": self.target.label, "credentials": self.creds.public(),
+                "regions": dict(self.regions), "home_region": self.home_region, "rtt": self.rtt,
+                "juice_lab": self.juice_lab, "max_rps": self.target.max_rps,
+                "not_measured": dict(NOT_MEASURED)}
+
+
+async def catalog_regions(client: KeystoneClient, creds: Credentials) -> dict[str, str]:
+    """region -> public identity URL, from a project-scoped token's catalog (one POST)."""
+    _, data, _ = await client.call("POST", "/auth/tokens", body=ks_credentials(creds).auth_body())
+    out: dict[str, str] = {}
+    for svc in (data or {}).get("token", {}).get("catalog", []):
+        if svc.get("type") == "identity":
+            for ep in svc.get("endpoints", []):
+                if ep.get("interface") == "public" and ep.get("region"):
+                    out.setdefault(str(ep["region"]), str(ep["url"]))
+    return out
+
+
+async def http_rtt(client: KeystoneClient, max_rps: float, n: int = HTTP_PROBES) -> list[float]:
+    """Seconds of ``n`` sequential ``GET /v3`` (the smallest request, no token), ``1/max_rps``
+    apart (the pause is not timed; ``client`` has no cap of its own)."""
+    out: list[float] = []
+    for i in range(n):
+        if i:
+            await asyncio.sleep(1.0 / max_rps)
+        t0 = time.perf_counter()
+        await client.discover()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def tcp_rtt(url: str, n: int = TCP_PROBES, timeout: float = 5.0, gap_s: float = 0.0) -> list[float]:
+    """Seconds of ``n`` TCP connects to the URL's host:port (one round trip each; through a
+    published lab's loopback forwarder they end at the forwarder: GET /v3 covers the path)."""
+    u = urlsplit(url)
+    port = u.port or (443 if u.scheme == "https" else 80)
+    out: list[float] = []
+    for i in range(n):
+        if i:
+            time.sleep(gap_s)
+        t0 = time.perf_counter()
+        try:
+            socket.create_connection((u.hostname or "", port), timeout=timeout).close()
+        except OSError as e:
+            raise UserError(f"target: cannot connect to {u.hostname}:{port} ({e.strerror or e})") from None
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _ms(xs: list[float]) -> dict[str, float]:
+    return {"n": len(xs), "min_ms": round(min(xs) * 1e3, 3),
+            "median_ms": round(statistics.median(xs) * 1e3, 3), "max_ms": round(max(xs) * 1e3, 3)}
+
+
+async def connect(client: KeystoneClient, creds: Credentials,
+                  t: Target) -> tuple[dict[str, str], str, dict[str, str]]:
+    """Issue a token (fails early on bad credentials) and read the identity regions:
+    (region -> URL the drivers use, the home region, the catalog as read)."""
+    try:
+        catalog = await catalog_regions(client, creds)
+    except KeystoneError as e:
+        raise UserError(f"target: {creds.source}: Keystone refused the credentials ({e.status}: "
+                        f"{e.message})") from None
+    explicit = dict(t.endpoints or creds.endpoints or {})
+    regions = explicit or dict(catalog)
+    home = creds.region_name if creds.region_name else next(iter(regions), "default")
+    if home not in explicit:  # the credentials' own URL serves their region
+        regions[home] = creds.auth_url
+    return regions, home, catalog
+
+
+@contextmanager
+def deployment(t: Target, progress: Progress, every_region: bool) -> Iterator[TargetDeployment]:
+    """Resolve, check and measure the target once (see the module doc)."""
+    creds = resolve(t)
+    progress(f"target {t.label}: {creds.auth_url} as {creds.username} ({creds.source})")
+    with host_sites(progress) as sites:
+        regions, home, rtt = asyncio.run(_probe(t, creds, False, every_region))
+        dep = TargetDeployment(t, creds, regions, home, sites, rtt, juice_lab_of(creds))
+        for region, r in rtt.items():
+            if region == "catalog":
+                continue
+            progress(f"RTT to {region} ({regions[region]}): TCP median {r['tcp']['median_ms']} ms, "
+                     f"GET /v3 median {r['http']['median_ms']} ms")
+        yield dep
+
+
+def _client(url: str, max_rps: float | None, simulated: bool) -> KeystoneClient:
+    from juice.studies.keystone.dryrun import SimulatedKeystone
+
+    return SimulatedKeystone(url) if simulated else KeystoneClient(url, max_rps=max_rps)
+
+
+async def _probe(t: Target, creds: Credentials, simulated: bool,
+                 every_region: bool) -> tuple[dict[str, str], str, dict[str, Any]]:
+    """Connect, then measure the RTT to the endpoints the runs use: the home region's, and
+    with ``every_region`` (a high-load run) every region's. No other URL is contacted."""
+    first = _client(creds.auth_url, t.max_rps, simulated)
+    try:
+        regions, home, catalog = await connect(first, creds, t)
+    finally:
+        await first.close()
+    rtt: dict[str, Any] = {"catalog": catalog}
+    for region, url in regions.items():
+        if region != home and not every_region:
+            continue
+        c = _client(url, None, simulated)
+        try:
+            http = await http_rtt(c, t.max_rps)
+        except (TimeoutError, KeystoneError, OSError) as e:
+            raise UserError(f"target: region {region}: GET {url} failed ({e})") from None
+        finally:
+            await c.close()
+        tcp = [0.0] if simulated else tcp_rtt(url, gap_s=1.0 / t.max_rps)
+        rtt[region] = {"url": url, "tcp": _ms(tcp), "http": _ms(http)}
+    return regions, home, rtt
+
+
+async def cleanup(client: KeystoneClient, creds: Credentials, prefix: str = PREFIX,
+                  workers: int = 10) -> dict[str, int]:
+    """Delete every user, project, service and role whose name starts with ``prefix`` (a 404
+    counts as deleted). Returns the count per kind."""
+    from juice.studies.keystone.contexts import admin_cleanup
+    from juice.studies.keystone.identity import Driver
+
+    if not prefix.startswith(PREFIX):
+        raise UserError(f"--prefix: Juice deletes only its own resources (names starting {PREFIX!r})")
+    drv = Driver(client=client, admin=ks_credentials(creds))
+    return await admin_cleanup(drv, workers=workers,
+                               owns=lambda name: bool(name) and str(name).startswith(prefix))
+
+
+def cleanup_now(creds: Credentials, url: str, max_rps: float, prefix: str, progress: Progress,
+                simulated: bool = False) -> dict[str, int]:
+    """``cleanup`` from synchronous code, bounded in time; JuiceError when it cannot finish."""
+    async def go() -> dict[str, int]:
+        c = _client(url, max_rps, simulated)
+        try:
+            return await asyncio.wait_for(cleanup(c, creds, prefix), CLEANUP_TIMEOUT_S)
+        finally:
+            await c.close()
+
+    try:
+        counts = asyncio.run(go())
+    except (TimeoutError, KeystoneError, OSError) as e:
+        raise JuiceError(f"cleanup of {prefix}* failed ({e}); run `juice cleanup --target SPEC`") from None
+    left = {k: v for k, v in counts.items() if v}
+    if left:
+        progress(f"cleanup {prefix}*: deleted {', '.join(f'{v} {k}' for k, v in left.items())}")
+    return counts
+
+
+def driver_regions(load: str, regions: dict[str, str], home: str) -> list[str]:
+    """Light load: one driver (the home region); high load: one per region."""
+    return [home] if load == "light" else list(regions)
+
+
+def run_point(run: Any, dep: TargetDeployment) -> None:
+    """One run against the target: drivers on this machine, the run's leftovers deleted after
+    them (whatever happened), the manifest with what was and was not measured."""
+    from juice.studies.keystone import drive
+
+    p = run.point
+    spec = drive.runner_spec(p)
+    regions = driver_regions(p.load, dep.regions, dep.home_region)
+    share = dep.target.max_rps / len(regions)
+    prefix = new_run_prefix()
+    jobs = []
+    for i, region in enumerate(regions, 1):
+        env = target_env(dep, region, i, drive.pool_size(spec), share, prefix)
+        jobs.append(drive.job(p, i, spec, env))
+    run.progress(f"{len(jobs)} driver(s) on this machine → {', '.join(regions)}; at most "
+                 f"{dep.target.max_rps:g} requests/s in all; created names start {prefix}")
+    run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data), target=dep.facts(),
+                 created_prefix=prefix, state="running")  # a crash leaves the prefix on record
+    cleaned: dict[str, int] | str = "not run"
+    try:
+        outcome = drive.drive_jobs(run.rd, p, dep.sites, jobs, None, run.progress, run.ui)
+    finally:
+        try:
+            cleaned = cleanup_now(dep.creds, dep.regions[dep.home_region], dep.target.max_rps, prefix,
+                                  run.progress)
+        except JuiceError as e:
+            run.progress(str(e))
+            cleaned = str(e)
+    run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data),
+                 scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
+                 versions={}, deployment={"rdbms": p.rdbms, "target": dep.target.label},
+                 target=dep.facts(), created_prefix=prefix, leftovers_deleted=cleaned,
+                 drivers_in={str(i): r for i, r in enumerate(regions, 1)}, **outcome)
+    from juice.studies.keystone.drive import finish
+
+    finish(run.rd)
+
+
+def target_env(dep: TargetDeployment, region: str, index: int, pool: int, max_rps: float,
+               prefix: str) -> dict[str, Any]:
+    """A driver's env (credentials: never stored)."""
+    c = dep.creds
+    return {"site": index, "auth_url": dep.regions[region], "region": region, "username": c.username,
+            "password": c.password, "project_name": c.project_name,
+            "user_domain_name": c.user_domain_name, "project_domain_name": c.project_domain_name,
+            "concurrency": pool, "max_rps": max_rps, "name_run": f"{prefix.removeprefix(PREFIX)}{index:02d}"}
