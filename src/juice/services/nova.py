@@ -271,14 +271,7 @@ class Nova(Service):
         return [self.log(h) for _, h, _ in self.roles()] + [self.root / "manage.log"]
 
     def collect_logs(self, dest: Path) -> list[Path]:
-        dest.mkdir(parents=True, exist_ok=True)
-        out = []
-        for log in self.log_files():
-            if log.exists():
-                target = dest / f"nova-{log.name}"
-                shutil.copyfile(log, target)
-                out.append(target)
-        return out
+        return copy_logs(self.log_files(), dest)
 
     def facts(self) -> dict[str, Any]:
         o = self.opts
@@ -289,3 +282,15 @@ class Nova(Service):
                 "max_overflow": o.max_overflow, "log_levels": {r: o.level(r) for r in
                                                                ("api", "conductor", "scheduler", "compute")},
                 "notifications_log": o.notifications_log, "timings": dict(self.timings)}
+
+
+def copy_logs(logs: list[Path], dest: Path) -> list[Path]:
+    """Copy nova logs into ``dest`` as ``nova-<name>`` (names are unique per process)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for log in logs:
+        if log.exists():
+            target = dest / f"nova-{log.name}"
+            shutil.copyfile(log, target)
+            out.append(target)
+    return out

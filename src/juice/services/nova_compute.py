@@ -32,7 +32,7 @@ from typing import Any
 
 from juice.errors import ServiceError, UserError
 from juice.services.base import Endpoints, Progress, ServerRecord, Service, Sites, quiet, wait_for
-from juice.services.nova import Nova
+from juice.services.nova import Nova, copy_logs
 from juice.services.nova_conf import (
     ComputeOptions,
     backend_env,
@@ -231,6 +231,9 @@ class NovaComputes(Service):
 
     def log_files(self) -> list[Path]:
         return [self.log(h) for h, _ in self.opts.hosts()]
+
+    def collect_logs(self, dest: Path) -> list[Path]:
+        return copy_logs(self.log_files(), dest)
 
     def facts(self) -> dict[str, Any]:
         o = self.opts

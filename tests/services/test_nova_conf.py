@@ -1,0 +1,164 @@
+"""nova's options and config rendering, node UUIDs, the fake-glance/fake-neutron answers and
+placement's config: pure, no root needed."""
+
+from __future__ import annotations
+
+import configparser
+import uuid
+
+import pytest
+
+from juice.errors import UserError
+from juice.services import fake_openstack as fakes
+from juice.services.nova_conf import (
+    DRIVER,
+    ComputeOptions,
+    ConfContext,
+    NovaOptions,
+    backend_env,
+    node_uuid,
+    render_nodes,
+    render_nova_conf,
+    service_id,
+    spread,
+)
+from juice.services.placement import render_placement_conf
+
+CTX = ConfContext(transport_url="rabbit://juice:juice@10.210.1.2:5672/",
+                  api_db_url="mysql+pymysql://juice:juice@10.210.1.2:3306/nova_api?charset=utf8mb4",
+                  cell_db_url="mysql+pymysql://juice:juice@10.210.1.2:3306/nova_cell1?charset=utf8mb4",
+                  auth_url="http://10.210.1.2:5000/v3", region="Region1", password="pw",
+                  state_root="/w/nova", api_paste="/w/nova/juice-api/api-paste.ini")
+
+
+def parse(text: str) -> configparser.RawConfigParser:
+    cp = configparser.RawConfigParser(default_section="-")  # nova's [DEFAULT] is a plain section
+    cp.read_string(text)
+    return cp
+
+
+def test_node_uuids_are_deterministic_and_distinct() -> None:
+    a = render_nodes("juice-c1", 50, ComputeOptions())
+    b = render_nodes("juice-c1", 50, ComputeOptions())
+    assert a == b
+    uuids = [n["uuid"] for n in a["nodes"]]
+    assert len(set(uuids)) == 50 and all(uuid.UUID(u).version == 5 for u in uuids)
+    assert a["nodes"][3]["name"] == "juice-c1-n0003"
+    assert node_uuid("juice-c1", "juice-c1-n0003") == uuids[3]
+    other = {n["uuid"] for n in render_nodes("juice-c2", 50, ComputeOptions())["nodes"]}
+    assert not other & set(uuids)  # another host's nodes never collide
+    # A fixed value: node UUIDs must stay the same across Juice versions and runs.
+    assert node_uuid("juice-c1", "juice-c1-n0000") == str(
+        uuid.uuid5(uuid.uuid5(uuid.NAMESPACE_DNS, "juice.compute-nodes"), "juice-c1/juice-c1-n0000"))
+    assert service_id("juice-c1") != service_id("juice-c2")
+
+
+def test_nodes_carry_their_exact_size() -> None:
+    nodes = render_nodes("h", 2, ComputeOptions(vcpus=3, memory_mb=1536, disk_gb=7))["nodes"]
+    assert {(n["vcpus"], n["memory_mb"], n["disk_gb"]) for n in nodes} == {(3, 1536, 7)}
+
+
+def test_compute_conf_makes_capacity_exact() -> None:
+    cp = parse(render_nova_conf("compute", CTX, NovaOptions(), host="juice-c1", my_ip="10.210.2.2",
+                                comp=ComputeOptions(max_concurrent_builds=4)))
+    d = cp["DEFAULT"]
+    assert d["compute_driver"] == DRIVER and d["host"] == "juice-c1" and d["my_ip"] == "10.210.2.2"
+    assert d["state_path"] == "/w/nova/juice-c1"
+    for k in ("reserved_host_memory_mb", "reserved_host_disk_mb", "reserved_host_cpus"):
+        assert d[k] == "0"
+    for k in ("cpu_allocation_ratio", "ram_allocation_ratio", "disk_allocation_ratio"):
+        assert d[k] == "1.0"
+    assert d["max_concurrent_builds"] == "4" and d["debug"] == "false"  # compute: INFO by default
+    assert not cp.has_section("api_database") and not cp.has_section("database")  # no DB access
+    assert cp["placement"]["username"] == "nova" and cp["placement"]["region_name"] == "Region1"
+
+
+def test_control_plane_roles() -> None:
+    opts = NovaOptions(host_subset_size=3, scheduler_workers=2, max_attempts=5, max_pool_size=7,
+                       max_overflow=11, concurrency_backend="eventlet", notifications_log=True)
+    sched = parse(render_nova_conf("scheduler", CTX, opts, host="juice-sched-1"))
+    assert sched["filter_scheduler"]["host_subset_size"] == "3"
+    assert sched["scheduler"]["workers"] == "2" and sched["scheduler"]["max_attempts"] == "5"
+    assert sched["scheduler"]["discover_hosts_in_cells_interval"] == "-1"
+    assert sched["api_database"]["max_pool_size"] == "7" and sched["api_database"]["max_overflow"] == "11"
+    assert sched["DEFAULT"]["concurrency_backend"] == "eventlet"
+    assert sched["DEFAULT"]["debug"] == "true"  # scheduler/conductor: DEBUG (request ids)
+    assert sched["oslo_messaging_notifications"]["driver"] == "log"
+    assert all(sched["quota"][q] == "-1" for q in ("instances", "cores", "ram", "server_group_members"))
+    cond = parse(render_nova_conf("conductor", CTX, opts, host="juice-conductor"))
+    assert cond["database"]["connection"].endswith("/nova_cell1?charset=utf8mb4")
+    assert cond["DEFAULT"]["debug"] == "true" and cond["DEFAULT"]["transport_url"] == CTX.transport_url
+    api = parse(render_nova_conf("api", CTX, NovaOptions(), host="juice-api"))
+    assert api["DEFAULT"]["debug"] == "false" and api["wsgi"]["api_paste_config"] == CTX.api_paste
+    assert api["keystone_authtoken"]["username"] == "nova"
+    assert api["oslo_messaging_notifications"]["driver"] == "noop"
+    quiet = parse(render_nova_conf("scheduler", CTX, NovaOptions(log_levels={"scheduler": "INFO"}),
+                                   host="s"))
+    assert quiet["DEFAULT"]["debug"] == "false"
+
+
+def test_backend_env_follows_the_option() -> None:
+    assert backend_env(NovaOptions()) == {"OS_NOVA_DISABLE_EVENTLET_PATCHING": "1"}
+    eventlet = NovaOptions(concurrency_backend="eventlet")
+    assert backend_env(eventlet) == {"OS_NOVA_DISABLE_EVENTLET_PATCHING": "0"}
+
+
+def test_placement_of_roles() -> None:
+    o = NovaOptions(control_site=2, schedulers=3)
+    assert (o.api, o.conductor, o.scheduler_placement) == (2, 2, (2, 2, 2))
+    o = NovaOptions(api_site=1, scheduler_sites=(1, 3))
+    assert (o.api, o.conductor, o.scheduler_placement) == (1, 1, (1, 3)) and o.sites_used() == {1, 3}
+    comp = ComputeOptions(sites=spread(4, range(2, 4)), nodes_per_process=10)
+    assert comp.sites == (2, 3, 2, 3) and comp.nodes == 40
+    assert comp.hosts()[:2] == [("juice-c1", 2), ("juice-c2", 3)]
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"schedulers": 0}, "schedulers"), ({"scheduler_sites": ()}, "scheduler_sites"),
+    ({"host_subset_size": 0}, "host_subset_size"), ({"concurrency_backend": "gevent"}, "concurrency_backend"),
+    ({"log_levels": {"scheduler": "TRACE"}}, "log_levels.scheduler"),
+    ({"log_levels": {"x": "INFO"}}, "log_levels"),
+    ({"max_overflow": -2}, "max_overflow")])
+def test_nova_options_name_the_bad_field(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(UserError, match=f"^{field}"):
+        NovaOptions(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kwargs,field", [({"sites": ()}, "computes.sites"),
+                                          ({"nodes_per_process": 0}, "computes.nodes_per_process"),
+                                          ({"vcpus": 0}, "computes.vcpus")])
+def test_compute_options_name_the_bad_field(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(UserError, match=f"^{field}"):
+        ComputeOptions(**kwargs)  # type: ignore[arg-type]
+
+
+def test_unknown_role_is_refused() -> None:
+    with pytest.raises(UserError, match="role"):
+        render_nova_conf("cells", CTX, NovaOptions(), host="h")
+
+
+def test_fake_glance_knows_one_image_and_its_schema() -> None:
+    base = "http://10.210.1.2:9292"
+    status, body = fakes.answer("glance", "GET", f"/v2/images/{fakes.IMAGE_ID}", base)
+    assert status == 200 and body["id"] == fakes.IMAGE_ID and body["status"] == "active"
+    assert set(body) - {"schema"} <= set(fakes.image_schema()["properties"]) | {"self", "file"}
+    assert fakes.answer("glance", "GET", f"/v2/images/{uuid.uuid4()}", base)[0] == 404
+    assert fakes.answer("glance", "GET", "/v2/schemas/image", base)[1]["name"] == "image"
+    assert fakes.answer("glance", "DELETE", f"/v2/images/{fakes.IMAGE_ID}", base)[0] == 404
+
+
+def test_fake_neutron_has_no_ports_nor_networks() -> None:
+    base = "http://10.210.1.2:9696"
+    assert fakes.answer("neutron", "GET", "/v2.0/ports?device_id=x", base) == (200, {"ports": []})
+    assert fakes.answer("neutron", "GET", "/v2.0/networks.json?shared=True", base) == (200, {"networks": []})
+    assert fakes.answer("neutron", "GET", "/v2.0/security-groups", base) == (200, {"security_groups": []})
+    assert fakes.answer("neutron", "GET", "/", base)[1]["versions"][0]["id"] == "v2.0"
+    assert fakes.answer("neutron", "POST", "/v2.0/ports", base)[0] == 404
+
+
+def test_placement_conf() -> None:
+    cp = parse(render_placement_conf(db_url="mysql+pymysql://u:p@h/placement", auth_url="http://k:5000/v3",
+                                     password="pw", max_pool_size=4, max_overflow=9))
+    assert cp["placement_database"]["connection"] == "mysql+pymysql://u:p@h/placement"
+    assert cp["placement_database"]["max_pool_size"] == "4"
+    assert cp["keystone_authtoken"]["username"] == "placement" and cp["api"]["auth_strategy"] == "keystone"
