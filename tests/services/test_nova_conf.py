@@ -162,3 +162,9 @@ def test_placement_conf() -> None:
     assert cp["placement_database"]["connection"] == "mysql+pymysql://u:p@h/placement"
     assert cp["placement_database"]["max_pool_size"] == "4"
     assert cp["keystone_authtoken"]["username"] == "placement" and cp["api"]["auth_strategy"] == "keystone"
+
+
+def test_compute_groups_can_coexist() -> None:
+    a = ComputeOptions(sites=(2, 3))
+    b = ComputeOptions(sites=(2,), nodes_per_process=1, first_index=3)
+    assert [h for h, _ in a.hosts()] == ["juice-c1", "juice-c2"] and b.hosts() == [("juice-c3", 2)]

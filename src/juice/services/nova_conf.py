@@ -112,19 +112,20 @@ class ComputeOptions:
     disk_gb: int = 200
     max_concurrent_builds: int = 10       # [DEFAULT] max_concurrent_builds per process
     update_resources_interval: int = 0    # [DEFAULT] update_resources_interval (0: every periodic tick)
+    first_index: int = 1                  # host names juice-c<first_index>...: groups can coexist
 
     def __post_init__(self) -> None:
         if not self.sites:
             raise UserError("computes.sites: give at least one site (one nova-compute per entry)")
         if not 1 <= self.nodes_per_process <= 20000:
             raise UserError(f"computes.nodes_per_process: expected 1..20000, got {self.nodes_per_process}")
-        for name in ("vcpus", "memory_mb", "disk_gb", "max_concurrent_builds"):
+        for name in ("vcpus", "memory_mb", "disk_gb", "max_concurrent_builds", "first_index"):
             if getattr(self, name) < 1:
                 raise UserError(f"computes.{name}: expected >= 1, got {getattr(self, name)}")
 
     def hosts(self) -> list[tuple[str, int]]:
         """(service host name, site) per nova-compute process: juice-c1, juice-c2, ..."""
-        return [(f"juice-c{i}", s) for i, s in enumerate(self.sites, start=1)]
+        return [(f"juice-c{i}", s) for i, s in enumerate(self.sites, start=self.first_index)]
 
     @property
     def nodes(self) -> int:

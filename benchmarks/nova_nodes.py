@@ -1,0 +1,116 @@
+"""Registration of simulated compute nodes (not a test: it measures and prints).
+
+    python benchmarks/nova_nodes.py [--nodes 1000] [--processes 4] [--compute-sites 2] [--settle 70]
+
+In a fresh ephemeral lab (site 1: MariaDB, RabbitMQ, Keystone, placement, fakes, nova-api,
+conductor, one scheduler; sites 2..: the nova-compute processes, round-robin), ``--processes``
+nova-compute processes serve ``--nodes`` fake nodes in all (Juice's multi-node fake driver).
+Reported: time from the computes' start to their services up, ``discover_hosts --by-service``,
+and every node in placement; RSS per process right after registration and after ``--settle``
+seconds (one periodic resource update runs every 60 s); CPU seconds per process; RSS per node
+(total / nodes) and the marginal RSS per node against a baseline process serving one node;
+the load average (1/5/15 min) before, at registration and at the end. Results appended as a
+JSON line to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+
+from juice.lab import LocalLab, spec
+from juice.services.nova_compute import NovaComputes
+from juice.services.nova_conf import ComputeOptions, spread
+from juice.services.nova_deploy import NovaDeployment, NovaStack
+
+MB = 1024 * 1024
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--processes", type=int, default=4)
+    ap.add_argument("--compute-sites", type=int, default=2)
+    ap.add_argument("--delay", type=float, default=0.0, help="one-way delay between sites, ms")
+    ap.add_argument("--settle", type=float, default=70.0, help="seconds to watch after registration")
+    ap.add_argument("--timeout", type=float, default=1800.0)
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "nova_nodes.jsonl")
+    a = ap.parse_args()
+    if a.nodes % a.processes:
+        ap.error("--nodes must be a multiple of --processes")
+    t0 = time.monotonic()
+
+    def say(msg: str) -> None:
+        print(f"{time.monotonic() - t0:7.1f} s  {msg}", flush=True)
+
+    name = "nb" + secrets.token_hex(3)
+    sites = 1 + a.compute_sites
+    comp = ComputeOptions(sites=spread(a.processes, range(2, sites + 1)),
+                          nodes_per_process=a.nodes // a.processes)
+    before = load()
+    with LocalLab.up(spec.parse({"name": name, "sites": sites, "delay_ms": a.delay}), ephemeral=True) as lab:
+        dep = NovaDeployment(lab, say, NovaStack(computes=comp))
+        base: NovaComputes | None = None
+        try:
+            dep.up(timeout=a.timeout)
+            at_reg = load()
+            pids = {h: s.pid for h, s in dep.computes.servers.items() if s.pid}
+            rss_reg = dep.computes.rss()
+            base = NovaComputes(lab, dep.nova, say, ComputeOptions(
+                sites=(2,), nodes_per_process=1, first_index=a.processes + 1))
+            base.up(timeout=600)
+            say(f"watching {a.settle:.0f} s (periodic resource updates)")
+            peak = dict(rss_reg)
+            end = time.monotonic() + a.settle
+            while time.monotonic() < end:
+                for h, v in dep.computes.rss().items():
+                    peak[h] = max(peak.get(h, 0), v)
+                time.sleep(2)
+            base_rss = max(base.rss().values())
+            cpu = {h: round(cpu_s(p), 1) for h, p in pids.items()}
+            after = load()
+            t = dep.computes.timings
+            total = sum(peak.values())
+            per_proc_nodes = comp.nodes_per_process
+            result = {
+                "when": time.strftime("%Y-%m-%dT%H:%M:%S"), "nodes": a.nodes, "processes": a.processes,
+                "nodes_per_process": per_proc_nodes, "compute_sites": a.compute_sites, "delay_ms": a.delay,
+                "stack_up_s": dep.timings.get("up_s"), "services_up_s": round(t["services_up_s"], 1),
+                "discover_s": round(t["discover_s"], 1), "registered_s": round(t["registered_s"], 1),
+                "rss_mb_at_registration": {h: round(v / MB, 1) for h, v in rss_reg.items()},
+                "rss_mb_peak": {h: round(v / MB, 1) for h, v in peak.items()},
+                "rss_mb_baseline_1_node": round(base_rss / MB, 1),
+                "rss_kb_per_node_total": round(total / a.nodes / 1024, 1),
+                "rss_kb_per_node_marginal": round((total - a.processes * base_rss) / a.nodes / 1024, 1),
+                "cpu_s": cpu, "loadavg_before": before, "loadavg_at_registration": at_reg,
+                "loadavg_end": after, "cores": os.cpu_count(),
+            }
+        finally:
+            if base is not None:
+                base.stop()
+            dep.stop()
+    print(json.dumps(result, indent=1))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(a.out, "a") as f:
+        f.write(json.dumps(result) + "\n")
+    say(f"appended to {a.out}")
+
+
+if __name__ == "__main__":
+    main()
