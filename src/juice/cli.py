@@ -45,7 +45,9 @@ def _sweep_leftovers() -> None:
 
     from juice.lab import state
     from juice.lab.local import sweep
+    from juice.paths import sweep_private_tmp
 
+    sweep_private_tmp()  # e.g. the driver dir of a killed run against an existing cloud
     if os.geteuid() != 0 or not state.labs_dir().is_dir():
         return
     with state.locked():

@@ -24,3 +24,30 @@ def cache_dir() -> Path:
 def native_bin(name: str) -> Path:
     """Path of a native helper built by ``native/build.sh``."""
     return cache_dir() / "bin" / name
+
+
+def private_tmp(kind: str) -> Path:
+    """A new private temp dir ``juice-<kind>-<pid>-*`` (mode 0700): swept by
+    ``sweep_private_tmp`` once its process is gone (a crash leaves nothing for long)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"juice-{kind}-{os.getpid()}-"))
+
+
+PRIVATE_TMP_KINDS = ("target",)
+
+
+def sweep_private_tmp() -> list[Path]:
+    """Remove the ``private_tmp`` dirs of processes that no longer run; the removed paths."""
+    import re
+    import shutil
+    import tempfile
+
+    pattern = re.compile(rf"^juice-(?:{'|'.join(PRIVATE_TMP_KINDS)})-(\d+)-[A-Za-z0-9_]{{8}}$")
+    gone = []
+    for d in Path(tempfile.gettempdir()).glob("juice-*"):
+        m = pattern.match(d.name)
+        if m and d.is_dir() and not Path(f"/proc/{m.group(1)}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone

@@ -24,13 +24,11 @@ prefix; ``juice cleanup --target`` removes leftovers of any Juice run (``s_juice
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import shutil
 import socket
 import statistics
 import string
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from juice import paths
 from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
 from juice.spec.target import Credentials, Target, resolve
@@ -94,20 +93,12 @@ def juice_lab_of(creds: Credentials) -> str | None:
 @contextmanager
 def host_sites(progress: Progress) -> Iterator[LoopbackSites]:
     """Drivers on this machine; their job files in a private temp dir removed at the end (and,
-    after a crash, by the next target run: ``juice-target-<pid>-*`` of a dead pid)."""
-    _sweep_stale()
-    workdir = Path(tempfile.mkdtemp(prefix=f"juice-target-{os.getpid()}-"))
+    after a crash, by the next juice command: ``paths.sweep_private_tmp``)."""
+    workdir = paths.private_tmp("target")
     try:
         yield LoopbackSites(workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _sweep_stale() -> None:
-    for d in Path(tempfile.gettempdir()).glob("juice-target-*-*"):
-        pid = d.name.split("-")[2]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(d, ignore_errors=True)
 
 
 @dataclass
@@ -271,8 +262,8 @@ def cleanup_now(creds: Credentials, url: str, max_rps: float, prefix: str, progr
     except (TimeoutError, KeystoneError, OSError) as e:
         raise JuiceError(f"cleanup of {prefix}* failed ({e}); run `juice cleanup --target SPEC`") from None
     left = {k: v for k, v in counts.items() if v}
-    if left:
-        progress(f"cleanup {prefix}*: deleted {', '.join(f'{v} {k}' for k, v in left.items())}")
+    progress(f"cleanup {prefix}*: " + (f"deleted {', '.join(f'{v} {k}' for k, v in left.items())}"
+                                       if left else "nothing was left"))
     return counts
 
 
