@@ -193,6 +193,41 @@ class PgProbe(Probe):
         return total, evictions
 
 
+class RemoteMySQLProbe(Probe):
+    """``SHOW GLOBAL STATUS`` of one MySQL/MariaDB server given by URL (a user's cloud: a
+    read-only account is enough; SHOW needs no privilege). Counts every client of that server,
+    not only the run's. ``mysql://user:password@host:port``."""
+
+    reads, writes = MYSQL_READS, MYSQL_WRITES
+
+    def __init__(self, url: str) -> None:
+        from urllib.parse import unquote, urlsplit
+
+        u = urlsplit(url)
+        if u.scheme not in ("mysql", "mysql+pymysql", "mariadb") or not u.hostname:
+            raise ServiceError("database URL: expected mysql://user:password@host:port (MySQL/MariaDB)")
+        self.host, self.port = u.hostname, u.port or 3306
+        self.user, self.password = unquote(u.username or ""), unquote(u.password or "")
+        self.where = f"{u.hostname}:{self.port}"
+
+    def snapshot(self) -> tuple[dict[str, int], int]:
+        import pymysql
+
+        names = ",".join(f"'{n}'" for n in (*MYSQL_READS, *MYSQL_WRITES))
+        try:
+            conn = pymysql.connect(host=self.host, port=self.port, user=self.user, password=self.password,
+                                   connect_timeout=10, read_timeout=30)
+        except pymysql.MySQLError as e:
+            why = e.args[-1] if e.args else e
+            raise ServiceError(f"database {self.where}: cannot connect ({why})") from None
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
+                return {str(k): int(str(v)) for k, v in cur.fetchall()}, 0
+        finally:
+            conn.close()
+
+
 def probe_for(service: Service) -> Probe:
     """The counter probe of a deployed database service."""
     if isinstance(service, MariaDBCentral):

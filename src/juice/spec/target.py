@@ -63,6 +63,10 @@ class Target(Strict):
         default=None, description="region -> identity URL, instead of the catalog's (high load: "
                                   "one driver per region)")
 
+    db_url_env: str | None = Field(default=None, pattern=ENV_RE, description=(
+        "an environment variable holding a read-only mysql://user:password@host:port of the cloud's "
+        "database: statement counters (%reads/%writes) around each run"))
+
     @property
     def label(self) -> str:
         """Names the cloud in run keys, plans and reports (no secret, no file content)."""

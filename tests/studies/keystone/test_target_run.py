@@ -186,3 +186,34 @@ def test_ctrl_c_leaves_no_user_and_cleanup_removes_what_a_kill_left(cloud: dict[
     cleaned = juice("cleanup", "--target", str(spec))
     assert f"deleted {len(left)} users" in cleaned.stdout
     assert juice_users(cloud) == []
+
+
+def test_a_read_only_database_url_gives_statement_counters(cloud: dict[str, Any],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user hands Juice a database URL (here: the lab's MariaDB published on loopback, as
+    Keystone's own account): %reads/%writes around each run, the URL never in the results."""
+    from juice.lab import LocalLab
+    from juice.services.keystone_publish import start_forwarder
+
+    lab = LocalLab.get(cloud["name"])
+    conf = (lab.workdir / "s1" / "keystone" / "keystone.conf").read_text()
+    m = re.search(r"^connection = mysql\+pymysql://([^:]+):([^@]+)@", conf, re.M)
+    assert m is not None
+    srv, port = start_forwarder(lab, 1, 3306, cloud["tmp"])
+    try:
+        url = f"mysql://{m.group(1)}:{m.group(2)}@127.0.0.1:{port}"
+        monkeypatch.setenv("JUICE_TEST_DB_URL", url)
+        spec = cloud["tmp"] / "db.yaml"
+        data = yaml.safe_load(write_spec(spec, cloud, ["create_user_update_password"],
+                                         {"times": 3, "concurrency": 1}).read_text())
+        data["target"]["db_url_env"] = "JUICE_TEST_DB_URL"
+        spec.write_text(yaml.safe_dump(data))
+        juice("run", str(spec), "--no-report")
+        (run,) = [d for d in (cloud["tmp"] / "results" / "db").iterdir() if d.is_dir()]
+        man = json.loads((run / "manifest.json").read_text())
+        assert man["rwratio"]["reads"] > 0 and man["rwratio"]["writes"] >= 3  # >= one INSERT per user
+        assert "db_counters" not in man["target"]["not_measured"] and man["target"]["db_counters"]
+        secret = f"{m.group(1)}:{m.group(2)}@".encode()  # (the lab's password is the word "juice")
+        assert not [p for p in run.rglob("*") if p.is_file() and secret in p.read_bytes()]
+    finally:
+        srv.stop(grace_s=2)

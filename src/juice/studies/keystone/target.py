@@ -24,6 +24,7 @@ prefix; ``juice cleanup --target`` removes leftovers of any Juice run (``s_juice
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import shutil
 import socket
@@ -112,13 +113,19 @@ class TargetDeployment:
     sites: LoopbackSites
     rtt: dict[str, Any] = field(default_factory=dict)
     juice_lab: str | None = None
+    probe: Any = None  # counters.RemoteMySQLProbe when the user gave a read-only database URL
 
     def facts(self) -> dict[str, Any]:
         """What a manifest keeps (no password)."""
+        missing = dict(NOT_MEASURED)
+        if self.probe is not None:
+            missing.pop("db_counters")
         return {"target": self.target.label, "credentials": self.creds.public(),
                 "regions": dict(self.regions), "home_region": self.home_region, "rtt": self.rtt,
                 "juice_lab": self.juice_lab, "max_rps": self.target.max_rps,
-                "not_measured": dict(NOT_MEASURED)}
+                "db_counters": (f"SHOW GLOBAL STATUS of {self.probe.where} (every client of that "
+                                "server, not only the run's)") if self.probe is not None else None,
+                "not_measured": missing}
 
 
 async def catalog_regions(client: KeystoneClient, creds: Credentials) -> dict[str, str]:
@@ -193,7 +200,7 @@ def deployment(t: Target, progress: Progress, every_region: bool) -> Iterator[Ta
     progress(f"target {t.label}: {creds.auth_url} as {creds.username} ({creds.source})")
     with host_sites(progress) as sites:
         regions, home, rtt = asyncio.run(_probe(t, creds, False, every_region))
-        dep = TargetDeployment(t, creds, regions, home, sites, rtt, juice_lab_of(creds))
+        dep = TargetDeployment(t, creds, regions, home, sites, rtt, juice_lab_of(creds), db_probe(t))
         for region, r in rtt.items():
             if region == "catalog":
                 continue
@@ -267,6 +274,25 @@ def cleanup_now(creds: Credentials, url: str, max_rps: float, prefix: str, progr
     return counts
 
 
+def db_probe(t: Target) -> Any:
+    """The statement-counter probe of ``target.db_url_env`` (checked now), or None."""
+    if t.db_url_env is None:
+        return None
+    from juice.errors import ServiceError
+    from juice.services.counters import RemoteMySQLProbe
+
+    url = os.environ.get(t.db_url_env)
+    if not url:
+        raise UserError(f"target.db_url_env: the environment variable {t.db_url_env} is not set "
+                        "(mysql://user:password@host:port of a read-only account)")
+    try:
+        probe = RemoteMySQLProbe(url)
+        probe.snapshot()
+    except ServiceError as e:
+        raise UserError(f"target.db_url_env: {e}") from None
+    return probe
+
+
 def driver_regions(load: str, regions: dict[str, str], home: str) -> list[str]:
     """Light load: one driver (the home region); high load: one per region."""
     return [home] if load == "light" else list(regions)
@@ -292,7 +318,7 @@ def run_point(run: Any, dep: TargetDeployment) -> None:
                  created_prefix=prefix, state="running")  # a crash leaves the prefix on record
     cleaned: dict[str, int] | str = "not run"
     try:
-        outcome = drive.drive_jobs(run.rd, p, dep.sites, jobs, None, run.progress, run.ui)
+        outcome = drive.drive_jobs(run.rd, p, dep.sites, jobs, dep.probe, run.progress, run.ui)
     finally:
         try:
             cleaned = cleanup_now(dep.creds, dep.regions[dep.home_region], dep.target.max_rps, prefix,
