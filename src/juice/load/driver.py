@@ -9,8 +9,9 @@ credentials)::
      "env": {"auth_url": ..., "password": ...}, "runner": {RunnerSpec fields},
      "result_path": "/.../driver-2.result.json", "progress_interval_s": 0.25, "nice": 0}
 
-``scenario`` is resolved by ``resolve_scenario``: a registered name goes through
-``juice.studies.keystone.catalog.get(name, args)``; ``"package.module:Class"`` imports the class and
+``scenario`` is resolved by ``resolve_scenario``: a registered name goes through the Keystone
+catalog, else through the study that knows it (``juice.studies.scenario``);
+``"package.module:Class"`` imports the class and
 calls ``Class(**args)`` (tests and benchmarks use this for their Fake* scenarios).
 
 Protocol: one JSON object per line on stdout — ``{"event": "started", "pid": ...}``, then
@@ -55,8 +56,12 @@ def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] |
         scenario: Scenario = cls(**args)
         return scenario
     registry = importlib.import_module("juice.studies.keystone.catalog")
-    found: Scenario = registry.get(name, args, contexts=contexts or None, seed=seed)
-    return found
+    if registry.known(name):  # the common case, without importing every study
+        found: Scenario = registry.get(name, args, contexts=contexts or None, seed=seed)
+        return found
+    from juice import studies
+
+    return studies.scenario(name, args, contexts or None, seed)
 
 
 def _die_with_parent() -> None:

@@ -13,6 +13,7 @@ import platform
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -101,3 +102,24 @@ class RunDir:
         atomic.write_text(self.partial / "error.txt", f"{et.__name__}: {ev}\n")
         os.replace(self.partial, failed)
         self.path = failed
+
+
+def study_runs(paths: Sequence[Path], workload: str, needs: Sequence[str] = ()) -> list[Path]:
+    """Complete run directories of ``workload`` under ``paths`` (each a run or a study
+    directory), with every file of ``needs``; failed and hidden directories are skipped."""
+    import json
+
+    out: list[Path] = []
+    for p in paths:
+        cands = [p] if (p / "manifest.json").exists() else (
+            sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith(".")
+                   and not d.name.endswith(".failed")) if p.is_dir() else [])
+        for d in cands:
+            try:
+                man = json.loads((d / "manifest.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if (isinstance(man, dict) and man.get("workload") == workload
+                    and all((d / n).exists() for n in needs)):
+                out.append(d)
+    return out

@@ -28,6 +28,7 @@ BUILTIN: dict[str, str] = {
     "keystone": "juice.studies.keystone:STUDY",
     "scheduler-db": "juice.studies.schedulerdb:STUDY",
     "messaging": "juice.studies.messaging:STUDY",
+    "nova": "juice.studies.nova:STUDY",
 }
 DEFAULT = "keystone"
 GROUP = "juice.studies"

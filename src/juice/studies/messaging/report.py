@@ -19,6 +19,7 @@ import pandas as pd
 
 from juice.report.figures import LINESTYLES, PALETTE, cdf_figure, figure_html, new_figure
 from juice.report.tables import table_html
+from juice.results.store import study_runs
 
 KEYS = ["case", "tc", "method", "bus", "delay_ms", "agents", "clients", "servers", "targets", "rate"]
 SHOWN = {"runs": "runs", "send_rate": "sent/s", "delivery_rate": "delivered/s", "rtt_p50_ms": "call p50 ms",
@@ -31,19 +32,7 @@ HOST_NOTE = ("All sites, buses and agents share this host's cores: rates and lat
 
 
 def run_dirs(paths: Sequence[Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in paths:
-        cands = [p] if (p / "manifest.json").exists() else (
-            sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith(".")
-                   and not d.name.endswith(".failed")) if p.is_dir() else [])
-        for d in cands:
-            try:
-                man = json.loads((d / "manifest.json").read_text())
-            except (OSError, ValueError):
-                continue
-            if man.get("workload") == "messaging" and (d / "summary.json").exists():
-                out.append(d)
-    return out
+    return study_runs(paths, "messaging", ("summary.json",))
 
 
 def load(paths: Sequence[Path]) -> pd.DataFrame:

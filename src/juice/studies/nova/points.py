@@ -1,0 +1,96 @@
+"""The run matrix of the nova study, in execution order.
+
+One lab per one-way delay (``lab_key``); in it one nova deployment per (db, schedulers,
+host_subset_size, backend, pool size) (``deployment_key``: changing any of them restarts
+nova); inside a deployment the points go by growing ``preload`` (the running VMs are kept
+between points and topped up), then scenario, concurrency and repetition. ``key`` hashes every
+parameter that changes what is measured (stored in the manifest, never read back from a name).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from juice.studies.nova.spec import SCENARIO_ARGS, NovaSpec
+
+
+@dataclass(frozen=True)
+class NovaPoint:
+    study: str
+    sites: int
+    delay_ms: float
+    db: str
+    schedulers: int
+    host_subset_size: int
+    backend: str
+    max_pool_size: int
+    preload: int
+    scenario: str
+    concurrency: int
+    times: int
+    repetition: int
+    seed: int
+    args: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)
+    fixed: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)  # computes, flavor...
+
+    def params(self) -> dict[str, Any]:
+        return {"study": self.study, "workload": "nova", "scenario": self.scenario, "sites": self.sites,
+                "delay_ms": self.delay_ms, "db": self.db, "schedulers": self.schedulers,
+                "host_subset_size": self.host_subset_size, "concurrency_backend": self.backend,
+                "max_pool_size": self.max_pool_size, "preload": self.preload,
+                "concurrency": self.concurrency, "times": self.times, "repetition": self.repetition,
+                "seed": self.seed, "nodes": self.fixed["computes"]["processes"]
+                * self.fixed["computes"]["nodes_per_process"],
+                "compute_processes": self.fixed["computes"]["processes"]}
+
+    @property
+    def key(self) -> str:
+        ident = {**self.params(), "args": self.args, "fixed": self.fixed}
+        ident.pop("study")
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+
+    @property
+    def dirname(self) -> str:
+        return (f"{self.scenario.split('.')[-1]}-{self.db}-s{self.schedulers}-c{self.concurrency}-"
+                f"pre{self.preload}-{self.delay_ms:g}ms-r{self.repetition}-{self.key}")
+
+    @property
+    def label(self) -> str:
+        return (f"{self.scenario.split('.')[-1]} · {self.db} · {self.schedulers} scheduler(s) · "
+                f"concurrency {self.concurrency} · {self.preload} running · {self.delay_ms:g} ms")
+
+    @property
+    def lab_key(self) -> tuple[int, float]:
+        return (self.sites, self.delay_ms)
+
+    @property
+    def deployment_key(self) -> tuple[str, int, int, str, int]:
+        return (self.db, self.schedulers, self.host_subset_size, self.backend, self.max_pool_size)
+
+
+def expand(spec: NovaSpec) -> list[NovaPoint]:
+    fixed = {"computes": spec.computes.model_dump(), "flavor": spec.flavor.model_dump(),
+             "users": spec.users.model_dump(), "driver_site": spec.driver_site,
+             "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s}
+    out: list[NovaPoint] = []
+    for delay in spec.delay_ms:
+        for db in spec.db:
+            for sched in spec.schedulers:
+                for hss in spec.host_subset_size:
+                    for backend in spec.concurrency_backend:
+                        for pool in spec.max_pool_size:
+                            for pre in sorted(spec.preload):
+                                for sc in spec.scenarios:
+                                    for conc in spec.runner.concurrency:
+                                        for rep in range(spec.repetitions):
+                                            out.append(NovaPoint(
+                                                study=spec.name, sites=spec.sites, delay_ms=delay, db=db,
+                                                schedulers=sched, host_subset_size=hss, backend=backend,
+                                                max_pool_size=pool, preload=pre, scenario=sc.name,
+                                                concurrency=conc, times=spec.runner.times, repetition=rep,
+                                                seed=spec.seed + rep,
+                                                args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed))
+    return out

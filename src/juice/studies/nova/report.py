@@ -1,0 +1,189 @@
+"""The nova study's report section, re-made from stored runs (seeds 002 and 004's tables).
+
+- per configuration and concurrency: success %, min/median/p90/p95/p99/max boot time, as Rally
+  measures it (polling every 2 s) and from nova's own notification (no polling grid);
+- boot time vs concurrency, a line per number of schedulers (the knee; schedulers side by side);
+- the largest concurrency with zero failures, per configuration;
+- boot time vs VMs already running, with a fitted slope (seconds per 1,000 VMs);
+- failures by message template (seed 004's error table);
+- resource profiles of api/conductor/scheduler/placement/DB/RabbitMQ (seed 004 Table 2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from juice.report.figures import LINESTYLES, PALETTE, figure_html, new_figure
+from juice.report.tables import table_html
+from juice.results.store import study_runs
+
+CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
+          "delay_ms"]
+SHOWN = ["success_pct", "rally_min", "rally_median", "rally_p90", "rally_p95", "rally_p99", "rally_max",
+         "nova_median", "nova_p95", "api_median", "active_per_s"]
+HOST_NOTE = ("One 2-core host runs every nova process, the database, RabbitMQ, Keystone, placement, the "
+             "simulated computes and the driver: absolute times are this host's, and more schedulers "
+             "than cores compete for the same CPU (a real deployment spreads them).")
+
+
+def load(paths: Sequence[Path]) -> pd.DataFrame:
+    rows = []
+    for d in study_runs(paths, "nova", ("summary.json",)):
+        man = json.loads((d / "manifest.json").read_text())
+        s = json.loads((d / "summary.json").read_text())
+        rows.append({"run": d.name, "dir": str(d), **man["params"], "running_vms": man.get("running_vms"),
+                     **{k: v for k, v in s.items() if not isinstance(v, dict)},
+                     "faults": json.dumps(s.get("faults") or {})})
+    return pd.DataFrame(rows)
+
+
+def table(paths: Sequence[Path], by: Sequence[str]) -> pd.DataFrame | None:
+    """``juice analyze``: medians over repetitions per configuration × concurrency × preload."""
+    df = load(paths)
+    if df.empty:
+        return None
+    missing = [b for b in by if b not in df.columns]
+    if missing:
+        from juice.errors import UserError
+
+        known = ", ".join(sorted([*CONFIG, "concurrency", "preload"]))
+        raise UserError(f"--by: unknown parameter(s) {', '.join(missing)} of the nova study "
+                        f"(choose among {known})")
+    keys = [k for k in [*CONFIG, "preload", "concurrency", *by] if k in df.columns]
+    keys = list(dict.fromkeys(keys))
+    g = df.groupby(keys, dropna=False, sort=True)
+    out = g[[c for c in SHOWN if c in df.columns]].median(numeric_only=True)
+    out.insert(0, "boots", g["boots"].sum())
+    out.insert(0, "runs", g.size())
+    out = out.reset_index()
+    out.attrs["note"] = f"{len(df)} nova runs; medians over repetitions; boot times in seconds"
+    return out
+
+
+def _varying(df: pd.DataFrame, cols: Sequence[str]) -> list[str]:
+    return [c for c in cols if c in df.columns and df[c].nunique(dropna=False) > 1]
+
+
+def knee_figure(df: pd.DataFrame) -> str:
+    """Boot time (median, p95) and success % vs concurrency, a line per configuration."""
+    if df["concurrency"].nunique() < 2:
+        return ""
+    keys = _varying(df, [c for c in CONFIG if c != "scenario"] + ["preload"])
+    fig = new_figure(8.4, 3.4)
+    a1, a2 = fig.subplots(1, 2)
+    fig.subplots_adjust(wspace=0.35)
+    groups = df.groupby(["scenario", *keys], dropna=False) if keys else df.groupby(["scenario"])
+    for i, (k, g) in enumerate(groups):
+        k = k if isinstance(k, tuple) else (k,)
+        g = g.groupby("concurrency", as_index=False)[["rally_median", "rally_p95", "nova_median",
+                                                     "success_pct"]].median()
+        parts = (f"{c}={v}" for c, v in zip(keys, k[1:], strict=False))
+        label = ", ".join([str(k[0]).split(".")[-1], *parts])
+        color = PALETTE[i % len(PALETTE)]
+        a1.plot(g["concurrency"], g["rally_median"], marker="o", markersize=3, color=color, label=label)
+        a1.plot(g["concurrency"], g["rally_p95"], linestyle=LINESTYLES[1], color=color, linewidth=0.8)
+        a1.plot(g["concurrency"], g["nova_median"], linestyle=LINESTYLES[2], color=color, linewidth=0.8)
+        a2.plot(g["concurrency"], g["success_pct"], marker="o", markersize=3, color=color)
+    a1.set_ylabel("boot time (s): median —, p95 --, nova's :")
+    a2.set_ylabel("success %")
+    a2.set_ylim(-2, 102)
+    for a in (a1, a2):
+        a.set_xlabel("concurrent boots")
+        a.grid(True, alpha=0.3)
+    a1.legend(fontsize=7)
+    fig.suptitle("Boot time and success vs concurrency")
+    return figure_html(fig, "Rally's boot time (median and p95, 2 s polling) and nova's own "
+                            "(create.end − POST), and the share of boots that reached ACTIVE, "
+                            "per concurrency")
+
+
+def zero_failure_table(df: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in [*CONFIG, "preload"] if c in df.columns]
+    rows = []
+    for k, g in df.groupby(keys, dropna=False):
+        k = k if isinstance(k, tuple) else (k,)
+        clean = g.groupby("concurrency")["failed"].sum()
+        ok = [int(str(c)) for c, f in clean.items() if f == 0]
+        bad = [int(str(c)) for c, f in clean.items() if f > 0]
+        rows.append({**dict(zip(keys, k, strict=False)),
+                     "max concurrency with 0 failures": max(ok) if ok else None,
+                     "first concurrency with failures": min(bad) if bad else None})
+    return pd.DataFrame(rows)
+
+
+def preload_figure(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """Boot time vs VMs running, with a least-squares slope per configuration × concurrency."""
+    if "running_vms" not in df.columns or df["running_vms"].nunique() < 2:
+        return "", pd.DataFrame()
+    fig = new_figure(6.0, 3.4)
+    ax = fig.subplots()
+    rows = []
+    keys = [c for c in [*CONFIG, "concurrency"] if c in df.columns]
+    for i, (k, g) in enumerate(df.groupby(keys, dropna=False)):
+        g = g.dropna(subset=["rally_median"])
+        if g["running_vms"].nunique() < 2:
+            continue
+        x, y = g["running_vms"].to_numpy(float), g["rally_median"].to_numpy(float)
+        slope, icpt = np.polyfit(x, y, 1)
+        k = k if isinstance(k, tuple) else (k,)
+        shown = [*_varying(df, keys), "concurrency"]
+        label = ", ".join(f"{c}={v}" for c, v in zip(keys, k, strict=False) if c in shown)
+        ax.plot(x, y, "o", color=PALETTE[i % len(PALETTE)], markersize=4, label=label)
+        xs = np.linspace(x.min(), x.max(), 20)
+        ax.plot(xs, slope * xs + icpt, color=PALETTE[i % len(PALETTE)], linewidth=0.8)
+        rows.append({**dict(zip(keys, k, strict=False)), "runs": len(g),
+                     "VMs running": f"{int(x.min())}..{int(x.max())}",
+                     "slope (s per 1,000 VMs)": round(slope * 1000, 4), "intercept (s)": round(icpt, 3)})
+    if not rows:
+        return "", pd.DataFrame()
+    ax.set_xlabel("VMs already running")
+    ax.set_ylabel("median boot time (s)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.suptitle("Boot time vs VMs running (seed 002)")
+    return figure_html(fig, "Median boot time (Rally's measure) against the VMs already running, with a "
+                            "least-squares line"), pd.DataFrame(rows)
+
+
+def fault_table(df: pd.DataFrame) -> pd.DataFrame:
+    c: Counter[str] = Counter()
+    for f in df["faults"]:
+        for k, v in json.loads(f).items():
+            c[k] += int(v)
+    return pd.DataFrame([{"failure (message template)": k, "count": v} for k, v in c.most_common()])
+
+
+def sections(paths: Sequence[Path]) -> list[str]:
+    df = load(paths)
+    if df.empty:
+        return []
+    from juice.report import profile
+
+    t = table(paths, [])
+    body = ["<h2>nova: boots under load (seeds 002, 004)</h2>",
+            f"<p class=note>{len(df)} runs, {int(df['boots'].sum())} boots. Boot time as Rally measures it "
+            "(<code>nova.boot_server</code>: POST, 1 s, then a GET every 2 s until ACTIVE) and from nova's "
+            "own <code>instance.create.end</code> notification (minus the POST's send time, one clock): "
+            f"Rally's figure is on a 2 s grid, nova's is not. {escape(HOST_NOTE)} Compute hosts are "
+            "simulated (Juice's multi-node fake driver): a boot goes through nova's real API, scheduler, "
+            "placement claims, conductor and compute manager, but spawns nothing. Image and network "
+            "services are stand-ins "
+            "(fake-glance, fake-neutron), boots use <code>networks: none</code>.</p>",
+            "<h3>Per configuration and concurrency (medians over repetitions; seconds)</h3>",
+            table_html(t, digits=3) if t is not None else "", knee_figure(df),
+            "<h3>Largest concurrency with zero failures</h3>", table_html(zero_failure_table(df))]
+    fig, slopes = preload_figure(df)
+    if fig:
+        body += ["<h3>Boot time vs VMs running</h3>", fig, table_html(slopes, digits=4)]
+    faults = fault_table(df)
+    if not faults.empty:
+        body += ["<h3>Failures by message</h3>", table_html(faults)]
+    body += profile.sections([Path(d) for d in df["dir"]], level_key="concurrency")
+    return [b for b in body if b]

@@ -1,0 +1,219 @@
+"""Rally's ``NovaServers.boot_server`` and ``NovaServers.boot_and_delete_server`` on Juice's load
+engine, as rally-openstack 4.1.0 runs them (``nova/utils.py``):
+
+- ``nova.boot_server`` (atomic): ``POST /servers`` (``networks: none``, microversion 2.37: the
+  first that allows it; Rally on a cloud with networks passes nics instead), a pre-poll pause
+  of ``prepoll_s`` (Rally's ``nova_server_boot_prepoll_delay``, 1 s, counted as idle time), then
+  ``GET /servers/<id>`` every ``poll_interval_s`` (Rally's 2 s) until ACTIVE; ERROR fails the
+  iteration with nova's fault message; ``boot_timeout_s`` (300 s) bounds it.
+- ``boot_and_delete_server``: the same, a ``sleep_between(min_sleep, max_sleep)``, then
+  ``nova.delete_server`` (atomic): ``DELETE`` and a GET every ``poll_interval_s`` until 404.
+- the ``users`` context (Rally's): ``tenants`` projects with ``users_per_tenant`` users each,
+  made through Keystone before the window (the Keystone study's context code); iterations
+  take the users round robin; cleanup deletes the servers this driver made (by name prefix,
+  as Rally's cleanup), then the users and projects.
+
+Every boot is also written, with its client-side times, to ``boots_path`` (JSON lines): the
+study joins it with nova's own notifications (no polling grid) after the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import aiohttp
+
+from juice.load.api import Context, Env, Iteration
+from juice.studies.keystone import contexts
+from juice.studies.keystone.client import Credentials, KeystoneClient
+from juice.studies.keystone.identity import Driver, Names
+from juice.util import atomic
+
+MICROVERSION = "2.37"
+PREPOLL_S = 1.0
+CTX = "_nova"
+
+
+class NovaError(Exception):
+    """nova answered an error status, or a server went to ERROR (the fault's message)."""
+
+
+class NovaApi:
+    """A small async client of nova's API (one pooled aiohttp session)."""
+
+    def __init__(self, url: str, limit: int) -> None:
+        self.url = url.rstrip("/")
+        self.limit = max(1, limit)
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.limit, limit_per_host=0),
+                timeout=aiohttp.ClientTimeout(total=300))
+        return self._session
+
+    async def call(self, method: str, path: str, token: str, body: Any = None,
+                   ok: tuple[int, ...] = (200,)) -> tuple[int, Any, str]:
+        headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"compute {MICROVERSION}",
+                   "Content-Type": "application/json", "Accept": "application/json"}
+        data = None if body is None else json.dumps(body).encode()
+        async with self.session.request(method, self.url + path, data=data, headers=headers) as r:
+            raw = await r.read()
+            rid = r.headers.get("x-openstack-request-id", "")
+            if r.status not in ok:
+                text = raw[:300].decode(errors="replace")
+                raise NovaError(f"{method} {path.split('?')[0]} -> {r.status}: {text}")
+            return r.status, (json.loads(raw) if raw else None), rid
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class NovaScenario:
+    """Context, users, the boot atomic and cleanup shared by the two scenarios."""
+
+    name: str = ""
+    ARGS: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, args: dict[str, Any] | None = None, contexts_cfg: dict[str, Any] | None = None,
+                 seed: int | None = None) -> None:
+        self.args = {**self.ARGS, **(args or {})}
+        self.users_cfg = contexts.users_config((contexts_cfg or {}).get("users"))
+        self.seed = seed
+
+    async def setup(self, env: Env) -> Context:
+        conc = int(env.get("concurrency") or 1)
+        admin = Credentials(str(env.get("username")), str(env.get("password")), str(env.get("project_name")))
+        ks = KeystoneClient(str(env.get("auth_url")), limit=min(conc, 20))
+        drv = Driver(client=ks, admin=admin, mode="reuse", names=Names(run=str(env.get("name_run"))))
+        nova = NovaApi(str(env.get("nova_url")), conc)
+        state: dict[str, Any] = {"ks": ks, "drv": drv, "nova": nova, "boots": [], "env": env,
+                                 "prefix": f"juice-{env.get('name_run')}-{env.site}",
+                                 "poll": float(env.get("poll_interval_s") or 2.0),
+                                 "prepoll": float(env.get("prepoll_s") if env.get("prepoll_s") is not None
+                                                  else PREPOLL_S),
+                                 "timeout": float(env.get("boot_timeout_s") or 300.0)}
+        try:
+            await contexts.setup_users(drv, self.users_cfg)
+            state["tokens"] = [(await ks.issue_token(u["credentials"])).id for u in drv.users]
+            state["admin_token"] = await drv.admin_token()
+        except BaseException:
+            await self._close(state)
+            raise
+        return {CTX: state}
+
+    async def run(self, it: Iteration) -> None:
+        st = it.ctx[CTX]
+        await self.boot(it, st)
+
+    async def boot(self, it: Iteration, st: dict[str, Any]) -> str:
+        env = st["env"]
+        token = st["tokens"][it.index % len(st["tokens"])]
+        rec: dict[str, Any] = {"index": it.index, "name": f"{st['prefix']}-{it.index:06d}"}
+        st["boots"].append(rec)
+        body = {"server": {"name": rec["name"], "flavorRef": env.get("flavor_id"),
+                           "imageRef": env.get("image_id"), "networks": "none"}}
+        with it.atomic("nova.boot_server"):
+            rec["t_post"] = time.time()
+            _, data, rid = await st["nova"].call("POST", "/servers", token, body, ok=(202,))
+            rec["t_accepted"], rec["id"], rec["request_id"] = time.time(), data["server"]["id"], rid
+            await it.sleep_between(st["prepoll"])
+            deadline = time.monotonic() + st["timeout"]
+            polls = 0
+            while True:
+                _, srv, _ = await st["nova"].call("GET", f"/servers/{rec['id']}", token)
+                polls += 1
+                status = srv["server"]["status"]
+                if status == "ACTIVE":
+                    rec.update(t_active_seen=time.time(), status="ACTIVE", polls=polls,
+                               host=srv["server"].get("OS-EXT-SRV-ATTR:hypervisor_hostname"))
+                    break
+                if status == "ERROR":
+                    fault = (srv["server"].get("fault") or {}).get("message", "no fault recorded")
+                    rec.update(t_error_seen=time.time(), status="ERROR", fault=fault, polls=polls)
+                    raise NovaError(f"server {rec['id']} went to ERROR: {fault}")
+                if time.monotonic() > deadline:
+                    rec.update(status=f"timeout:{status}", polls=polls)
+                    raise TimeoutError(f"server {rec['id']} not ACTIVE after {st['timeout']:.0f} s "
+                                       f"(status {status})")
+                await asyncio.sleep(st["poll"])
+        return str(rec["id"])
+
+    async def delete(self, it: Iteration, st: dict[str, Any], sid: str) -> None:
+        token = st["tokens"][it.index % len(st["tokens"])]
+        with it.atomic("nova.delete_server"):
+            await st["nova"].call("DELETE", f"/servers/{sid}", token, ok=(204,))
+            deadline = time.monotonic() + st["timeout"]
+            while True:
+                status, _, _ = await st["nova"].call("GET", f"/servers/{sid}", token, ok=(200, 404))
+                if status == 404:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"server {sid} still there {st['timeout']:.0f} s after DELETE")
+                await asyncio.sleep(st["poll"])
+        for rec in st["boots"]:
+            if rec.get("id") == sid:
+                rec["deleted"] = True
+
+    async def cleanup(self, env: Env, ctx: Context) -> None:
+        st = ctx[CTX]
+        try:
+            await delete_by_prefix(st["nova"], st["admin_token"], st["prefix"], st["timeout"])
+            path = env.get("boots_path")
+            if path:
+                atomic.write_text(Path(str(path)),
+                                  "".join(json.dumps(b) + "\n" for b in st["boots"]))
+            await contexts.cleanup_users(st["drv"])
+        finally:
+            await self._close(st)
+
+    async def _close(self, st: dict[str, Any]) -> None:
+        await st["nova"].close()
+        await st["ks"].close()
+
+
+async def delete_by_prefix(nova: NovaApi, token: str, prefix: str, timeout_s: float) -> int:
+    """Delete every server (all projects) whose name starts with ``prefix``; wait until gone."""
+    _, data, _ = await nova.call("GET", f"/servers?all_tenants=1&name=^{prefix}", token)
+    ids = [s["id"] for s in data["servers"] if s["name"].startswith(prefix)]
+    for sid in ids:
+        await nova.call("DELETE", f"/servers/{sid}", token, ok=(204, 404))
+    deadline = time.monotonic() + timeout_s
+    while ids and time.monotonic() < deadline:
+        _, data, _ = await nova.call("GET", f"/servers?all_tenants=1&name=^{prefix}", token)
+        ids = [s["id"] for s in data["servers"] if s["name"].startswith(prefix)]
+        if ids:
+            await asyncio.sleep(1.0)
+    return len(ids)
+
+
+class BootServer(NovaScenario):
+    name = "NovaServers.boot_server"
+
+
+class BootAndDeleteServer(NovaScenario):
+    name = "NovaServers.boot_and_delete_server"
+    ARGS: ClassVar[dict[str, Any]] = {"min_sleep": 0.0, "max_sleep": 0.0, "force_delete": False}
+
+    async def run(self, it: Iteration) -> None:
+        st = it.ctx[CTX]
+        sid = await self.boot(it, st)
+        if self.args["max_sleep"]:
+            await it.sleep_between(float(self.args["min_sleep"]), float(self.args["max_sleep"]))
+        await self.delete(it, st, sid)
+
+
+SCENARIOS: dict[str, type[NovaScenario]] = {c.name: c for c in (BootServer, BootAndDeleteServer)}
+
+
+def get(name: str, args: dict[str, Any], contexts_cfg: dict[str, Any] | None,
+        seed: int | None) -> NovaScenario:
+    return SCENARIOS[name](args, contexts_cfg, seed)

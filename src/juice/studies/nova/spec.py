@@ -1,0 +1,218 @@
+"""The nova study spec (``workload: nova``): Rally-style boots against real nova (seeds 002, 004).
+
+Example (``examples/nova-boot.yaml``)::
+
+    workload: nova
+    name: nova-boot
+    sites: 2                        # site 1: API, conductor, schedulers, DB, RabbitMQ, Keystone,
+                                    # placement; computes in the other sites
+    delay_ms: [0]                   # ONE-WAY between sites (an axis)
+    db: [mariadb]                   # an axis: mariadb | galera (a node per site, single writer)
+    schedulers: [1, 3]              # an axis: nova-scheduler processes
+    host_subset_size: [1]           # an axis: [filter_scheduler] host_subset_size
+    concurrency_backend: [threading]   # an axis: threading | eventlet
+    max_pool_size: [10]             # an axis: [database] max_pool_size (max_overflow 20)
+    computes: {processes: 4, nodes_per_process: 25, vcpus: 8, memory_mb: 16384, disk_gb: 200}
+    scenarios:
+      - NovaServers.boot_server
+      - {name: NovaServers.boot_and_delete_server, args: {min_sleep: 0, max_sleep: 0}}
+    runner: {times: 40, concurrency: [5, 10, 20]}    # concurrency is an axis (closed loop)
+    preload: [0]                    # an axis: VMs already running before the window
+    users: {tenants: 2, users_per_tenant: 2}          # Rally's users context
+
+Each run boots ``times`` servers (flavor ``flavor``, the stand-in image, ``networks: none``)
+from one driver in ``driver_site`` as the context's users, measures every boot as Rally does
+(``nova.boot_server``: POST, 1 s pre-poll delay, then a GET every ``poll_interval_s`` until
+ACTIVE, at most ``boot_timeout_s``) and from nova's own notification (compute's
+``instance.create.end``, no polling grid), then deletes what it made (Rally's cleanup).
+
+Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset_size`` 1..100;
+``max_pool_size`` 1..500; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
+20,000 nodes); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000; ``preload`` 0..75,000;
+``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s`` 0.1..60.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Le
+from pydantic import Field, field_validator, model_validator
+
+from juice.errors import UserError
+from juice.spec.base import (
+    NAME_RE,
+    FiniteFloat,
+    PositiveInt,
+    Seed,
+    Strict,
+    StrictStr,
+    no_duplicates,
+    plain_data,
+)
+from juice.spec.profile import Profile
+from juice.util.validation import validate
+
+SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
+SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
+SCENARIO_ARGS: dict[str, dict[str, Any]] = {
+    "NovaServers.boot_server": {},
+    "NovaServers.boot_and_delete_server": {"min_sleep": 0.0, "max_sleep": 0.0, "force_delete": False},
+}
+Delay = Annotated[FiniteFloat, Ge(0), Le(500)]
+
+
+class ScenarioRef(Strict):
+    name: StrictStr = Field(max_length=200, description=f"one of {', '.join(SCENARIOS)}")
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        full = SHORT.get(v, v)
+        if full not in SCENARIOS:
+            raise ValueError(f"unknown nova scenario {v!r} (choose from {', '.join(SCENARIOS)})")
+        return full
+
+    @model_validator(mode="after")
+    def _args(self) -> ScenarioRef:
+        plain_data(self.args)
+        allowed = SCENARIO_ARGS[self.name]
+        bad = sorted(set(self.args) - set(allowed))
+        if bad:
+            raise ValueError(f"args: unknown argument(s) {', '.join(bad)} "
+                             f"(allowed: {', '.join(allowed) or 'none'})")
+        for k in ("min_sleep", "max_sleep"):
+            v = self.args.get(k)
+            bad_value = isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 3600
+            if v is not None and bad_value:
+                raise ValueError(f"args.{k}: expected seconds 0..3600, got {v!r}")
+        if "force_delete" in self.args and not isinstance(self.args["force_delete"], bool):
+            raise ValueError("args.force_delete: expected true or false")
+        return self
+
+
+class Computes(Strict):
+    processes: Annotated[PositiveInt, Le(200)] = 2
+    nodes_per_process: Annotated[PositiveInt, Le(5000)] = 10
+    vcpus: Annotated[PositiveInt, Le(4096)] = 8
+    memory_mb: Annotated[PositiveInt, Le(16_777_216)] = 16384
+    disk_gb: Annotated[PositiveInt, Le(1_000_000)] = 200
+    max_concurrent_builds: Annotated[PositiveInt, Le(1000)] = 10
+
+    @model_validator(mode="after")
+    def _total(self) -> Computes:
+        if self.processes * self.nodes_per_process > 20_000:
+            raise ValueError(f"{self.processes} x {self.nodes_per_process} nodes: at most 20,000 "
+                             "simulated nodes")
+        return self
+
+
+class Flavor(Strict):
+    name: StrictStr = Field(default="juice-small", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    vcpus: Annotated[PositiveInt, Le(1024)] = 1
+    ram_mb: Annotated[PositiveInt, Le(1_048_576)] = 512
+    disk_gb: Annotated[int, Ge(0), Le(10_000)] = 1
+
+
+class Users(Strict):
+    tenants: Annotated[PositiveInt, Le(100)] = 1
+    users_per_tenant: Annotated[PositiveInt, Le(100)] = 1
+
+
+class Runner(Strict):
+    times: Annotated[PositiveInt, Le(100_000)] = 10
+    concurrency: list[Annotated[PositiveInt, Le(2000)]] = Field(default_factory=lambda: [1], min_length=1)
+    timeout_s: Annotated[FiniteFloat, Ge(10), Le(7200)] = 900.0
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return [v] if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("concurrency")
+    @classmethod
+    def _once(cls, v: list[int]) -> list[int]:
+        no_duplicates(v)
+        return v
+
+
+def _axis(kind: Any, default: list[Any], what: str) -> Any:
+    return Field(default_factory=lambda: list(default), min_length=1, description=f"an axis: {what}")
+
+
+class NovaSpec(Strict):
+    name: StrictStr = Field(pattern=NAME_RE)
+    workload: Literal["nova"] = "nova"
+    description: StrictStr = Field(default="", max_length=2000)
+    seed: Seed = 1
+    repetitions: Annotated[PositiveInt, Le(100)] = 1
+    sites: Annotated[int, Ge(2), Le(9)] = 2
+    delay_ms: list[Delay] = _axis(Delay, [0.0], "one-way delay between sites, ms")
+    db: list[Literal["mariadb", "galera"]] = _axis(str, ["mariadb"], "mariadb | galera")
+    schedulers: list[Annotated[PositiveInt, Le(16)]] = _axis(int, [1], "nova-scheduler processes")
+    host_subset_size: list[Annotated[PositiveInt, Le(100)]] = _axis(int, [1], "host_subset_size")
+    concurrency_backend: list[Literal["threading", "eventlet"]] = _axis(str, ["threading"], "backend")
+    max_pool_size: list[Annotated[PositiveInt, Le(500)]] = _axis(int, [10], "[database] max_pool_size")
+    preload: list[Annotated[int, Ge(0), Le(75_000)]] = _axis(int, [0], "VMs running before the window")
+    computes: Computes = Field(default_factory=Computes)
+    flavor: Flavor = Field(default_factory=Flavor)
+    users: Users = Field(default_factory=Users)
+    scenarios: list[ScenarioRef] = Field(min_length=1, max_length=10)
+    runner: Runner = Field(default_factory=Runner)
+    driver_site: Annotated[int, Ge(1), Le(9)] = 1
+    boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0
+    poll_interval_s: Annotated[FiniteFloat, Ge(0.1), Le(60)] = 2.0
+    results: StrictStr | None = Field(default=None, min_length=1, max_length=4096)
+    profile: Profile = Field(default_factory=Profile)
+
+    @field_validator("scenarios", mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return [{"name": s} if isinstance(s, str) else s for s in v] if isinstance(v, list) else v
+
+    @field_validator("delay_ms", "db", "schedulers", "host_subset_size", "concurrency_backend",
+                     "max_pool_size", "preload")
+    @classmethod
+    def _once(cls, v: list[Any]) -> list[Any]:
+        no_duplicates(v)
+        return v
+
+    @model_validator(mode="after")
+    def _fits(self) -> NovaSpec:
+        if self.driver_site > self.sites:
+            raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")
+        nodes = self.computes.processes * self.computes.nodes_per_process
+        per_node = self.per_node()
+        if per_node < 1:
+            raise ValueError("flavor: larger than a simulated node (computes.vcpus/memory_mb/disk_gb)")
+        most = max(self.preload) + self.runner.times
+        if most > nodes * per_node:
+            raise ValueError(f"preload: {max(self.preload)} + runner.times {self.runner.times} servers do "
+                             f"not fit on {nodes} nodes x {per_node} per node (more computes, or a "
+                             "smaller flavor)")
+        runs = (len(self.delay_ms) * len(self.db) * len(self.schedulers) * len(self.host_subset_size)
+                * len(self.concurrency_backend) * len(self.max_pool_size) * len(self.preload)
+                * len(self.scenarios) * len(self.runner.concurrency) * self.repetitions)
+        if runs > 2000:
+            raise ValueError(f"{runs} runs: at most 2,000 in one spec (split it)")
+        return self
+
+    def per_node(self) -> int:
+        """Servers of ``flavor`` one simulated node holds (exactly)."""
+        c, f = self.computes, self.flavor
+        disk = c.disk_gb // f.disk_gb if f.disk_gb else 10**9
+        return min(c.vcpus // f.vcpus, c.memory_mb // f.ram_mb, disk)
+
+    def capacity(self) -> int:
+        """Servers of ``flavor`` the simulated nodes can hold (exactly)."""
+        return self.computes.processes * self.computes.nodes_per_process * self.per_node()
+
+
+def parse(data: dict[str, Any], source: str) -> NovaSpec:
+    spec = validate(NovaSpec, data, source,
+                    expected="a mapping of keys (name, workload: nova, computes, ...)",
+                    unknown_key_hint="see examples/nova-boot.yaml for the spec format")
+    if not isinstance(spec, NovaSpec):  # pragma: no cover - validate returns the model
+        raise UserError(f"{source}: not a nova spec")
+    return spec
