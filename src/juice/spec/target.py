@@ -16,6 +16,18 @@ else the environment variable ``password_env`` (default ``OS_PASSWORD``).
 clouds.yaml search path (as openstacksdk): ``$OS_CLIENT_CONFIG_FILE``, ``./clouds.yaml``,
 ``~/.config/openstack/clouds.yaml``, ``/etc/openstack/clouds.yaml``; ``secure.yaml`` next to
 it (same places) is merged in.
+
+Resource profiles of the cloud's servers, only when the user gives SSH access (a key or the
+agent, never a password; ``juice.runner.ssh_profile`` samples /proc there)::
+
+    target: {cloud: mycloud, ssh: [{host: ctl1.example.org, user: root, key_file: ~/.ssh/id_ed25519},
+                                   {host: db1.example.org, port: 2222, site_name: db,
+                                    processes: ["mariadb=mariadbd", "haproxy"]}]}
+
+``processes``: ``[component=]regex`` searched in each process's command line (as ``ps -o args``
+shows it); the component is the name before ``=``, else the matched text's last path part.
+Default: ``DEFAULT_PROCESSES`` (Keystone under gunicorn/uwsgi/mod_wsgi, MariaDB/MySQL,
+PostgreSQL, RabbitMQ, memcached, nova-*, placement).
 """
 
 from __future__ import annotations
@@ -31,13 +43,73 @@ from typing import Annotated, Any
 
 import yaml
 from annotated_types import Interval
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from juice.errors import UserError
 from juice.spec.base import Strict
 
 ENV_RE = r"^[A-Z_][A-Z0-9_]{0,63}$"
+MAX_SSH_HOSTS = 64
+MAX_PROCESS_PATTERNS = 50
+DEFAULT_PROCESSES = (
+    r"keystone=gunicorn: \w+ \[keystone|keystone-wsgi|wsgi:keystone|uwsgi.*keystone|keystone-all",
+    r"placement=gunicorn: \w+ \[placement|placement-api|wsgi:placement|uwsgi.*placement",
+    r"(?:^|[\s/])nova-[a-z]+(?:-[a-z]+)*",
+    r"^\S*mariadbd\b", r"^\S*mysqld\b", r"postgres=^(?:\S*/)?postgres\b",
+    r"rabbitmq=beam\.smp.*rabbit", r"^\S*memcached\b",
+)
+_COMPONENT = r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}"
 AUTH_KEYS = ("auth_url", "username", "project_name", "user_domain_name", "project_domain_name")
+
+
+def _check_pattern(p: str) -> str:
+    name, sep, regex = p.partition("=")
+    if not sep or not re.fullmatch(_COMPONENT, name):
+        regex = p
+    try:
+        re.compile(regex)
+    except re.error as e:
+        raise ValueError(f"not a regular expression ({e}): {p!r}") from None
+    if not regex:
+        raise ValueError(f"empty pattern: {p!r}")
+    return p
+
+
+Pattern = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+
+
+class SshHost(Strict):
+    """One host of the cloud Juice may log into (key or agent only: ssh runs with BatchMode)."""
+
+    host: str = Field(pattern=r"^[A-Za-z0-9_.:\[\]][A-Za-z0-9_.:%\[\]-]{0,252}$",
+                      description="name or address (never starting with '-')")
+    port: Annotated[int, Interval(ge=1, le=65535)] = Field(default=22, strict=True)
+    user: str = Field(default="root", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+    key_file: str | None = Field(default=None, min_length=1, max_length=4096,
+                                 description="private key (else ssh's own defaults and agent)")
+    site_name: str | None = Field(default=None, pattern=rf"^{_COMPONENT}$")
+    processes: list[Pattern] | None = Field(
+        default=None, min_length=1, max_length=MAX_PROCESS_PATTERNS,
+        description="[component=]regex per process kind (default: DEFAULT_PROCESSES)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_password(cls, data: Any) -> Any:
+        if isinstance(data, dict) and {"password", "passphrase"} & set(data):
+            raise ValueError("password: never in the spec (a key_file or ssh-agent; ssh runs with "
+                             "BatchMode=yes and never prompts)")
+        return data
+
+    @field_validator("processes")
+    @classmethod
+    def _patterns(cls, v: list[str] | None) -> list[str] | None:
+        for p in v or ():
+            _check_pattern(p)
+        return v
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return tuple(self.processes) if self.processes else DEFAULT_PROCESSES
 
 
 class Target(Strict):
@@ -66,6 +138,8 @@ class Target(Strict):
     db_url_env: str | None = Field(default=None, pattern=ENV_RE, description=(
         "an environment variable holding a read-only mysql://user:password@host:port of the cloud's "
         "database: statement counters (%reads/%writes) around each run"))
+    ssh: list[SshHost] | None = Field(default=None, min_length=1, max_length=MAX_SSH_HOSTS, description=(
+        "hosts of the cloud to profile over SSH (CPU, RSS, threads, fds of its servers)"))
 
     @property
     def label(self) -> str:

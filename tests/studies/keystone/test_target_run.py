@@ -217,3 +217,92 @@ def test_a_read_only_database_url_gives_statement_counters(cloud: dict[str, Any]
         assert not [p for p in run.rglob("*") if p.is_file() and secret in p.read_bytes()]
     finally:
         srv.stop(grace_s=2)
+
+
+SSHD = Path("/usr/sbin/sshd")
+SSHD_PORT = 22022  # inside site 1's namespace
+BOOT = "python3 -c import sys;exec(sys.stdin.buffer.read("
+
+
+def _cmdlines() -> dict[int, str]:
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.skipif(not SSHD.exists(), reason="no /usr/sbin/sshd (scripts/setup.sh installs openssh-server)")
+def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[str, Any]) -> None:
+    """The user gives SSH access to the cloud's host (here: a throwaway sshd inside site 1,
+    reached through a loopback forwarder, root by a throwaway key): each run gets a
+    profile.parquet of its Keystone and MariaDB processes, sampled there through /proc."""
+    from juice.lab import LocalLab
+    from juice.services.keystone_publish import start_forwarder
+    from juice.services.process import spawn
+
+    lab = LocalLab.get(cloud["name"])
+    tmp = cloud["tmp"] / "sshd"
+    tmp.mkdir()
+    for key in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"juice-test-{key}",
+                        "-f", str(tmp / key)], check=True, timeout=30)
+    (tmp / "authorized_keys").write_text((tmp / "client.pub").read_text())
+    conf = tmp / "sshd_config"
+    conf.write_text(f"Port {SSHD_PORT}\nListenAddress {lab.site_ip(1)}\nHostKey {tmp / 'host'}\n"
+                    f"AuthorizedKeysFile {tmp / 'authorized_keys'}\nPidFile none\nUsePAM no\n"
+                    "StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                    "KbdInteractiveAuthentication no\n")
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+    sshd = spawn(lab, 1, [str(SSHD), "-D", "-e", "-f", str(conf)], log=tmp / "sshd.log", what="sshd")
+    fwd = None
+    try:
+        fwd, port = start_forwarder(lab, 1, SSHD_PORT, tmp)
+        spec = cloud["tmp"] / "ssh.yaml"
+        data = yaml.safe_load(write_spec(spec, cloud, ["authenticate_user_and_validate_token"],
+                                         {"times": 6, "concurrency": 1}, max_rps=5).read_text())
+        data["target"]["ssh"] = [{"host": "127.0.0.1", "port": port, "user": "root",
+                                  "key_file": str(tmp / "client"), "site_name": "controller"}]
+        data["profile"] = {"interval_s": 0.5}
+        spec.write_text(yaml.safe_dump(data))
+        done = juice("run", str(spec), "--no-report")
+        out = done.stdout + done.stderr
+        assert "resource profile over SSH: 1/1 host(s) sampling at 2 Hz" in out, out
+
+        (run,) = [d for d in (cloud["tmp"] / "results" / "ssh").iterdir() if d.is_dir()]
+        man = json.loads((run / "manifest.json").read_text())
+        assert "resource_profile" not in man["target"]["not_measured"]
+        prof = man["profile"]
+        assert prof["source"] == "ssh" and prof["table"] == "profile.parquet" and prof["errors"] == 0, prof
+        (h,) = prof["hosts"]
+        assert h["end"] == "stdin closed" and h["samples"] >= 3 and abs(h["clock_offset_s"]) < 0.1
+        fp = subprocess.run(["ssh-keygen", "-l", "-f", str(tmp / "host.pub")], capture_output=True,
+                            text=True, check=True).stdout.split()[1]
+        assert h["host_key"] == f"ssh-ed25519 {fp}"
+
+        import pandas as pd
+
+        df = pd.read_parquet(run / "profile.parquet")
+        df["component"], df["metric"] = df["component"].astype(str), df["metric"].astype(str)
+        assert set(df["site"]) == {1}
+        for comp in ("keystone", "mariadbd"):
+            rows = df[df["component"] == comp]
+            assert {"cpu_user_s", "cpu_system_s", "rss_bytes", "threads", "fds"} <= set(rows["metric"]), comp
+            assert (rows[rows["metric"] == "rss_bytes"]["value"] > 1e6).all(), comp
+        ks_pids = {p for p, c in _cmdlines().items() if "[keystone]" in c}
+        assert ks_pids & set(df[df["component"] == "keystone"]["pid"])  # the lab's gunicorns, by pid
+        actions = pd.read_parquet(run / "actions.parquet")
+        started = actions["started_at"]
+        assert df["time"].min() <= started.min() and df["time"].max() >= started.max()
+        # stopped by Juice: no ssh client, no remote sampler left (sshd still runs)
+        left = [c for c in _cmdlines().values()
+                if (c.startswith("ssh ") and str(tmp) in c) or c.startswith(BOOT)]
+        assert left == [] and sshd.exited() is None
+    finally:
+        if fwd is not None:
+            fwd.stop(grace_s=2)
+        sshd.stop(grace_s=5)
+    assert not [c for c in _cmdlines().values() if str(tmp) in c]

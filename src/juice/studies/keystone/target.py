@@ -19,6 +19,10 @@ each manifest's ``target.not_measured``.
 Created resources carry a per-run prefix ``s_juice_<6 chars>`` (each driver adds 2 digits). After
 every run, whatever happened (Ctrl-C included), Juice deletes what still carries the run's
 prefix; ``juice cleanup --target`` removes leftovers of any Juice run (``s_juice_``).
+
+With ``target.ssh`` (hosts Juice may log into with a key or the agent), the cloud's servers
+are profiled around each run over SSH (``juice.runner.ssh_profile``): ``profile.parquet`` and
+the manifest's ``profile`` entry, as a lab run's.
 """
 
 from __future__ import annotations
@@ -120,11 +124,16 @@ class TargetDeployment:
         missing = dict(NOT_MEASURED)
         if self.probe is not None:
             missing.pop("db_counters")
+        if self.target.ssh:
+            missing.pop("resource_profile")
         return {"target": self.target.label, "credentials": self.creds.public(),
                 "regions": dict(self.regions), "home_region": self.home_region, "rtt": self.rtt,
                 "juice_lab": self.juice_lab, "max_rps": self.target.max_rps,
                 "db_counters": (f"SHOW GLOBAL STATUS of {self.probe.where} (every client of that "
                                 "server, not only the run's)") if self.probe is not None else None,
+                "resource_profile": ("over SSH: " + ", ".join(f"{h.user}@{h.host}:{h.port}"
+                                                              for h in self.target.ssh)
+                                     if self.target.ssh else None),
                 "not_measured": missing}
 
 
@@ -200,6 +209,10 @@ def deployment(t: Target, progress: Progress, every_region: bool) -> Iterator[Ta
     progress(f"target {t.label}: {creds.auth_url} as {creds.username} ({creds.source})")
     with host_sites(progress) as sites:
         regions, home, rtt = asyncio.run(_probe(t, creds, False, every_region))
+        if t.ssh:
+            from juice.runner import ssh_profile
+
+            ssh_profile.check(t.ssh)
         dep = TargetDeployment(t, creds, regions, home, sites, rtt, juice_lab_of(creds), db_probe(t))
         for region, r in rtt.items():
             if region == "catalog":
@@ -299,6 +312,18 @@ def driver_regions(load: str, regions: dict[str, str], home: str) -> list[str]:
 
 
 def run_point(run: Any, dep: TargetDeployment) -> None:
+    """One run against the target (``_run_point``), its servers profiled over SSH around it
+    when ``target.ssh`` is given (the generic runner's sampler sees only a lab)."""
+    if not dep.target.ssh:
+        _run_point(run, dep)
+        return
+    from juice.runner import profile, ssh_profile
+
+    with ssh_profile.around(dep.target.ssh, run.rd.partial, profile.settings(run.spec), run.progress):
+        _run_point(run, dep)
+
+
+def _run_point(run: Any, dep: TargetDeployment) -> None:
     """One run against the target: drivers on this machine, the run's leftovers deleted after
     them (whatever happened), the manifest with what was and was not measured."""
     from juice.studies.keystone import drive
