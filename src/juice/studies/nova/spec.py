@@ -29,7 +29,9 @@ ACTIVE, at most ``boot_timeout_s``) and from nova's own notification (compute's
 Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset_size`` 1..100;
 ``max_pool_size`` 1..500; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
 20,000 nodes); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000; ``preload`` 0..75,000;
-``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s`` 0.1..60.
+``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s`` 0.1..60. ``preload`` +
+``times`` must fit on the nodes (every resource of a node is exact: allocation ratios 1.0, nothing
+reserved) unless ``allow_over_capacity: true`` (capacity K, K+1 requests: exactly one must fail).
 """
 
 from __future__ import annotations
@@ -163,6 +165,8 @@ class NovaSpec(Strict):
     driver_site: Annotated[int, Ge(1), Le(9)] = 1
     boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0
     poll_interval_s: Annotated[FiniteFloat, Ge(0.1), Le(60)] = 2.0
+    allow_over_capacity: bool = Field(default=False, strict=True, description=(
+        "boot more servers than the nodes hold (an accuracy test: capacity K, K+1 requests)"))
     results: StrictStr | None = Field(default=None, min_length=1, max_length=4096)
     profile: Profile = Field(default_factory=Profile)
 
@@ -187,10 +191,10 @@ class NovaSpec(Strict):
         if per_node < 1:
             raise ValueError("flavor: larger than a simulated node (computes.vcpus/memory_mb/disk_gb)")
         most = max(self.preload) + self.runner.times
-        if most > nodes * per_node:
+        if most > nodes * per_node and not self.allow_over_capacity:
             raise ValueError(f"preload: {max(self.preload)} + runner.times {self.runner.times} servers do "
-                             f"not fit on {nodes} nodes x {per_node} per node (more computes, or a "
-                             "smaller flavor)")
+                             f"not fit on {nodes} nodes x {per_node} per node (more computes, a "
+                             "smaller flavor, or allow_over_capacity: true)")
         runs = (len(self.delay_ms) * len(self.db) * len(self.schedulers) * len(self.host_subset_size)
                 * len(self.concurrency_backend) * len(self.max_pool_size) * len(self.preload)
                 * len(self.scenarios) * len(self.runner.concurrency) * self.repetitions)

@@ -1,0 +1,118 @@
+"""The nova study without nova: the spec's bounds and errors, the run matrix's order and keys,
+and the metrics (notifications in oslo.log lines, the join with the driver's records)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from juice.errors import UserError
+from juice.studies.nova import metrics
+from juice.studies.nova.points import expand
+from juice.studies.nova.spec import parse
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def spec(**over: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"workload": "nova", "name": "n", "scenarios": ["boot_server"],
+                            "computes": {"processes": 2, "nodes_per_process": 5}}
+    data.update(over)
+    return data
+
+
+def test_the_example_parses_and_its_matrix_groups_deployments() -> None:
+    s = parse(yaml.safe_load((ROOT / "examples/nova-boot.yaml").read_text()), "nova-boot.yaml")
+    pts = expand(s)
+    assert len(pts) == len(s.schedulers) * len(s.runner.concurrency)
+    keys = [p.deployment_key for p in pts]
+    assert keys == sorted(keys, key=keys.index)  # equal deployment keys are adjacent
+    assert len({p.key for p in pts}) == len(pts)
+
+
+def test_preload_grows_inside_a_deployment_and_keys_are_stable() -> None:
+    s = parse(spec(preload=[20, 0], schedulers=[2, 1], runner={"times": 3, "concurrency": [1, 2]}), "n")
+    pts = expand(s)
+    for dep in {p.deployment_key for p in pts}:
+        pre = [p.preload for p in pts if p.deployment_key == dep]
+        assert pre == sorted(pre)
+    same = spec(preload=[20, 0], schedulers=[2, 1], runner={"times": 3, "concurrency": [1, 2]})
+    again = expand(parse(same, "n"))
+    assert [p.key for p in pts] == [p.key for p in again]
+    assert pts[0].params()["nodes"] == 10
+
+
+@pytest.mark.parametrize("over,match", [
+    ({"scenarios": ["boot_servers"]}, r"scenarios\.0: unknown nova scenario"),
+    ({"scenarios": [{"name": "boot_and_delete_server", "args": {"sleep": 1}}]}, r"args: unknown argument"),
+    ({"driver_site": 3}, r"driver_site: 3 is not a site"),
+    ({"preload": [100]}, r"preload: 100 \+ runner.times 10 servers do not fit on 10 nodes x 8 per node"),
+    ({"flavor": {"vcpus": 16}}, r"flavor: larger than a simulated node"),
+    ({"schedulers": [1, 1]}, r"schedulers"),
+    ({"computes": {"processes": 201}}, r"computes.processes"),
+    ({"sites": 1}, r"sites"),
+    ({"colour": "red"}, r"colour: unknown key"),
+])
+def test_bad_specs_name_the_field(over: dict[str, Any], match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        parse(spec(**over), "n.yaml")
+
+
+def test_capacity_is_the_smallest_resource_per_node() -> None:
+    s = parse(spec(computes={"processes": 2, "nodes_per_process": 5, "vcpus": 4, "memory_mb": 1024},
+                   flavor={"vcpus": 1, "ram_mb": 512}), "n")
+    assert s.per_node() == 2 and s.capacity() == 20
+
+
+def _line(event: str, uuid: str, ts: str, **data: Any) -> str:
+    msg = {"message_id": "m", "publisher_id": "nova-compute:juice-c1", "event_type": event,
+           "priority": "INFO", "timestamp": ts,
+           "payload": {"nova_object.name": "InstanceCreatePayload",
+                       "nova_object.data": {"uuid": uuid, "host": "juice-c1", **data}}}
+    return (f"{ts[:23]} 21775 INFO oslo.messaging.notification.{event} [None req-1 u p - - default default] "
+            + json.dumps(msg) + "\n")
+
+
+def test_notifications_are_read_from_oslo_log_lines(tmp_path: Path) -> None:
+    a, b = "ee0e3618-68b3-4e67-b428-9b190b90da2b", "11111111-2222-3333-4444-555555555555"
+    fault = {"nova_object.data": {"exception": "BuildAbortException", "exception_message": "node 7 gone"}}
+    log = tmp_path / "juice-c1.log"
+    log.write_text("2026-11-22 21:07:00.000 1 DEBUG nova.compute.manager something {not json\n"
+                   + _line("instance.create.start", a, "2026-11-22 21:07:01.014000")
+                   + _line("instance.create.end", a, "2026-11-22 21:07:01.238755")
+                   + _line("instance.create.error", b, "2026-11-22 21:07:02.5", fault=fault)
+                   + _line("instance.create.end", "99999999-2222-3333-4444-555555555555",
+                           "2020-01-01 00:00:00.0"))
+    notes = metrics.notifications([log], since=1_700_000_000.0)
+    assert set(notes) == {a, b}  # the 2020 one is before `since`
+    assert round(notes[a]["end"] - notes[a]["start"], 6) == 0.224755
+    assert notes[b]["fault"] == "BuildAbortException: node 7 gone" and notes[a]["host"] == "juice-c1"
+
+
+def test_boots_join_the_driver_records_iterations_and_nova_times() -> None:
+    t = 1_800_000_000.0
+    lines = [{"driver": 1, "index": 0, "id": "A", "t_post": t, "t_accepted": t + 0.2, "status": "ACTIVE",
+              "polls": 2},
+             {"driver": 1, "index": 1, "id": "B", "t_post": t, "t_accepted": t + 0.3, "status": "ERROR",
+              "fault": "No valid host was found. There are not enough hosts available."}]
+    its = [{"site": 1, "index": 0, "error": [], "atomic_actions": [
+               {"name": "nova.boot_server", "started_at": t, "finished_at": t + 3.5, "failed": False}]},
+           {"site": 1, "index": 1, "error": ["NovaError", "went to ERROR"], "atomic_actions": [
+               {"name": "nova.boot_server", "started_at": t, "finished_at": t + 1.5, "failed": True}]}]
+    rows = metrics.boots(its, lines, {"A": {"end": t + 1.25, "start": t + 0.5}})
+    a, b = rows
+    assert a["ok"] and a["rally_boot_s"] == 3.5 and a["nova_boot_s"] == 1.25 and round(a["api_s"], 3) == 0.2
+    assert not b["ok"] and b["rally_boot_s"] is None and b["error_class"].startswith("No valid host")
+    s = metrics.summarize(rows, window_s=10.0)
+    assert (s["boots"], s["active"], s["success_pct"]) == (2, 1, 50.0)
+    assert s["rally_median"] == 3.5 and s["nova_median"] == 1.25 and s["active_per_s"] == 0.1
+    assert s["faults"] == {"No valid host was found. There are not enough hosts available.": 1}
+
+
+def test_error_classes_drop_ids_and_numbers() -> None:
+    assert metrics.error_class("Build of instance 0b0c7e3e-1111-2222-3333-444455556666 aborted after 3 "
+                               "attempts") == "Build of instance <uuid> aborted after <n> attempts"
