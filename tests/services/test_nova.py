@@ -65,6 +65,19 @@ def test_nova_stack_boots_and_deletes_servers(lab_name: str, tmp_path: Path) -> 
             # Request ids reach the conductor and scheduler logs (DEBUG by default there).
             for host in ("juice-conductor", "juice-sched-1"):
                 assert "req-" in dep.nova.log(host).read_text(errors="replace")
+
+            # A crashed compute comes back as itself: same compute_id, same node UUIDs, no new
+            # resource provider (nova refuses to start a known service without a compute_id).
+            killed = dep.computes.kill(2)
+            assert not proc.alive(killed["pid"])
+            back = dep.computes.restart(2)
+            pids += back["pids"]
+            dep.computes.wait_registered(120)
+            assert len(dep.placement.resource_providers()) == NODES
+            log = dep.computes.log("juice-c1").read_text(errors="replace")
+            refused = [line for line in log.splitlines() if "refusing to start" in line.lower()]
+            assert refused == [] and "Determined node identity" in log  # compute_id read
+
             copies = dep.collect_logs(tmp_path / "logs")
             assert any(c.name == "nova-juice-c1.log" for c in copies)
             assert all(dep.ks.admin_credentials().password not in c.read_text(errors="replace")

@@ -206,6 +206,11 @@ class NovaComputes(Service):
         if not hosts:
             raise ServiceError(f"nova-compute in site {site}: nothing killed to restart")
         t0 = time.monotonic()
+        names = {h for h, _ in hosts}
+        # The killed process's last heartbeat keeps its service "up" for service_down_time
+        # (60 s): wait for a NEW report (updated_at changes) from every restarted process.
+        before = {x["host"]: x["updated_at"] for x in self.nova.services()
+                  if x["binary"] == "nova-compute" and x["host"] in names}
         for h, s in hosts:
             self._start(h, s)
 
@@ -214,8 +219,9 @@ class NovaComputes(Service):
                 svcs = self.nova.services()
             except Exception:
                 return False
-            ups = {x["host"] for x in svcs if x["binary"] == "nova-compute" and x["state"] == "up"}
-            return {h for h, _ in hosts} <= ups
+            fresh = {x["host"] for x in svcs if x["binary"] == "nova-compute" and x["state"] == "up"
+                     and x["host"] in names and x["updated_at"] != before.get(x["host"])}
+            return fresh == names
 
         wait_for(up, timeout, f"nova-compute in site {site} restarted", self.log(hosts[0][0]),
                  interval=1.0, fail=self._dead)
