@@ -284,3 +284,15 @@ def require_root() -> None:
         raise UserError("the lab needs root (network namespaces): rerun as root or with sudo")
     if shutil.which("ip") is None or shutil.which("iptables-restore") is None:
         raise LabError("iproute2/iptables are missing: run scripts/setup.sh")
+
+
+def uniform_lab(prefix: str, sites: int, delay_ms: float, progress: Progress = _quiet) -> LocalLab:
+    """An ephemeral lab ``<prefix><pid>`` of ``sites`` sites, ``delay_ms`` one-way between every
+    pair (what a study's ``lab()`` usually opens: ``with uniform_lab(...) as lab``)."""
+    import os
+
+    from juice.lab import spec as labspec
+
+    ls = labspec.parse({"name": f"{prefix}{os.getpid() % 100000}", "sites": sites, "delay_ms": delay_ms})
+    progress(f"lab: {sites} sites at {delay_ms:g} ms one-way")
+    return LocalLab.up(ls, ephemeral=True, progress=progress)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from juice.lab import LocalLab
-from juice.lab import spec as labspec
+from juice.lab.local import uniform_lab
 from juice.runner.faults import EVENTS, FaultRunner
 from juice.services.base import Service
 from juice.studies.base import Progress, ReportInput, Run, Study
@@ -156,10 +155,7 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
 
     @contextmanager
     def lab(self, spec: MessagingSpec, points: Sequence[MsgPoint], progress: Progress) -> Iterator[LocalLab]:
-        d = points[0].delay_ms
-        ls = labspec.parse({"name": f"msg{os.getpid() % 100000}", "sites": spec.sites, "delay_ms": d})
-        progress(f"lab: {spec.sites} sites at {d:g} ms one-way")
-        with LocalLab.up(ls, ephemeral=True, progress=progress) as lab:
+        with uniform_lab("msg", spec.sites, points[0].delay_ms, progress) as lab:
             yield lab
 
     @contextmanager

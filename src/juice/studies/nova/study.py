@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from juice.errors import JuiceError, ServiceError
 from juice.lab import LocalLab
-from juice.lab import spec as labspec
+from juice.lab.local import uniform_lab
 from juice.studies.base import Progress, ReportInput, Run, Study
 from juice.studies.nova import metrics
 from juice.studies.nova.points import NovaPoint, expand
@@ -141,10 +141,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
 
     @contextmanager
     def lab(self, spec: NovaSpec, points: Sequence[NovaPoint], progress: Progress) -> Iterator[LocalLab]:
-        d = points[0].delay_ms
-        ls = labspec.parse({"name": f"nova{os.getpid() % 100000}", "sites": spec.sites, "delay_ms": d})
-        progress(f"lab: {spec.sites} sites at {d:g} ms one-way")
-        with LocalLab.up(ls, ephemeral=True, progress=progress) as lab:
+        with uniform_lab("nova", spec.sites, points[0].delay_ms, progress) as lab:
             yield lab
 
     @contextmanager
