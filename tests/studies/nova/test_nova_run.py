@@ -7,6 +7,11 @@ schedulers."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +81,78 @@ def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(tmp_path: Path, jui
         s = json.loads((r / "summary.json").read_text())
         assert (s["active"], s["failed"]) == (4, 1), (r.name, s)
         assert any("No valid host" in k for k in s["faults"]), s["faults"]
+
+
+# ---- kill -9 mid-boot: the next juice command removes everything ---------------------------
+
+def _net_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def _all_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _pidfile_pids(workdir: Path) -> set[int]:
+    out: set[int] = set()
+    for f in workdir.rglob("*.pid"):
+        try:
+            text = f.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            out.add(int(text))
+    return out
+
+
+def test_kill_9_mid_boot_then_any_command_removes_everything(tmp_path: Path) -> None:
+    from juice.lab import state
+    from juice.util import proc
+
+    spec = _spec(tmp_path, "k9", scenarios=["boot_server"], runner={"times": 20, "concurrency": [5]})
+    exe = Path(sys.executable).parent / "juice"
+    log = tmp_path / "run.log"
+    with log.open("wb") as out:
+        run = subprocess.Popen([str(exe), "run", str(spec), "--no-report"], stdout=out,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 900
+        while "boots, concurrency" not in log.read_text(errors="replace"):
+            assert run.poll() is None, f"juice run ended early: {log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"no boot after 900 s: {log.read_text()[-2000:]}"
+            time.sleep(1.0)
+        time.sleep(4.0)  # boots in flight (POSTed, being scheduled/built)
+        mine = [st for st in state.all_states() if st.owner_pid == run.pid]
+        assert len(mine) == 1, [s.name for s in state.all_states()]
+        st = mine[0]
+        namespaces = [ns for ns in st.namespaces if netns.exists(ns)]
+        inodes = {os.stat(netns.NETNS_DIR / ns).st_ino for ns in namespaces}
+        # every process of the stack now: by namespace, by pid file, the WAN delayer
+        pids = {p for ns in namespaces for p in netns.pids(ns)} | _pidfile_pids(Path(st.workdir))
+        if st.daemon_pid:
+            pids.add(st.daemon_pid)
+        alive_before = {p: proc.start_time(p) for p in pids if proc.alive(p)}
+        cmdlines = " ".join(Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+                            for p in alive_before if Path(f"/proc/{p}/cmdline").exists())
+        for want in ("gunicorn", "nova-conductor", "nova-scheduler", "juice-nova-compute", "beam",
+                     "mariadbd", "fake_openstack", "juice.load.driver"):
+            assert want in cmdlines, f"{want} not running before the kill: {cmdlines[:3000]}"
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(timeout=30)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(timeout=30)
+    cp = subprocess.run([str(exe), "lab", "list"], capture_output=True, text=True, timeout=300, check=False)
+    assert cp.returncode == 0, cp.stderr
+    assert st.name not in {s.name for s in state.all_states()}
+    left_ns = [ns for ns in netns.list_all() if ns.startswith(f"juice-{st.name}-")]
+    assert not left_ns, left_ns
+    in_ns = [p for p in _all_pids() if _net_inode(p) in inodes]
+    assert not in_ns, [(p, Path(f"/proc/{p}/cmdline").read_bytes()[:200]) for p in in_ns]
+    survivors = [p for p, t in alive_before.items() if proc.alive(p, t)]
+    assert not survivors, [(p, Path(f"/proc/{p}/cmdline").read_bytes()[:200]) for p in survivors]
+    assert not Path(st.workdir).exists(), sorted(Path(st.workdir).rglob("*"))[:20]

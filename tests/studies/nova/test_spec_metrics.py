@@ -116,3 +116,12 @@ def test_boots_join_the_driver_records_iterations_and_nova_times() -> None:
 def test_error_classes_drop_ids_and_numbers() -> None:
     assert metrics.error_class("Build of instance 0b0c7e3e-1111-2222-3333-444455556666 aborted after 3 "
                                "attempts") == "Build of instance <uuid> aborted after <n> attempts"
+
+
+def test_an_open_loop_makes_one_point_per_rate_bounded_by_max_in_flight() -> None:
+    s = parse(spec(runner={"times": 30, "rate": [0.5, 2], "max_in_flight": 40, "arrival": "constant"}), "n")
+    pts = expand(s)
+    assert [(p.rate, p.concurrency, p.arrival) for p in pts] == [(0.5, 40, "constant"), (2.0, 40, "constant")]
+    assert all(p.params()["rate"] == p.rate for p in pts) and "-r0.5-" in pts[0].dirname
+    closed = expand(parse(spec(), "n"))[0]
+    assert "rate" not in closed.params()  # closed-loop keys do not change

@@ -33,6 +33,8 @@ class NovaPoint:
     times: int
     repetition: int
     seed: int
+    rate: float | None = None  # open loop: boots per second (concurrency is then the in-flight bound)
+    arrival: str = "poisson"
     args: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)
     fixed: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)  # computes, flavor...
 
@@ -44,7 +46,8 @@ class NovaPoint:
                 "concurrency": self.concurrency, "times": self.times, "repetition": self.repetition,
                 "seed": self.seed, "nodes": self.fixed["computes"]["processes"]
                 * self.fixed["computes"]["nodes_per_process"],
-                "compute_processes": self.fixed["computes"]["processes"]}
+                "compute_processes": self.fixed["computes"]["processes"],
+                **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {})}
 
     @property
     def key(self) -> str:
@@ -54,13 +57,15 @@ class NovaPoint:
 
     @property
     def dirname(self) -> str:
-        return (f"{self.scenario.split('.')[-1]}-{self.db}-s{self.schedulers}-c{self.concurrency}-"
+        load = f"r{self.rate:g}" if self.rate is not None else f"c{self.concurrency}"
+        return (f"{self.scenario.split('.')[-1]}-{self.db}-s{self.schedulers}-{load}-"
                 f"pre{self.preload}-{self.delay_ms:g}ms-r{self.repetition}-{self.key}")
 
     @property
     def label(self) -> str:
         return (f"{self.scenario.split('.')[-1]} · {self.db} · {self.schedulers} scheduler(s) · "
-                f"concurrency {self.concurrency} · {self.preload} running · {self.delay_ms:g} ms")
+                + (f"{self.rate:g} boots/s" if self.rate is not None else f"concurrency {self.concurrency}")
+                + f" · {self.preload} running · {self.delay_ms:g} ms")
 
     @property
     def lab_key(self) -> tuple[int, float]:
@@ -84,13 +89,14 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
                         for pool in spec.max_pool_size:
                             for pre in sorted(spec.preload):
                                 for sc in spec.scenarios:
-                                    for conc in spec.runner.concurrency:
+                                    for conc, rate in spec.runner.loads():
                                         for rep in range(spec.repetitions):
                                             out.append(NovaPoint(
                                                 study=spec.name, sites=spec.sites, delay_ms=delay, db=db,
                                                 schedulers=sched, host_subset_size=hss, backend=backend,
                                                 max_pool_size=pool, preload=pre, scenario=sc.name,
                                                 concurrency=conc, times=spec.runner.times, repetition=rep,
-                                                seed=spec.seed + rep,
+                                                seed=spec.seed + rep, rate=rate,
+                                                arrival=spec.runner.arrival,
                                                 args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed))
     return out

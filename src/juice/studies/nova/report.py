@@ -56,7 +56,7 @@ def table(paths: Sequence[Path], by: Sequence[str]) -> pd.DataFrame | None:
         known = ", ".join(sorted([*CONFIG, "concurrency", "preload"]))
         raise UserError(f"--by: unknown parameter(s) {', '.join(missing)} of the nova study "
                         f"(choose among {known})")
-    keys = [k for k in [*CONFIG, "preload", "concurrency", *by] if k in df.columns]
+    keys = [k for k in [*CONFIG, "preload", "concurrency", "rate", *by] if k in df.columns]
     keys = list(dict.fromkeys(keys))
     g = df.groupby(keys, dropna=False, sort=True)
     out = g[[c for c in SHOWN if c in df.columns]].median(numeric_only=True)
@@ -72,8 +72,10 @@ def _varying(df: pd.DataFrame, cols: Sequence[str]) -> list[str]:
 
 
 def knee_figure(df: pd.DataFrame) -> str:
-    """Boot time (median, p95) and success % vs concurrency, a line per configuration."""
-    if df["concurrency"].nunique() < 2:
+    """Boot time (median, p95) and success % vs concurrency (or rate: open loop), a line per
+    configuration."""
+    x = "rate" if "rate" in df.columns and df["rate"].notna().all() else "concurrency"
+    if df[x].nunique() < 2:
         return ""
     keys = _varying(df, [c for c in CONFIG if c != "scenario"] + ["preload"])
     fig = new_figure(8.4, 3.4)
@@ -82,20 +84,19 @@ def knee_figure(df: pd.DataFrame) -> str:
     groups = df.groupby(["scenario", *keys], dropna=False) if keys else df.groupby(["scenario"])
     for i, (k, g) in enumerate(groups):
         k = k if isinstance(k, tuple) else (k,)
-        g = g.groupby("concurrency", as_index=False)[["rally_median", "rally_p95", "nova_median",
-                                                     "success_pct"]].median()
+        g = g.groupby(x, as_index=False)[["rally_median", "rally_p95", "nova_median", "success_pct"]].median()
         parts = (f"{c}={v}" for c, v in zip(keys, k[1:], strict=False))
         label = ", ".join([str(k[0]).split(".")[-1], *parts])
         color = PALETTE[i % len(PALETTE)]
-        a1.plot(g["concurrency"], g["rally_median"], marker="o", markersize=3, color=color, label=label)
-        a1.plot(g["concurrency"], g["rally_p95"], linestyle=LINESTYLES[1], color=color, linewidth=0.8)
-        a1.plot(g["concurrency"], g["nova_median"], linestyle=LINESTYLES[2], color=color, linewidth=0.8)
-        a2.plot(g["concurrency"], g["success_pct"], marker="o", markersize=3, color=color)
+        a1.plot(g[x], g["rally_median"], marker="o", markersize=3, color=color, label=label)
+        a1.plot(g[x], g["rally_p95"], linestyle=LINESTYLES[1], color=color, linewidth=0.8)
+        a1.plot(g[x], g["nova_median"], linestyle=LINESTYLES[2], color=color, linewidth=0.8)
+        a2.plot(g[x], g["success_pct"], marker="o", markersize=3, color=color)
     a1.set_ylabel("boot time (s): median —, p95 --, nova's :")
     a2.set_ylabel("success %")
     a2.set_ylim(-2, 102)
     for a in (a1, a2):
-        a.set_xlabel("concurrent boots")
+        a.set_xlabel("boots per second (open loop)" if x == "rate" else "concurrent boots")
         a.grid(True, alpha=0.3)
     a1.legend(fontsize=7)
     fig.suptitle("Boot time and success vs concurrency")

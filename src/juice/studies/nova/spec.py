@@ -17,6 +17,7 @@ Example (``examples/nova-boot.yaml``)::
       - NovaServers.boot_server
       - {name: NovaServers.boot_and_delete_server, args: {min_sleep: 0, max_sleep: 0}}
     runner: {times: 40, concurrency: [5, 10, 20]}    # concurrency is an axis (closed loop)
+    # runner: {times: 200, rate: [1, 2, 4], arrival: poisson}   # or open loop: boots/s (an axis)
     preload: [0]                    # an axis: VMs already running before the window
     users: {tenants: 2, users_per_tenant: 2}          # Rally's users context
 
@@ -126,17 +127,28 @@ class Runner(Strict):
     times: Annotated[PositiveInt, Le(100_000)] = 10
     concurrency: list[Annotated[PositiveInt, Le(2000)]] = Field(default_factory=lambda: [1], min_length=1)
     timeout_s: Annotated[FiniteFloat, Ge(10), Le(7200)] = 900.0
+    rate: list[Annotated[FiniteFloat, Ge(0.01), Le(1000)]] = Field(
+        default_factory=list, description="open loop instead: boots per second (an axis), 0.01..1,000")
+    arrival: Literal["constant", "poisson"] = "poisson"
+    max_in_flight: Annotated[PositiveInt, Le(10_000)] = Field(
+        default=1000, description="open loop: arrivals beyond are dropped (counted)")
 
     @field_validator("concurrency", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return [v] if isinstance(v, int) and not isinstance(v, bool) else v
 
-    @field_validator("concurrency")
+    @field_validator("concurrency", "rate")
     @classmethod
-    def _once(cls, v: list[int]) -> list[int]:
+    def _once(cls, v: list[Any]) -> list[Any]:
         no_duplicates(v)
         return v
+
+    def loads(self) -> list[tuple[int, float | None]]:
+        """(concurrency, rate) per point: the concurrency axis, or (max_in_flight, rate) per rate."""
+        if self.rate:
+            return [(self.max_in_flight, r) for r in self.rate]
+        return [(c, None) for c in self.concurrency]
 
 
 def _axis(kind: Any, default: list[Any], what: str) -> Any:

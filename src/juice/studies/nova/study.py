@@ -178,8 +178,12 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                "image_id": IMAGE_ID, "flavor_id": dep.flavor_id, "concurrency": p.concurrency,
                "boots_path": str(run.rd.file(f"boots-{site}.jsonl")), "name_run": name_run,
                "poll_interval_s": spec.poll_interval_s, "boot_timeout_s": spec.boot_timeout_s}
-        runner = RunnerSpec(type="constant", times=p.times, concurrency=p.concurrency,
-                            timeout_s=spec.runner.timeout_s, seed=p.seed)
+        if p.rate is not None:
+            runner = RunnerSpec(type="open", times=p.times, rate=p.rate, arrival=p.arrival,
+                                max_in_flight=p.concurrency, timeout_s=spec.runner.timeout_s, seed=p.seed)
+        else:
+            runner = RunnerSpec(type="constant", times=p.times, concurrency=p.concurrency,
+                                timeout_s=spec.runner.timeout_s, seed=p.seed)
         job = DriverJob(site=site, scenario=p.scenario, runner=runner, args=dict(p.args), env=env,
                         contexts={"users": spec.users.model_dump()}, seed=p.seed,
                         timeout_s=spec.runner.timeout_s * 4 + 3600)
@@ -191,7 +195,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         except (ServiceError, TypeError):
             probe = None
         t0 = time.time()
-        run.progress(f"{p.times} boots, concurrency {p.concurrency}, {dep.running} VMs running")
+        load = f"{p.rate:g}/s ({p.arrival})" if p.rate is not None else f"concurrency {p.concurrency}"
+        run.progress(f"{p.times} boots, {load}, {dep.running} VMs running")
         with probe.window() if probe is not None else nullcontext() as w:
             results = run_drivers(dep.lab, [job], run.ui if run.ui is not None else RichProgress())
         time.sleep(1.0)  # the last notifications reach the compute logs
@@ -226,11 +231,14 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
     def plan_columns(self, point: NovaPoint) -> dict[str, Any]:
         return {"scenario": point.scenario.split(".")[-1], "db": point.db, "schedulers": point.schedulers,
                 "subset": point.host_subset_size, "backend": point.backend, "pool": point.max_pool_size,
-                "running": point.preload, "conc.": point.concurrency, "boots": point.times,
+                "running": point.preload, "load": (f"{point.rate:g}/s" if point.rate is not None
+                                                   else f"conc. {point.concurrency}"), "boots": point.times,
                 "delay": f"{point.delay_ms:g} ms", "rep": point.repetition}
 
     def estimate_s(self, point: NovaPoint) -> float:
         per_boot = 1.5 + 0.02 * point.schedulers  # measured order of magnitude on 2 cores
+        if point.rate is not None:
+            return 20.0 + point.times / point.rate + 30.0
         return 20.0 + point.times * per_boot / min(point.concurrency, 10) + 2.0 * point.times / 10
 
     def overhead_s(self, points: Sequence[NovaPoint]) -> float:
