@@ -56,6 +56,7 @@ from typing import IO, Any
 from juice.errors import UserError
 from juice.runner.profile_table import (
     CUMULATIVE,
+    FLUSH_ROWS,
     METRIC_INDEX,
     PROCESS_METRICS,
     PROFILE_TABLE,
@@ -99,17 +100,20 @@ def lines(timeout):
     *done, buf[0] = buf[0].split(b"\n")
     return [d.strip() for d in done]
 
-def classify(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-    except OSError:
-        return None
+def component(cmd):
     for name, rx in PATS:
         m = rx.search(cmd) if cmd else None
         if m:
             return name or m.group(0).strip().rstrip("/").split("/")[-1] or "?"
     return None
+
+# ---- sampling
+def classify(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return component(f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip())
+    except OSError:
+        return None
 
 known = {}
 
@@ -120,19 +124,18 @@ def sample():
             continue
         pid = int(d)
         alive.add(pid)
-        k = known.get(pid)
-        if k is not None and k[1] is None:
-            continue
         try:
             with open("/proc/%d/stat" % pid, "rb") as f:
                 raw = f.read().decode("utf-8", "replace")
         except OSError:
             continue
-        f = raw.rpartition(")")[2].split()
+        head, _, tail = raw.rpartition(")")
+        f = tail.split()
         if len(f) < 22 or f[0] in ("Z", "X"):
             continue
-        if k is None or k[0] != f[19]:
-            k = known[pid] = (f[19], classify(pid))
+        k = known.get(pid)
+        if k is None or k[0] != (f[19], head):  # new, or its pid reused, or it exec'd
+            k = known[pid] = ((f[19], head), classify(pid))
             if k[1] is not None:
                 new.append([pid, k[1]])
         if k[1] is None:
@@ -311,15 +314,21 @@ class SshProfiler:
                                           start_new_session=True)
             h.pid = h.proc.pid
             assert h.proc.stdin is not None and h.proc.stdout is not None
-            h.proc.stdin.write(script)
-            h.proc.stdin.flush()
+            try:
+                h.proc.stdin.write(script)
+                h.proc.stdin.flush()
+            except BrokenPipeError:  # ssh already gone: its stderr says why (below)
+                pass
             self._handshake(h, h.proc.stdin, h.proc.stdout)
             if h.offset_s is None:
                 return
             h.host_key = fingerprint(h.known_hosts)
             h.started.set()
             for line in h.proc.stdout:
-                self._line(h, line)
+                try:
+                    self._line(h, line)
+                except (ValueError, TypeError, KeyError, AttributeError) as e:
+                    self._error(h, f"not a sample ({type(e).__name__}: {e}): {line[:80]!r}")
         except Exception as e:  # never into the run (after stop began: its own doing)
             if not self._stopping:
                 self._error(h, f"{type(e).__name__}: {e}")
@@ -366,11 +375,7 @@ class SshProfiler:
         return None
 
     def _line(self, h: _Host, line: bytes) -> None:
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            self._error(h, f"not a sample: {line[:80]!r}")
-            return
+        obj = json.loads(line)
         if "s" in obj:
             assert h.offset_s is not None
             t = float(obj["t"]) - h.offset_s
@@ -385,7 +390,7 @@ class SshProfiler:
                         if v >= 0:
                             add(t, h.site, comp, pid, METRIC_INDEX[m], float(v))
                 h.samples += 1
-                if len(self._out.rows) >= 200_000 and not self._discard:
+                if len(self._out.rows) >= FLUSH_ROWS and not self._discard:
                     self._out.flush(self.components)
         elif "n" in obj:
             with self._lock:
@@ -470,12 +475,12 @@ class SshProfiler:
 
 
 def start(hosts: Sequence[Any], out_dir: Path, conf: Any, progress: Progress,
-          max_s: float = MAX_S) -> SshProfiler | None:
+          max_s: float = MAX_S, ssh: str = "ssh") -> SshProfiler | None:
     """A running SSH profiler (None when profiles are disabled); never raises."""
     if not conf.enabled or not hosts:
         return None
     try:
-        prof = SshProfiler(hosts, out_dir, conf.interval_s, max_s).start()
+        prof = SshProfiler(hosts, out_dir, conf.interval_s, max_s, ssh).start()
     except Exception as e:
         progress(f"resource profile over SSH not sampled ({type(e).__name__}: {e})")
         return None

@@ -52,8 +52,8 @@ ENV_RE = r"^[A-Z_][A-Z0-9_]{0,63}$"
 MAX_SSH_HOSTS = 64
 MAX_PROCESS_PATTERNS = 50
 DEFAULT_PROCESSES = (
-    r"keystone=gunicorn: \w+ \[keystone|keystone-wsgi|wsgi:keystone|uwsgi.*keystone|keystone-all",
-    r"placement=gunicorn: \w+ \[placement|placement-api|wsgi:placement|uwsgi.*placement",
+    r"keystone=(?:gunicorn|uwsgi).*keystone|keystone-wsgi|wsgi:keystone|keystone-all",
+    r"placement=(?:gunicorn|uwsgi).*placement|placement-api|wsgi:placement",
     r"(?:^|[\s/])nova-[a-z]+(?:-[a-z]+)*",
     r"^\S*mariadbd\b", r"^\S*mysqld\b", r"postgres=^(?:\S*/)?postgres\b",
     r"rabbitmq=beam\.smp.*rabbit", r"^\S*memcached\b",

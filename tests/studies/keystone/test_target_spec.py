@@ -148,3 +148,41 @@ def test_private_tmp_of_a_dead_process_is_swept_and_a_live_ones_kept(monkeypatch
     other.mkdir()
     assert paths.sweep_private_tmp() == [dead]
     assert live.is_dir() and other.is_dir() and not dead.exists()
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"host": "-oProxyCommand=sh"}, r"target\.ssh\.0\.host"),
+    ({"host": "h", "port": 0}, r"target\.ssh\.0\.port: must be >= 1"),
+    ({"host": "h", "port": "22"}, r"target\.ssh\.0\.port: expected an integer"),
+    ({"host": "h", "user": "-l"}, r"target\.ssh\.0\.user"),
+    ({"host": "h", "password": "x"}, r"target\.ssh\.0\.password: never in the spec"),
+    ({"host": "h", "processes": ["mariadb=("]}, r"target\.ssh\.0\.processes: not a regular expression"),
+    ({"host": "h", "processes": []}, r"target\.ssh\.0\.processes"),
+    ({"host": "h", "site_name": "a b"}, r"target\.ssh\.0\.site_name"),
+])
+def test_ssh_hosts_are_bounded_and_errors_name_the_field(bad: dict[str, Any], match: str) -> None:
+    with pytest.raises(UserError, match=rf"^t.yaml: {match}"):
+        parse(spec(target={**TARGET, "ssh": [bad]}), "t.yaml")
+    with pytest.raises(UserError, match=r"target\.ssh: "):
+        parse(spec(target={**TARGET, "ssh": []}), "t.yaml")
+
+
+def test_ssh_access_gives_defaults_and_does_not_change_run_keys() -> None:
+    from juice.spec.target import DEFAULT_PROCESSES
+    from juice.studies.keystone.target import TargetDeployment
+
+    plain = parse(spec(), "t.yaml")
+    exp = parse(spec(target={**TARGET, "ssh": [{"host": "ctl1"}, {"host": "db1", "port": 2222,
+                                                                  "processes": ["mariadbd"]}]}), "t.yaml")
+    assert exp.target is not None and exp.target.ssh is not None
+    (a, b) = exp.target.ssh
+    assert (a.port, a.user, a.key_file, a.patterns) == (22, "root", None, DEFAULT_PROCESSES)
+    assert b.patterns == ("mariadbd",)
+    assert [p.key for p in expand(exp)] == [p.key for p in expand(plain)]  # profiling is not a parameter
+    creds = resolve(exp.target, {"JUICE_TEST_UNSET_PASSWORD": "pw"})
+    facts = TargetDeployment(exp.target, creds, {"R": "u"}, "R", None).facts()  # type: ignore[arg-type]
+    assert "resource_profile" not in facts["not_measured"]
+    assert facts["resource_profile"] == "over SSH: root@ctl1:22, root@db1:2222"
+    assert plain.target is not None
+    plain_facts = TargetDeployment(plain.target, creds, {"R": "u"}, "R", None).facts()  # type: ignore[arg-type]
+    assert "resource_profile" in plain_facts["not_measured"]
