@@ -146,8 +146,11 @@ def test_kill_9_mid_boot_then_any_command_removes_everything(tmp_path: Path) -> 
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait(timeout=30)
-    cp = subprocess.run([str(exe), "lab", "list"], capture_output=True, text=True, timeout=300, check=False)
+    # any juice command sweeps first (here `juice plan`, which has nothing to do with labs)
+    cp = subprocess.run([str(exe), "plan", str(spec)], capture_output=True, text=True, timeout=300,
+                        check=False)
     assert cp.returncode == 0, cp.stderr
+    assert f"removed leftovers of lab {st.name!r}" in cp.stderr, cp.stderr
     assert st.name not in {s.name for s in state.all_states()}
     left_ns = [ns for ns in netns.list_all() if ns.startswith(f"juice-{st.name}-")]
     assert not left_ns, left_ns
