@@ -156,6 +156,12 @@ def test_fake_neutron_has_no_ports_nor_networks() -> None:
     assert fakes.answer("neutron", "POST", "/v2.0/ports", base)[0] == 404
 
 
+def test_fake_neutron_quota_is_unlimited() -> None:
+    # nova-api reads the port quota when a boot (microversion < 2.37) asks for no network
+    status, body = fakes.answer("neutron", "GET", "/v2.0/quotas/0a1b2c3d4e5f", "http://10.210.1.2:9696")
+    assert status == 200 and body["quota"]["port"] == -1 and body["quota"]["network"] == -1
+
+
 def test_placement_conf() -> None:
     cp = parse(render_placement_conf(db_url="mysql+pymysql://u:p@h/placement", auth_url="http://k:5000/v3",
                                      password="pw", max_pool_size=4, max_overflow=9))

@@ -22,7 +22,10 @@ per build ``GET /v2.0/networks?tenant_id=<project>&shared=False`` and
 ``GET /v2.0/ports?tenant_id=<project>&device_id=<server>``, per server show
 ``GET /v2.0/ports?fields=security_groups&fields=device_id&device_id=<server>``, per delete
 ``GET /v2.0/ports?device_id=<server>``. Every neutron collection answers an empty list;
-anything else 404.
+anything else 404, except ``GET /v2.0/quotas/<project>`` (every quota -1): a boot BEFORE
+microversion 2.37 with no network asked for (what Rally 4.1.0's ``NovaServers.boot_server``
+sends: it cannot pass ``nics: none``) makes nova-api list the project's and the shared
+networks (none) and read the project's port quota.
 
 Run as ``python -m juice.services.fake_openstack glance|neutron IP PORT`` (Juice's venv).
 """
@@ -95,6 +98,9 @@ def answer(kind: str, method: str, path: str, base: str) -> tuple[int, Any]:
     if route == "":
         return 200, {"versions": [{"id": "v2.0", "status": "CURRENT",
                                    "links": [{"rel": "self", "href": f"{base}/v2.0/"}]}]}
+    if re.fullmatch(r"/v2\.0/quotas/[0-9a-zA-Z_-]+(?:\.json)?", route):  # unlimited (-1): nova's port check
+        return 200, {"quota": {k: -1 for k in ("network", "subnet", "port", "router", "floatingip",
+                                                "security_group", "security_group_rule")}}
     m = re.fullmatch(r"/v2\.0/([a-z0-9_-]+?)(?:\.json)?", route)
     if m:  # every collection is empty (no ports: servers boot with networks none)
         return 200, {m.group(1).replace("-", "_"): []}
