@@ -16,6 +16,8 @@ from typing import Any
 
 from juice.studies.nova.spec import SCENARIO_ARGS, NovaSpec
 
+TARGET_DB = "existing"  # the db column of a run against an existing cloud
+
 
 @dataclass(frozen=True)
 class NovaPoint:
@@ -47,7 +49,9 @@ class NovaPoint:
                 "seed": self.seed, "nodes": self.fixed["computes"]["processes"]
                 * self.fixed["computes"]["nodes_per_process"],
                 "compute_processes": self.fixed["computes"]["processes"],
-                **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {})}
+                **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
+                **({"target": self.fixed["target"], "max_rps": self.fixed["max_rps"]}
+                   if "target" in self.fixed else {})}
 
     @property
     def key(self) -> str:
@@ -81,6 +85,18 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
              "users": spec.users.model_dump(), "driver_site": spec.driver_site,
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s}
     out: list[NovaPoint] = []
+    if spec.target is not None:  # an existing cloud: none of the lab's axes
+        fixed = {"target": spec.target.label, "max_rps": spec.target.max_rps, "image": spec.image,
+                 "network": spec.network, "flavor": spec.flavor.name, "users": spec.users.model_dump(),
+                 "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
+                 "computes": {"processes": 0, "nodes_per_process": 0}}
+        return [NovaPoint(study=spec.name, sites=1, delay_ms=0.0, db=TARGET_DB, schedulers=0,
+                          host_subset_size=0, backend="-", max_pool_size=0, preload=0, scenario=sc.name,
+                          concurrency=conc, times=spec.runner.times, repetition=rep, seed=spec.seed + rep,
+                          rate=rate, arrival=spec.runner.arrival, args={**SCENARIO_ARGS[sc.name], **sc.args},
+                          fixed=fixed)
+                for sc in spec.scenarios for conc, rate in spec.runner.loads()
+                for rep in range(spec.repetitions)]
     for delay in spec.delay_ms:
         for db in spec.db:
             for sched in spec.schedulers:

@@ -29,12 +29,13 @@ import aiohttp
 
 from juice.load.api import Context, Env, Iteration
 from juice.studies.keystone import contexts
-from juice.studies.keystone.client import Credentials, KeystoneClient
+from juice.studies.keystone.client import Credentials, KeystoneClient, RateCap
 from juice.studies.keystone.identity import Driver, Names
 from juice.util import atomic
 
 MICROVERSION = "2.37"
 PREPOLL_S = 1.0
+SERVER_PREFIX = "s_juice_"  # server names: s_juice_<run>_<driver>_<iteration> (Rally: s_rally_...)
 CTX = "_nova"
 
 
@@ -45,9 +46,10 @@ class NovaError(Exception):
 class NovaApi:
     """A small async client of nova's API (one pooled aiohttp session)."""
 
-    def __init__(self, url: str, limit: int) -> None:
+    def __init__(self, url: str, limit: int, max_rps: float | None = None) -> None:
         self.url = url.rstrip("/")
         self.limit = max(1, limit)
+        self.cap = RateCap(max_rps) if max_rps else None
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -63,6 +65,8 @@ class NovaApi:
         headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"compute {MICROVERSION}",
                    "Content-Type": "application/json", "Accept": "application/json"}
         data = None if body is None else json.dumps(body).encode()
+        if self.cap is not None:
+            await self.cap.take()
         async with self.session.request(method, self.url + path, data=data, headers=headers) as r:
             raw = await r.read()
             rid = r.headers.get("x-openstack-request-id", "")
@@ -91,12 +95,16 @@ class NovaScenario:
 
     async def setup(self, env: Env) -> Context:
         conc = int(env.get("concurrency") or 1)
-        admin = Credentials(str(env.get("username")), str(env.get("password")), str(env.get("project_name")))
-        ks = KeystoneClient(str(env.get("auth_url")), limit=min(conc, 20))
+        admin = Credentials(str(env.get("username")), str(env.get("password")), str(env.get("project_name")),
+                            str(env.get("user_domain_name") or "Default"),
+                            str(env.get("project_domain_name") or "Default"))
+        # a target's rate cap: half for Keystone (the context), half for nova, never more in all
+        rps = float(env.get("max_rps")) / 2 if env.get("max_rps") else None
+        ks = KeystoneClient(str(env.get("auth_url")), limit=min(conc, 20), max_rps=rps)
         drv = Driver(client=ks, admin=admin, mode="reuse", names=Names(run=str(env.get("name_run"))))
-        nova = NovaApi(str(env.get("nova_url")), conc)
+        nova = NovaApi(str(env.get("nova_url")), conc, max_rps=rps)
         state: dict[str, Any] = {"ks": ks, "drv": drv, "nova": nova, "boots": [], "env": env,
-                                 "prefix": f"juice-{env.get('name_run')}-{env.site}",
+                                 "prefix": f"{SERVER_PREFIX}{env.get('name_run')}_{env.site}",
                                  "poll": float(env.get("poll_interval_s") or 2.0),
                                  "prepoll": float(env.get("prepoll_s") if env.get("prepoll_s") is not None
                                                   else PREPOLL_S),
@@ -117,10 +125,12 @@ class NovaScenario:
     async def boot(self, it: Iteration, st: dict[str, Any]) -> str:
         env = st["env"]
         token = st["tokens"][it.index % len(st["tokens"])]
-        rec: dict[str, Any] = {"index": it.index, "name": f"{st['prefix']}-{it.index:06d}"}
+        rec: dict[str, Any] = {"index": it.index, "name": f"{st['prefix']}_{it.index:06d}"}
         st["boots"].append(rec)
+        network = str(env.get("network") or "none")
+        nets: Any = network if network in ("none", "auto") else [{"uuid": network}]
         body = {"server": {"name": rec["name"], "flavorRef": env.get("flavor_id"),
-                           "imageRef": env.get("image_id"), "networks": "none"}}
+                           "imageRef": env.get("image_id"), "networks": nets}}
         with it.atomic("nova.boot_server"):
             rec["t_post"] = time.time()
             _, data, rid = await st["nova"].call("POST", "/servers", token, body, ok=(202,))

@@ -27,6 +27,12 @@ from one driver in ``driver_site`` as the context's users, measures every boot a
 ACTIVE, at most ``boot_timeout_s``) and from nova's own notification (compute's
 ``instance.create.end``, no polling grid), then deletes what it made (Rally's cleanup).
 
+Against an existing cloud (``target:``, as in the Keystone study: clouds.yaml, openrc, Rally env
+or explicit fields; ``max_rps`` caps every request): give ``image`` (an id), optionally ``network``
+(none | auto | an id) and an existing ``flavor.name``; no lab field. The drivers run on this
+machine; what a run created (servers, users and projects named ``s_juice_<run>...``) is deleted
+after it, and ``juice cleanup --target SPEC`` removes leftovers.
+
 Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset_size`` 1..100;
 ``max_pool_size`` 1..500; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
 20,000 nodes); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000; ``preload`` 0..75,000;
@@ -54,9 +60,12 @@ from juice.spec.base import (
     plain_data,
 )
 from juice.spec.profile import Profile
+from juice.spec.target import Target
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
+TARGET_FORBIDS = ("sites", "delay_ms", "db", "schedulers", "host_subset_size", "concurrency_backend",
+                  "max_pool_size", "preload", "computes", "driver_site", "allow_over_capacity")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -177,6 +186,14 @@ class NovaSpec(Strict):
     driver_site: Annotated[int, Ge(1), Le(9)] = 1
     boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0
     poll_interval_s: Annotated[FiniteFloat, Ge(0.1), Le(60)] = 2.0
+    target: Target | None = Field(default=None, description=(
+        "an existing cloud instead of a lab (juice.spec.target): no lab, no deployment; needs image"))
+    image: StrictStr | None = Field(default=None, pattern=r"^[0-9a-fA-F-]{32,36}$", description=(
+        "with a target: the image id to boot (the lab uses its fake-glance image)"))
+    compute_url: StrictStr | None = Field(default=None, pattern=r"^https?://[^\s]+$", description=(
+        "with a target: nova's URL instead of the catalog's (e.g. a loopback forwarder)"))
+    network: StrictStr = Field(default="none", pattern=r"^(none|auto|[0-9a-fA-F-]{32,36})$",
+                               description="with a target: none | auto | a network id")
     allow_over_capacity: bool = Field(default=False, strict=True, description=(
         "boot more servers than the nodes hold (an accuracy test: capacity K, K+1 requests)"))
     results: StrictStr | None = Field(default=None, min_length=1, max_length=4096)
@@ -195,7 +212,25 @@ class NovaSpec(Strict):
         return v
 
     @model_validator(mode="after")
+    def _target(self) -> NovaSpec:
+        if self.target is None:
+            for k in ("image", "network", "compute_url"):
+                if k in self.model_fields_set:
+                    raise ValueError(f"{k}: only with a target (the lab boots its stand-in image, "
+                                     "networks none)")
+            return self
+        lab_only = [k for k in TARGET_FORBIDS if k in self.model_fields_set]
+        if lab_only:
+            raise ValueError(f"{lab_only[0]}: not with a target (the existing cloud has its own; Juice only "
+                             "drives it)")
+        if self.image is None:
+            raise ValueError("image: required with a target (the id of an image the cloud can boot)")
+        return self
+
+    @model_validator(mode="after")
     def _fits(self) -> NovaSpec:
+        if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
+            return self
         if self.driver_site > self.sites:
             raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")
         nodes = self.computes.processes * self.computes.nodes_per_process

@@ -18,25 +18,21 @@ logs/ (what every service logged during the run: request ids at the level tracin
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
 import string
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from juice.errors import JuiceError, ServiceError
+from juice.errors import ServiceError
 from juice.lab import LocalLab
 from juice.lab.local import uniform_lab
 from juice.studies.base import Progress, ReportInput, Run, Study
-from juice.studies.nova import metrics
 from juice.studies.nova.points import NovaPoint, expand
 from juice.studies.nova.spec import NovaSpec, parse
-from juice.util import atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,26 +101,6 @@ def grow_preload(dep: Deployment, want: int, progress: Progress, timeout_s: floa
     progress(f"preload: {dep.running} VMs running ({time.monotonic() - t0:.0f} s)")
 
 
-def _log_offsets(files: Sequence[Path]) -> dict[Path, int]:
-    return {f: (f.stat().st_size if f.exists() else 0) for f in files}
-
-
-def _copy_slices(offsets: Mapping[Path, int], dest: Path) -> list[str]:
-    """What each log gained since ``offsets`` (the run's lines only), into ``dest``."""
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
-    for f, start in offsets.items():
-        if not f.exists():
-            continue
-        with f.open("rb") as src:
-            src.seek(start)
-            data = src.read()
-        if data:
-            (dest / f.name).write_bytes(data)
-            out.append(f.name)
-    return out
-
-
 class NovaStudy(Study[NovaSpec, NovaPoint]):
     name = WORKLOAD
     title = "nova boots (seeds 002, 004)"
@@ -140,14 +116,26 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         return Path(spec.results or f"results/{spec.name}")
 
     @contextmanager
-    def lab(self, spec: NovaSpec, points: Sequence[NovaPoint], progress: Progress) -> Iterator[LocalLab]:
+    def lab(self, spec: NovaSpec, points: Sequence[NovaPoint],
+            progress: Progress) -> Iterator[LocalLab | None]:
+        if spec.target is not None:  # an existing cloud: no lab
+            yield None
+            return
         with uniform_lab("nova", spec.sites, points[0].delay_ms, progress) as lab:
             yield lab
 
     @contextmanager
-    def deployment(self, spec: NovaSpec, lab: LocalLab, points: Sequence[NovaPoint],
-                   progress: Progress) -> Iterator[Deployment]:
+    def deployment(self, spec: NovaSpec, lab: LocalLab | None, points: Sequence[NovaPoint],
+                   progress: Progress) -> Iterator[Any]:
         from juice.services.nova_deploy import NovaDeployment
+
+        if spec.target is not None:
+            from juice.studies.nova import target
+
+            with target.deployment(spec, progress) as tdep:
+                yield tdep
+            return
+        assert lab is not None
 
         p = points[0]
         stack = NovaDeployment(lab, progress, _stack(spec, p))
@@ -159,74 +147,53 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         finally:
             stack.stop()
 
-    def run_point(self, run: Run[NovaSpec, NovaPoint], dep: Deployment) -> None:
-        from juice.load.drivers import DriverJob, run_drivers
-        from juice.load.iterations import iteration_rows, write_iterations
-        from juice.load.progress import RichProgress
-        from juice.load.rally_json import write_rally
-        from juice.load.runner import RunnerSpec
+    def run_point(self, run: Run[NovaSpec, NovaPoint], dep: Any) -> None:
+        from juice.studies.nova import drive
+
+        spec, p = run.spec, run.point
+        if spec.target is not None:
+            from juice.studies.nova import target
+
+            target.run_point(run, dep, lambda sites, env: drive.execute(
+                run, sites, env, site=1, logs=[], probe=dep.probe, running=None, facts={}))
+            return
         from juice.services import counters
         from juice.services.fake_openstack import IMAGE_ID
 
-        spec, p = run.spec, run.point
         grow_preload(dep, p.preload, run.progress)
         ks, site = dep.stack.ks, spec.driver_site
         creds = ks.admin_credentials()
-        name_run = "".join(secrets.choice(ALPHABET) for _ in range(6))
         env = {"auth_url": ks.auth_url(site), "username": creds.username, "password": creds.password,
                "project_name": creds.project_name, "nova_url": dep.stack.nova.api_url(),
-               "image_id": IMAGE_ID, "flavor_id": dep.flavor_id, "concurrency": p.concurrency,
-               "boots_path": str(run.rd.file(f"boots-{site}.jsonl")), "name_run": name_run,
-               "poll_interval_s": spec.poll_interval_s, "boot_timeout_s": spec.boot_timeout_s}
-        if p.rate is not None:
-            runner = RunnerSpec(type="open", times=p.times, rate=p.rate, arrival=p.arrival,
-                                max_in_flight=p.concurrency, timeout_s=spec.runner.timeout_s, seed=p.seed)
-        else:
-            runner = RunnerSpec(type="constant", times=p.times, concurrency=p.concurrency,
-                                timeout_s=spec.runner.timeout_s, seed=p.seed)
-        job = DriverJob(site=site, scenario=p.scenario, runner=runner, args=dict(p.args), env=env,
-                        contexts={"users": spec.users.model_dump()}, seed=p.seed,
-                        timeout_s=spec.runner.timeout_s * 4 + 3600)
+               "image_id": IMAGE_ID, "flavor_id": dep.flavor_id,
+               "name_run": "".join(secrets.choice(ALPHABET) for _ in range(6))}
         svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placement)
-        logs = [f for svc in svcs for f in svc.log_files()]
-        offsets = _log_offsets(logs)
         try:
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
         except (ServiceError, TypeError):
             probe = None
-        t0 = time.time()
-        load = f"{p.rate:g}/s ({p.arrival})" if p.rate is not None else f"concurrency {p.concurrency}"
-        run.progress(f"{p.times} boots, {load}, {dep.running} VMs running")
-        with probe.window() if probe is not None else nullcontext() as w:
-            results = run_drivers(dep.lab, [job], run.ui if run.ui is not None else RichProgress())
-        time.sleep(1.0)  # the last notifications reach the compute logs
-        copied = _copy_slices(offsets, run.rd.file("logs"))
-        notes = metrics.notifications(list(run.rd.file("logs").glob("*.log")), since=t0 - 1)
-        lines = metrics.read_boot_lines(sorted(run.rd.partial.glob("boots-*.jsonl")))
-        rows = metrics.boots(list(iteration_rows(results)), lines, notes)
-        _write_parquet(run.rd.file("boots.parquet"), rows)
-        window = max((r.finished_at for r in results), default=t0) - min((r.started_at for r in results),
-                                                                          default=t0)
-        summary = metrics.summarize(rows, window)
-        run.rd.write_json("summary.json", summary)
-        write_iterations(run.rd.file("iterations.jsonl"), results)
-        write_rally(run.rd.file("rally.json"), results, title=f"{p.study}: {p.scenario}",
-                    description=f"{p.db}, {p.schedulers} scheduler(s), {dep.running} VMs running",
-                    tags=["juice", p.study])
-        rw = None
-        if w is not None:
-            c = w.result
-            rw = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
-                  "pct_writes": round(c.pct_writes, 2), "per_command": c.per_command}
-        run.manifest(kind="nova-run", params=p.params(), spec=dict(run.spec_data), running_vms=dep.running,
-                     preload_method="booted through the API (multi-create batches of 50)",
-                     deployment=dep.facts, versions=_versions(), rwratio=rw, summary=summary, logs=copied,
-                     drivers=[{"site": r.site, "failure": r.failure, "cpu_s": r.cpu_s,
-                               "setup_s": r.setup_s, "cleanup_s": r.cleanup_s} for r in results])
-        run.progress(f"{summary['active']}/{summary['boots']} ACTIVE; boot median "
-                     f"{_s(summary['rally_median'])} (Rally's polling) / {_s(summary['nova_median'])} (nova)")
-        if all(r.failure for r in results):
-            raise JuiceError(f"the driver failed: {results[0].failure}")
+        drive.execute(run, dep.lab, env, site=site, logs=[f for svc in svcs for f in svc.log_files()],
+                      probe=probe, running=dep.running, facts=dep.facts)
+
+    def preflight(self, spec: NovaSpec, points: Sequence[NovaPoint], assume_yes: bool) -> None:
+        if spec.target is not None:
+            from juice.studies.nova import target
+
+            target.preflight(spec, points, assume_yes)
+
+    def dry_run(self, spec: NovaSpec, points: Sequence[NovaPoint], progress: Progress) -> list[str] | None:
+        if spec.target is None:
+            return None
+        from juice.studies.nova import target
+
+        return target.dry_run_lines(spec, points)
+
+    def cleanup(self, spec: NovaSpec, prefix: str | None, progress: Progress) -> list[str] | None:
+        if spec.target is None:
+            return None
+        from juice.studies.nova import target
+
+        return target.cleanup_lines(spec, prefix, progress)
 
     def plan_columns(self, point: NovaPoint) -> dict[str, Any]:
         return {"scenario": point.scenario.split(".")[-1], "db": point.db, "schedulers": point.schedulers,
@@ -267,23 +234,3 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         return found
 
 
-def _s(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f} s"
-
-
-def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
-    import pandas as pd
-
-    tmp = path.with_name(path.name + ".tmp")
-    pd.DataFrame(rows).to_parquet(tmp, index=False)
-    os.replace(tmp, path)
-
-
-def _versions() -> dict[str, str]:
-    from juice.services.keystone import dist_version
-
-    return {k: dist_version(k) for k in ("nova", "openstack-placement", "keystone", "oslo.messaging")}
-
-
-def write_json(path: Path, data: Any) -> None:
-    atomic.write_text(path, json.dumps(data, indent=2) + "\n")

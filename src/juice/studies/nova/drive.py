@@ -1,0 +1,118 @@
+"""One run of the nova study: the driver, then the boots joined with nova's notifications, the
+summary, Rally JSON, the services' log slices and the manifest (lab and target runs alike)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from juice.errors import JuiceError
+from juice.studies.nova import metrics
+
+
+def _log_offsets(files: Sequence[Path]) -> dict[Path, int]:
+    return {f: (f.stat().st_size if f.exists() else 0) for f in files}
+
+
+def _copy_slices(offsets: Mapping[Path, int], dest: Path) -> list[str]:
+    """What each log gained since ``offsets`` (the run's lines only), into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for f, start in offsets.items():
+        if not f.exists():
+            continue
+        with f.open("rb") as src:
+            src.seek(start)
+            data = src.read()
+        if data:
+            (dest / f.name).write_bytes(data)
+            out.append(f.name)
+    return out
+
+
+def _s(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f} s"
+
+
+def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+    import pandas as pd
+
+    tmp = path.with_name(path.name + ".tmp")
+    pd.DataFrame(rows).to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _versions() -> dict[str, str]:
+    from juice.services.keystone import dist_version
+
+    return {k: dist_version(k) for k in ("nova", "openstack-placement", "keystone", "oslo.messaging")}
+
+
+
+def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Sequence[Path], probe: Any,
+            running: int | None, facts: Mapping[str, Any]) -> None:
+    """Drive ``run.point`` from ``site`` of ``launcher`` (a lab, or this machine) with ``env``
+    (endpoints, credentials: never stored), then write the run (see the study's module doc)."""
+    from juice.load.drivers import DriverJob, run_drivers
+    from juice.load.iterations import iteration_rows, write_iterations
+    from juice.load.progress import RichProgress
+    from juice.load.rally_json import write_rally
+    from juice.load.runner import RunnerSpec
+
+    spec, p = run.spec, run.point
+    env = {**env, "concurrency": p.concurrency, "boots_path": str(run.rd.file(f"boots-{site}.jsonl")),
+           "poll_interval_s": spec.poll_interval_s, "boot_timeout_s": spec.boot_timeout_s}
+    if p.rate is not None:
+        runner = RunnerSpec(type="open", times=p.times, rate=p.rate, arrival=p.arrival,
+                            max_in_flight=p.concurrency, timeout_s=spec.runner.timeout_s, seed=p.seed)
+    else:
+        runner = RunnerSpec(type="constant", times=p.times, concurrency=p.concurrency,
+                            timeout_s=spec.runner.timeout_s, seed=p.seed)
+    job = DriverJob(site=site, scenario=p.scenario, runner=runner, args=dict(p.args), env=env,
+                    contexts={"users": spec.users.model_dump()}, seed=p.seed,
+                    timeout_s=spec.runner.timeout_s * 4 + 3600)
+    offsets = _log_offsets(logs)
+    t0 = time.time()
+    load = f"{p.rate:g}/s ({p.arrival})" if p.rate is not None else f"concurrency {p.concurrency}"
+    run.progress(f"{p.times} boots, {load}" + (f", {running} VMs running" if running is not None else ""))
+    with probe.window() if probe is not None else nullcontext() as w:
+        results = run_drivers(launcher, [job], run.ui if run.ui is not None else RichProgress())
+    copied: list[str] = []
+    if logs:
+        time.sleep(1.0)  # the last notifications reach the compute logs
+        copied = _copy_slices(offsets, run.rd.file("logs"))
+    notes = metrics.notifications(list(run.rd.file("logs").glob("*.log")), since=t0 - 1) if copied else {}
+    lines = metrics.read_boot_lines(sorted(run.rd.partial.glob("boots-*.jsonl")))
+    rows = metrics.boots(list(iteration_rows(results)), lines, notes)
+    _write_parquet(run.rd.file("boots.parquet"), rows)
+    window = (max((r.finished_at for r in results), default=t0)
+              - min((r.started_at for r in results), default=t0))
+    summary = metrics.summarize(rows, window)
+    run.rd.write_json("summary.json", summary)
+    write_iterations(run.rd.file("iterations.jsonl"), results)
+    where = (f"{p.db}, {p.schedulers} scheduler(s), {running} VMs running" if running is not None
+             else f"existing cloud ({p.params().get('target')})")
+    write_rally(run.rd.file("rally.json"), results, title=f"{p.study}: {p.scenario}", description=where,
+                tags=["juice", p.study])
+    rw = None
+    if w is not None:
+        c = w.result
+        rw = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
+              "pct_writes": round(c.pct_writes, 2), "per_command": c.per_command}
+    extra: dict[str, Any] = {}
+    if running is not None:
+        extra = {"running_vms": running,
+                 "preload_method": "booted through the API (multi-create batches of 50)",
+                 "deployment": dict(facts), "versions": _versions()}
+    run.manifest(kind="nova-run", params=p.params(), spec=dict(run.spec_data), rwratio=rw, summary=summary,
+                 logs=copied, drivers=[{"site": r.site, "failure": r.failure, "cpu_s": r.cpu_s,
+                                        "setup_s": r.setup_s, "cleanup_s": r.cleanup_s} for r in results],
+                 **extra)
+    run.progress(f"{summary['active']}/{summary['boots']} ACTIVE; boot median "
+                 f"{_s(summary['rally_median'])} (Rally's polling) / {_s(summary['nova_median'])} (nova)")
+    if all(r.failure for r in results):
+        raise JuiceError(f"the driver failed: {results[0].failure}")

@@ -1,0 +1,104 @@
+"""The nova study against a cloud Juice did not set up for the run: a real nova stack started
+beforehand, reached only through a clouds.yaml (Keystone) and nova's URL on loopback
+forwarders, as a user's cloud would be. Not a Juice lab to the run (no `juice keystone up
+--publish` record): it needs --yes; the dry run sends nothing; the run boots and deletes, and
+leaves no server, user or project behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from juice.lab import LocalLab
+from juice.lab import spec as labspec
+from juice.services import keystone_publish as pub
+from juice.services.fake_openstack import IMAGE_ID
+from juice.services.nova_conf import ComputeOptions
+from juice.services.nova_deploy import NovaDeployment, NovaStack
+from juice.studies.keystone.client import Credentials, KeystoneClient
+from tests.conftest import Juice
+from tests.services.conftest import needs_lab
+
+pytestmark = needs_lab
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("novatarget")
+    ls = labspec.parse({"name": "nt" + tmp.name[-5:].replace("_", "")[:5], "sites": 2, "delay_ms": 0})
+    with LocalLab.up(ls, ephemeral=True) as lab:
+        stack = NovaDeployment(lab, stack=NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=4)))
+        stack.up()
+        try:
+            stack.client(1).ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)
+            servers = []
+            ks, ks_port = pub.start_forwarder(lab, 1, 5000, tmp)
+            servers.append(ks)
+            nv, nova_port = pub.start_forwarder(lab, 1, 8774, tmp)
+            servers.append(nv)
+            doc = pub.clouds("x", {1: (ks_port, "Region1")}, stack.ks.admin_credentials())
+            entry = doc["clouds"]["juice-x"]
+            entry.pop("juice_lab")  # to the run, a cloud like any other
+            path = tmp / "clouds.yaml"
+            path.write_text(yaml.safe_dump({"clouds": {"mycloud": entry}}))
+            yield {"tmp": tmp, "clouds": path, "auth": entry["auth"], "stack": stack,
+                   "compute_url": f"http://127.0.0.1:{nova_port}/v2.1"}
+        finally:
+            for s in servers:
+                s.stop(grace_s=2)
+            stack.stop()
+
+
+def _juice_names(cloud: dict[str, Any]) -> dict[str, list[str]]:
+    auth = cloud["auth"]
+
+    async def go() -> dict[str, list[str]]:
+        c = KeystoneClient(auth["auth_url"])
+        try:
+            admin = Credentials(auth["username"], auth["password"], auth["project_name"])
+            tok = (await c.issue_token(admin)).id
+            users = [u["name"] for u in await c.list_users(tok) if u["name"].startswith("s_juice_")]
+            projects = [p["name"] for p in await c.list_projects(tok) if p["name"].startswith("s_juice_")]
+            return {"users": users, "projects": projects}
+        finally:
+            await c.close()
+
+    out = asyncio.run(go())
+    listed = cloud["stack"].client(1).call("GET", "/servers?all_tenants=1").json()["servers"]
+    servers = [s["name"] for s in listed]
+    out["servers"] = [s for s in servers if s.startswith("s_juice_")]
+    return out
+
+
+def test_boots_against_an_existing_cloud_need_yes_and_leave_nothing(cloud: dict[str, Any],
+                                                                     juice: Juice) -> None:
+    spec = cloud["tmp"] / "nova-target.yaml"
+    spec.write_text(yaml.safe_dump({
+        "workload": "nova", "name": "nova-target", "results": str(cloud["tmp"] / "results"),
+        "target": {"cloud": "mycloud", "clouds_file": str(cloud["clouds"]), "max_rps": 40},
+        "image": IMAGE_ID, "compute_url": cloud["compute_url"], "flavor": {"name": "juice-small"},
+        "scenarios": ["boot_and_delete_server", "boot_server"], "runner": {"times": 3, "concurrency": [2]},
+        "poll_interval_s": 0.5}))
+    code, _, err = juice("run", str(spec))
+    assert code == 2 and "--yes" in err and "boot 6 servers" in err
+    code, out, _ = juice("run", str(spec), "--dry-run")
+    assert code == 0 and "nothing was sent" in out and "POST /v2.1/servers" in out
+    assert not (cloud["tmp"] / "results").exists()
+    code, out, err = juice("run", str(spec), "--yes")
+    assert code == 0, err
+    runs = sorted(d for d in (cloud["tmp"] / "results").iterdir() if d.is_dir())
+    assert len(runs) == 2
+    for r in runs:
+        man = json.loads((r / "manifest.json").read_text())
+        assert man["summary"]["active"] == 3 and man["summary"]["nova_timestamps"] == 0
+        assert man["target"]["compute_url"] == cloud["compute_url"]
+        assert "nova_boot_time" in man["target"]["not_measured"]
+        assert man["leftovers_deleted"]["servers"] == 0  # the runs deleted their own
+        every = b"".join(p.read_bytes() for p in r.rglob("*") if p.is_file())
+        assert cloud["auth"]["password"].encode() not in every
+    assert _juice_names(cloud) == {"users": [], "projects": [], "servers": []}
