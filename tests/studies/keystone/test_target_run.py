@@ -268,8 +268,9 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
                                   "key_file": str(tmp / "client"), "site_name": "controller"}]
         data["profile"] = {"interval_s": 0.5}
         spec.write_text(yaml.safe_dump(data))
-        done = juice("run", str(spec), "--no-report")
+        done = juice("run", str(spec))
         out = done.stdout + done.stderr
+        assert "Resource profiles" in (cloud["tmp"] / "results" / "ssh" / "report.html").read_text()
         assert "resource profile over SSH: 1/1 host(s) sampling at 2 Hz" in out, out
 
         (run,) = [d for d in (cloud["tmp"] / "results" / "ssh").iterdir() if d.is_dir()]
