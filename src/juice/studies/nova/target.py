@@ -58,10 +58,14 @@ class NovaTarget:
         missing = dict(NOT_MEASURED)
         if self.probe is not None:
             missing.pop("db_counters")
+        if t.ssh:
+            missing.pop("resource_profile")
         return {"target": t.label, "credentials": self.creds.public(), "identity_url": self.identity_url,
                 "compute_url": self.compute_url, "flavor": self.spec.flavor.name, "flavor_id": self.flavor_id,
                 "image": self.spec.image, "network": self.spec.network, "rtt": self.rtt,
-                "juice_lab": self.juice_lab, "max_rps": t.max_rps, "not_measured": missing}
+                "juice_lab": self.juice_lab, "max_rps": t.max_rps, "not_measured": missing,
+                "resource_profile": (", ".join(f"over SSH: {h.user}@{h.host}:{h.port}" for h in t.ssh)
+                                     if t.ssh else None)}
 
 
 def compute_url_of(token_body: dict[str, Any], region: str | None) -> str | None:
@@ -119,6 +123,10 @@ def deployment(spec: NovaSpec, progress: Progress) -> Iterator[NovaTarget]:
     for name, u in (("keystone", creds.auth_url), ("nova", url)):
         rtt[f"{name} TCP connect median (ms)"] = kst._ms(kst.tcp_rtt(u, gap_s=1 / t.max_rps))["median_ms"]
     progress(f"nova at {url}; flavor {spec.flavor.name} = {flavor}; RTT {rtt}")
+    if t.ssh:
+        from juice.runner import ssh_profile
+
+        ssh_profile.check(t.ssh)
     with kst.host_sites(progress) as sites:
         yield NovaTarget(spec, creds, creds.auth_url, url, flavor, sites, rtt, kst.juice_lab_of(creds),
                          kst.db_probe(t))
@@ -169,7 +177,13 @@ def run_point(run: Any, dep: NovaTarget, execute: Callable[[LoopbackSites, dict[
                  f"names start {prefix}")
     cleaned: dict[str, int] | str = "not run"
     try:
-        execute(dep.sites, env)
+        if t.ssh:  # the cloud's servers profiled around the run (the generic sampler sees only a lab)
+            from juice.runner import profile, ssh_profile
+
+            with ssh_profile.around(t.ssh, run.rd.partial, profile.settings(run.spec), run.progress):
+                execute(dep.sites, env)
+        else:
+            execute(dep.sites, env)
     finally:
         try:
             cleaned = cleanup_now(dep.creds, dep.identity_url, dep.compute_url, t.max_rps, prefix,
