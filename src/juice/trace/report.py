@@ -1,0 +1,152 @@
+"""The tracing section of the nova report, re-made from the runs' stored logs (seed 004).
+
+    body += trace_sections(run_dirs)        # in juice.studies.nova.report.sections
+
+What it shows: how many boots were traced to a terminal state and how many match what the API
+returned; the per-phase time stack per concurrency (seed 004 Figures 3-1/3-2), a tile per
+number of schedulers; failure and retry rates and throughput; the clock offsets with their
+bounds (in a Juice run every site shares one clock, so the offset found *is* the error); the
+terminal faults and all WARNING/ERROR lines by message template; what did not fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+
+from juice.report.figures import Tile, figure_html, tiles_figure
+from juice.report.tables import table_html
+from juice.trace import flow
+
+LEVELS_NOTE = (
+    "What tracing needs from nova's logs: nova-api and nova-compute at INFO (the request log line, "
+    "Claim/spawn/build lines), versioned notifications from scheduler and compute "
+    "(<code>[oslo_messaging_notifications] driver = log</code> or <code>messaging</code>, "
+    "<code>[notifications] notification_format = versioned</code>: "
+    "<code>scheduler.select_destinations.*</code>, <code>instance.create.*</code>), the conductor at "
+    "DEBUG (its request-id lines: <code>Took … to select destinations</code>, <code>Selected host …; "
+    "Alternates …</code>) and placement at INFO (its request log carries nova's global request id). "
+    "Juice's nova runs this way; a production cloud must enable the notifications and, for the "
+    "conductor's milestones, DEBUG on <code>nova.conductor.manager</code> only (the scheduler's "
+    "DEBUG is not needed: its notifications and placement's lines give its milestones).")
+
+
+def phase_means(boots: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """Mean seconds per phase of the active boots, a row per concurrency (or in-flight level)."""
+    if boots.empty or "state" not in boots.columns:
+        return pd.DataFrame()
+    act = boots[boots["state"] == "active"]
+    key = by or ("concurrency" if "concurrency" in act.columns and act["concurrency"].notna().any()
+                 else "in_flight")
+    cols = [f"{p}_s" for p in flow.PHASES if f"{p}_s" in act.columns]
+    if act.empty or not cols:
+        return pd.DataFrame()
+    m = act.groupby(key)[cols].mean().astype(float).fillna(0.0)
+    m.columns = pd.Index([str(c)[:-2] for c in m.columns])
+    return m.loc[:, (m != 0).any(axis=0)]
+
+
+def _stack_figure(boots: pd.DataFrame) -> str:
+    tiles = []
+    several = "schedulers" in boots.columns and boots["schedulers"].nunique() > 1
+    groups = boots.groupby("schedulers") if several else [(None, boots)]
+    for k, g in groups:
+        m = phase_means(g)
+        if m.empty:
+            continue
+        key = m.index.name
+        notes = []
+        for lvl in m.index:
+            sub = g[g[key] == lvl]
+            fail = 100.0 * float((sub["state"] != "active").mean()) if len(sub) else 0.0
+            retry = 100.0 * float((sub["attempts"] > 1).mean()) if len(sub) else 0.0
+            notes.append(f"n {len(sub)}\nfail {fail:.0f}%\nretry {retry:.0f}%")
+        tiles.append(Tile(f"{k!s} scheduler(s)" if k is not None else "all runs", m, notes))
+    if not tiles:
+        return ""
+    fig = tiles_figure("Where a boot's time goes (traced from the logs)", tiles,
+                       xlabel="concurrency", ylabel="mean seconds per phase (active boots)")
+    return figure_html(fig, "Per-phase time of the boots that reached ACTIVE, stacked, per concurrency "
+                            "(seed 004 Figures 3-1/3-2): api = POST received → conductor calls the "
+                            "scheduler; rpc_* = queues and messaging between services; scheduler = "
+                            "select_destinations incl. placement candidates and claims; claim/spawn/"
+                            "finish on the compute. Above each bar: boots, failure and retry rates.")
+
+
+def _skew_html(sk: pd.DataFrame, boots: pd.DataFrame) -> list[str]:
+    if sk.empty:
+        return []
+    s = sk[sk["how"] != "reference"].copy()
+    if s.empty:
+        return []
+    s["|error| (ms)"] = (s["offset_s"].abs() * 1000).round(2)
+    s["bound width (ms)"] = (s["width_s"] * 1000).round(2)
+    s["offset within bounds"] = (s["lo_s"] - 1e-9 <= 0) & (s["hi_s"] + 1e-9 >= 0)
+    delay = None
+    if "delay_ms" in boots.columns:
+        d = boots.drop_duplicates("run").set_index("run")["delay_ms"]
+        delay = s["run"].map(d)
+    if delay is not None:
+        s.insert(1, "delay_ms", delay)
+    by = "delay_ms" if delay is not None and s["delay_ms"].notna().any() else None
+    shown = s[[c for c in ("run", "delay_ms", "clock", "pairs", "how", "|error| (ms)", "bound width (ms)",
+                           "offset within bounds") if c in s.columns]]
+    out = ["<h3>Clock skew: offsets found and their bounds</h3>",
+           "<p class=note>Every site of a Juice run shares one clock (one host), so the true offset is 0 "
+           "and the offset the correction picks is its error. Bounds come from happens-before pairs "
+           "(client → API, API → conductor, conductor ⇄ scheduler, scheduler ⇄ placement, conductor → "
+           "compute, compute ⇄ placement); the offset is the middle of each clock's bounds. The width "
+           "is at least the fastest round trip, so it grows with the WAN delay (≥ 2 × one-way delay).</p>"]
+    if by is not None:
+        agg = (s.groupby(by).agg(clocks=("clock", "size"), max_error_ms=("|error| (ms)", "max"),
+                                 mean_width_ms=("bound width (ms)", "mean"),
+                                 all_within=("offset within bounds", "all")).reset_index())
+        out += ["<p>Error and bound width by one-way WAN delay:</p>", table_html(agg, digits=3)]
+    out.append(table_html(shown.head(60), digits=3))
+    return out
+
+
+def trace_sections(run_dirs: Sequence[Path]) -> list[str]:
+    """The HTML of the tracing section for these nova runs ([] when none kept its logs)."""
+    from juice.trace.tables import trace
+
+    dirs = [Path(d) for d in run_dirs if (Path(d) / "logs").is_dir()]
+    if not dirs:
+        return []
+    try:
+        t = trace(dirs, workers=1)
+    except Exception as e:  # a report is never lost to one unreadable log
+        return ["<h2>nova: request tracing from logs (seed 004)</h2>",
+                f"<p class=note>tracing failed: {escape(str(e))}</p>"]
+    s, b = t.summary, t.boots
+    n = int(s["boots"].sum()) if not s.empty else 0
+    term = int(s["terminal"].sum()) if "terminal" in s.columns else 0
+    matched = int(s["matches_api"].sum()) if "matches_api" in s.columns else 0
+    api_n = int(s["api_boots"].sum()) if "api_boots" in s.columns else 0
+    body = ["<h2>nova: request tracing from logs (seed 004)</h2>",
+            f"<p class=note>{n} boots in {len(s)} runs, traced from the services' own logs (re-made by "
+            "<code>juice trace &lt;runs&gt;</code>): "
+            f"{term} ({100.0 * term / max(n, 1):.2f} %) reached a terminal state, {matched} of {api_n} "
+            f"({100.0 * matched / max(api_n, 1):.2f} %) the same one the API reported. {LEVELS_NOTE}</p>"]
+    cols = [c for c in ("run", "boots", "terminal_pct", "match_pct", *flow.TERMINALS, "incomplete",
+                        "untraced", "failure_pct", "retry_pct", "anomalous_boots", "active_per_s",
+                        "orphan_events", "other_requests") if c in s.columns]
+    body += ["<h3>Boots traced, per run</h3>", table_html(s[cols], digits=3), _stack_figure(b)]
+    body += _skew_html(t.skew, b)
+    if not t.faults.empty:
+        body += ["<h3>Terminal faults by message template (one per failed boot)</h3>",
+                 table_html(t.faults.groupby(["component", "state", "fault"])["count"].sum()
+                            .reset_index().sort_values("count", ascending=False))]
+    if not t.errors.empty:
+        errs = (t.errors.groupby(["component", "level", "template"])[["count", "requests"]].sum()
+                .reset_index().sort_values("count", ascending=False).head(25))
+        body += ["<h3>WARNING/ERROR lines by message template and component</h3>", table_html(errs)]
+    odd = b[(b.get("anomalies", pd.Series(dtype=float)) > 0) | (b["state"].isin(["incomplete", "untraced"]))]
+    if len(odd):
+        cols2 = [c for c in ("run", "request_id", "uuid", "state", "api_state", "anomaly", "fault")
+                 if c in odd.columns]
+        body += [f"<h3>Boots that did not fit the flow ({len(odd)})</h3>", table_html(odd[cols2].head(40))]
+    return [x for x in body if x]
