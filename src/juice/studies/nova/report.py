@@ -23,6 +23,7 @@ import pandas as pd
 from juice.report.figures import LINESTYLES, PALETTE, figure_html, new_figure
 from juice.report.tables import table_html
 from juice.results.store import study_runs
+from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
           "delay_ms"]
@@ -186,5 +187,6 @@ def sections(paths: Sequence[Path]) -> list[str]:
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]
+    body += trace_sections([Path(d) for d in df["dir"]])
     body += profile.sections([Path(d) for d in df["dir"]], level_key="concurrency")
     return [b for b in body if b]
