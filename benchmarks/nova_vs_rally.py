@@ -15,10 +15,10 @@ Juice...), the same scenario at the same times × concurrency with the same ``us
   exec``). Its figures come from ``rally task report --json`` (format 1.2). Rally boots at
   novaclient's default microversion with no network asked for: rally-openstack 4.1.0 cannot
   send ``networks: none`` (``nics: "none"`` crashes its ``_boot_server``, and novaclient
-  requires nics from 2.37 on; see ``nova_peer.py``).
+  requires nics from 2.37 on; see the study scenario's ``network: omit``).
 - Juice: the nova study's scenario through ``juice.load.drivers.run_drivers`` (one driver
   process in the same site, the env ``NovaStudy.run_point`` builds); by default
-  (``--juice-networks omit``) sending the SAME requests as Rally (``nova_peer.py``: no
+  (``--juice-networks omit``) sending the SAME requests as Rally (the study scenario's ``network: omit``: no
   ``networks``, microversion 2.1); ``--juice-networks none`` runs the study's own request
   (``networks: none`` at 2.37: nova-api skips the network look-ups). Its figures come from the
   rally.json Juice writes (``juice.load.rally_json.write_rally``).
@@ -203,11 +203,8 @@ def juice_job(dep: NovaDeployment, flavor_id: str, site: int, times: int, concur
            "project_name": creds.project_name, "nova_url": dep.nova.api_url(),
            "image_id": IMAGE_ID, "flavor_id": flavor_id, "concurrency": concurrency,
            "boots_path": str(boots_path), "name_run": secrets.token_hex(3),
-           "poll_interval_s": poll_interval_s, "boot_timeout_s": 300.0}
+           "poll_interval_s": poll_interval_s, "boot_timeout_s": 300.0, "network": networks}
     runner = RunnerSpec(times=times, concurrency=concurrency)
-    if networks == "omit":  # what Rally 4.1.0 sends (nova_peer.py)
-        return DriverJob(site=site, scenario="nova_peer:BootServerNoNetworks", runner=runner, env=env,
-                         args={"users": users}, pythonpath=[str(HERE)], timeout_s=3600.0)
     return DriverJob(site=site, scenario=SCENARIO, runner=runner, env=env, contexts={"users": users},
                      timeout_s=3600.0)
 

@@ -2,7 +2,8 @@
 engine, as rally-openstack 4.1.0 runs them (``nova/utils.py``):
 
 - ``nova.boot_server`` (atomic): ``POST /servers`` (``networks: none``, microversion 2.37: the
-  first that allows it; Rally on a cloud with networks passes nics instead), a pre-poll pause
+  first that allows it; env ``network: omit`` sends what rally-openstack 4.1.0 sends instead: no
+  ``networks`` at microversion 2.1, nova then asks neutron for the project's networks), a pre-poll pause
   of ``prepoll_s`` (Rally's ``nova_server_boot_prepoll_delay``, 1 s, counted as idle time), then
   ``GET /servers/<id>`` every ``poll_interval_s`` (Rally's 2 s) until ACTIVE; ERROR fails the
   iteration with nova's fault message; ``boot_timeout_s`` (300 s) bounds it.
@@ -34,6 +35,7 @@ from juice.studies.keystone.identity import Driver, Names
 from juice.util import atomic
 
 MICROVERSION = "2.37"
+RALLY_MICROVERSION = "2.1"  # novaclient's default, what rally-openstack 4.1.0 boots with
 PREPOLL_S = 1.0
 SERVER_PREFIX = "s_juice_"  # server names: s_juice_<run>_<driver>_<iteration> (Rally: s_rally_...)
 CTX = "_nova"
@@ -46,8 +48,10 @@ class NovaError(Exception):
 class NovaApi:
     """A small async client of nova's API (one pooled aiohttp session)."""
 
-    def __init__(self, url: str, limit: int, max_rps: float | None = None) -> None:
+    def __init__(self, url: str, limit: int, max_rps: float | None = None,
+                 microversion: str = MICROVERSION) -> None:
         self.url = url.rstrip("/")
+        self.microversion = microversion
         self.limit = max(1, limit)
         self.cap = RateCap(max_rps) if max_rps else None
         self._session: aiohttp.ClientSession | None = None
@@ -62,7 +66,7 @@ class NovaApi:
 
     async def call(self, method: str, path: str, token: str, body: Any = None,
                    ok: tuple[int, ...] = (200,)) -> tuple[int, Any, str]:
-        headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"compute {MICROVERSION}",
+        headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"compute {self.microversion}",
                    "Content-Type": "application/json", "Accept": "application/json"}
         data = None if body is None else json.dumps(body).encode()
         if self.cap is not None:
@@ -102,7 +106,9 @@ class NovaScenario:
         rps = float(env.get("max_rps")) / 2 if env.get("max_rps") else None
         ks = KeystoneClient(str(env.get("auth_url")), limit=min(conc, 20), max_rps=rps)
         drv = Driver(client=ks, admin=admin, mode="reuse", names=Names(run=str(env.get("name_run"))))
-        nova = NovaApi(str(env.get("nova_url")), conc, max_rps=rps)
+        omit = str(env.get("network") or "none") == "omit"
+        nova = NovaApi(str(env.get("nova_url")), conc, max_rps=rps,
+                       microversion=RALLY_MICROVERSION if omit else MICROVERSION)
         state: dict[str, Any] = {"ks": ks, "drv": drv, "nova": nova, "boots": [], "env": env,
                                  "prefix": f"{SERVER_PREFIX}{env.get('name_run')}_{env.site}",
                                  "poll": float(env.get("poll_interval_s") or 2.0),
@@ -128,9 +134,10 @@ class NovaScenario:
         rec: dict[str, Any] = {"index": it.index, "name": f"{st['prefix']}_{it.index:06d}"}
         st["boots"].append(rec)
         network = str(env.get("network") or "none")
-        nets: Any = network if network in ("none", "auto") else [{"uuid": network}]
-        body = {"server": {"name": rec["name"], "flavorRef": env.get("flavor_id"),
-                           "imageRef": env.get("image_id"), "networks": nets}}
+        body: dict[str, Any] = {"server": {"name": rec["name"], "flavorRef": env.get("flavor_id"),
+                                           "imageRef": env.get("image_id")}}
+        if network != "omit":  # omit: Rally 4.1.0's request (no networks, microversion 2.1)
+            body["server"]["networks"] = network if network in ("none", "auto") else [{"uuid": network}]
         with it.atomic("nova.boot_server"):
             rec["t_post"] = time.time()
             _, data, rid = await st["nova"].call("POST", "/servers", token, body, ok=(202,))
