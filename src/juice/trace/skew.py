@@ -115,11 +115,15 @@ def pairs_of(tr: Trace) -> list[Pair]:
     add(claiming, claim, "scheduler → placement (PUT /allocations)")
     add(claim, s_sel or s_out, "placement → scheduler (claim returned)")
     add(selected, c_start, "conductor → compute (cast)")
-    if claim is not None and c_start is not None and claimed is not None:
-        got = _first(tr, "placement.get_allocations",
-                     lambda e: e.peer != claim.peer)
-        add(c_start, got, "compute → placement (GET /allocations)")
-        add(got, claimed, "placement → compute (allocations returned)")
+    if claim is not None and c_start is not None and claimed is not None and tr.attempts == 1:
+        # the compute's placement calls (another address than the scheduler's claim): the first
+        # (GET /allocations/<uuid>) is made inside the claim, every later one after it
+        calls = [e for e in tr.events if e.kind.startswith("placement.") and e.peer != claim.peer]
+        if calls:
+            add(c_start, calls[0], "compute → placement (GET /allocations)")
+            add(calls[0], claimed, "placement → compute (allocations returned)")
+        if len(calls) > 1:
+            add(claimed, calls[1], "compute → placement (after the claim)")
     return out
 
 
