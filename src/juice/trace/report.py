@@ -99,7 +99,9 @@ def _skew_html(sk: pd.DataFrame, boots: pd.DataFrame) -> list[str]:
            "and the offset the correction picks is its error. Bounds come from happens-before pairs "
            "(client → API, API → conductor, conductor ⇄ scheduler, scheduler ⇄ placement, conductor → "
            "compute, compute ⇄ placement); the offset is the middle of each clock's bounds. The width "
-           "is at least the fastest round trip, so it grows with the WAN delay (≥ 2 × one-way delay).</p>"]
+           "is at least the fastest round trip, so it grows with the WAN delay: for a compute site, "
+           "measured ≈ 4 × the one-way delay + 20 ms wide with an error ≈ one one-way delay (its first "
+           "placement call follows RPC round trips to the conductor; benchmarks/trace.md).</p>"]
     if by is not None:
         agg = (s.groupby(by).agg(clocks=("clock", "size"), max_error_ms=("|error| (ms)", "max"),
                                  mean_width_ms=("bound width (ms)", "mean"),
