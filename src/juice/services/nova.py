@@ -100,8 +100,10 @@ class Nova(Service):
                 for i, s in enumerate(self.opts.scheduler_placement, start=1)]
         return out
 
-    def context(self) -> ConfContext:
-        ep = self.db.endpoint(self.site).write
+    def context(self, site: int | None = None) -> ConfContext:
+        """The shared config values; ``site``: the database node a role in that site writes to
+        (``db_writers: local``), default the control site's."""
+        ep = self.db.endpoint(site if site is not None else self.site).write
 
         def url(name: str) -> str:
             return replace(ep, database=name).url() + "?charset=utf8mb4"
@@ -128,10 +130,11 @@ class Nova(Service):
         self.root.mkdir(parents=True)
         for name in DATABASES:
             create_database(self.lab, self.db, self.site, name, self.progress)
-        ctx = self.context()
+        local = self.opts.db_writers == "local"
         for role, host, site in [("manage", "juice-manage", self.site), *self.roles()]:
             home = self.home(host)
             (home / "locks").mkdir(parents=True, exist_ok=True)
+            ctx = self.context(site if local else None)
             atomic.write_text(home / "nova.conf", render_nova_conf(
                 role, ctx, self.opts, host=host, my_ip=self.lab.site_ip(site)), mode=0o600)
         api = self.home("juice-api")
@@ -281,7 +284,8 @@ class Nova(Service):
                 "scheduler_workers": o.scheduler_workers, "max_pool_size": o.max_pool_size,
                 "max_overflow": o.max_overflow, "log_levels": {r: o.level(r) for r in
                                                                ("api", "conductor", "scheduler", "compute")},
-                "notifications_log": o.notifications_log, "timings": dict(self.timings)}
+                "notifications_log": o.notifications_log, "db_writers": o.db_writers,
+                "timings": dict(self.timings)}
 
 
 def copy_logs(logs: list[Path], dest: Path) -> list[Path]:

@@ -58,6 +58,9 @@ class NovaOptions:
     max_overflow: int = 20                # [database] / [api_database] max_overflow
     log_levels: dict[str, str] = field(default_factory=_default_levels)  # per role
     notifications_log: bool = False       # [oslo_messaging_notifications] driver = log
+    db_writers: str = "single"            # single: every role writes through the control site's
+                                          # database node; local: each role through its own site's
+                                          # (Galera multi-writer when roles are spread over sites)
 
     def __post_init__(self) -> None:
         if not 1 <= self.schedulers <= 64:
@@ -70,6 +73,8 @@ class NovaOptions:
                 raise UserError(f"{name}: expected 1..1000, got {getattr(self, name)}")
         if self.max_overflow < -1:
             raise UserError(f"max_overflow: expected >= -1, got {self.max_overflow}")
+        if self.db_writers not in ("single", "local"):
+            raise UserError(f"db_writers: expected single or local, got {self.db_writers!r}")
         if self.concurrency_backend not in BACKENDS:
             raise UserError(f"concurrency_backend: expected one of {', '.join(BACKENDS)}, "
                             f"got {self.concurrency_backend!r}")

@@ -125,3 +125,18 @@ def test_an_open_loop_makes_one_point_per_rate_bounded_by_max_in_flight() -> Non
     assert all(p.params()["rate"] == p.rate for p in pts) and "-r0.5-" in pts[0].dirname
     closed = expand(parse(spec(), "n"))[0]
     assert "rate" not in closed.params()  # closed-loop keys do not change
+
+
+def test_galera_writers_apply_to_galera_only_and_spread_the_schedulers() -> None:
+    from juice.studies.nova.study import _stack
+
+    s = parse(spec(sites=3, db=["mariadb", "galera"], galera_writers=["single", "multi"],
+                   schedulers=[3]), "n")
+    pts = expand(s)
+    want = [("mariadb", "single"), ("galera", "single"), ("galera", "multi")]
+    assert [(p.db, p.writers) for p in pts] == want
+    assert "galera_writers" not in pts[1].params() and pts[2].params()["galera_writers"] == "multi"
+    multi, single = _stack(s, pts[2]).nova, _stack(s, pts[1]).nova
+    assert (multi.db_writers, multi.scheduler_placement) == ("local", (1, 2, 3))
+    assert (single.db_writers, single.scheduler_placement) == ("single", (1, 1, 1))
+    assert len({p.deployment_key for p in pts}) == 3

@@ -35,6 +35,7 @@ class NovaPoint:
     times: int
     repetition: int
     seed: int
+    writers: str = "single"    # Galera: single | multi (see the spec)
     rate: float | None = None  # open loop: boots per second (concurrency is then the in-flight bound)
     arrival: str = "poisson"
     args: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)
@@ -50,6 +51,7 @@ class NovaPoint:
                 * self.fixed["computes"]["nodes_per_process"],
                 "compute_processes": self.fixed["computes"]["processes"],
                 **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
+                **({"galera_writers": self.writers} if self.writers != "single" else {}),
                 **({"target": self.fixed["target"], "max_rps": self.fixed["max_rps"]}
                    if "target" in self.fixed else {})}
 
@@ -76,8 +78,9 @@ class NovaPoint:
         return (self.sites, self.delay_ms)
 
     @property
-    def deployment_key(self) -> tuple[str, int, int, str, int]:
-        return (self.db, self.schedulers, self.host_subset_size, self.backend, self.max_pool_size)
+    def deployment_key(self) -> tuple[str, str, int, int, str, int]:
+        return (self.db, self.writers, self.schedulers, self.host_subset_size, self.backend,
+                self.max_pool_size)
 
 
 def expand(spec: NovaSpec) -> list[NovaPoint]:
@@ -98,7 +101,8 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
                 for sc in spec.scenarios for conc, rate in spec.runner.loads()
                 for rep in range(spec.repetitions)]
     for delay in spec.delay_ms:
-        for db in spec.db:
+        dbs = [(d, w) for d in spec.db for w in (spec.galera_writers if d == "galera" else ["single"])]
+        for db, writers in dbs:
             for sched in spec.schedulers:
                 for hss in spec.host_subset_size:
                     for backend in spec.concurrency_backend:
@@ -112,7 +116,7 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
                                                 schedulers=sched, host_subset_size=hss, backend=backend,
                                                 max_pool_size=pool, preload=pre, scenario=sc.name,
                                                 concurrency=conc, times=spec.runner.times, repetition=rep,
-                                                seed=spec.seed + rep, rate=rate,
+                                                seed=spec.seed + rep, rate=rate, writers=writers,
                                                 arrival=spec.runner.arrival,
                                                 args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed))
     return out

@@ -7,7 +7,9 @@ Example (``examples/nova-boot.yaml``)::
     sites: 2                        # site 1: API, conductor, schedulers, DB, RabbitMQ, Keystone,
                                     # placement; computes in the other sites
     delay_ms: [0]                   # ONE-WAY between sites (an axis)
-    db: [mariadb]                   # an axis: mariadb | galera (a node per site, single writer)
+    db: [mariadb]                   # an axis: mariadb | galera (a node per site)
+    galera_writers: [single]        # an axis (Galera only): single | multi (schedulers spread over
+                                    # the sites, each writing through its site's node)
     schedulers: [1, 3]              # an axis: nova-scheduler processes
     host_subset_size: [1]           # an axis: [filter_scheduler] host_subset_size
     concurrency_backend: [threading]   # an axis: threading | eventlet
@@ -64,7 +66,8 @@ from juice.spec.target import Target
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
-TARGET_FORBIDS = ("sites", "delay_ms", "db", "schedulers", "host_subset_size", "concurrency_backend",
+TARGET_FORBIDS = ("sites", "delay_ms", "db", "galera_writers", "schedulers", "host_subset_size",
+                  "concurrency_backend",
                   "max_pool_size", "preload", "computes", "driver_site", "allow_over_capacity")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
@@ -173,6 +176,9 @@ class NovaSpec(Strict):
     sites: Annotated[int, Ge(2), Le(9)] = 2
     delay_ms: list[Delay] = _axis(Delay, [0.0], "one-way delay between sites, ms")
     db: list[Literal["mariadb", "galera"]] = _axis(str, ["mariadb"], "mariadb | galera")
+    galera_writers: list[Literal["single", "multi"]] = _axis(
+        str, ["single"], "Galera only: single (every role writes through site 1's node) | multi (the "
+        "schedulers spread over the sites, each role writing through its own site's node)")
     schedulers: list[Annotated[PositiveInt, Le(16)]] = _axis(int, [1], "nova-scheduler processes")
     host_subset_size: list[Annotated[PositiveInt, Le(100)]] = _axis(int, [1], "host_subset_size")
     concurrency_backend: list[Literal["threading", "eventlet"]] = _axis(str, ["threading"], "backend")
@@ -204,7 +210,8 @@ class NovaSpec(Strict):
     def _shorthand(cls, v: Any) -> Any:
         return [{"name": s} if isinstance(s, str) else s for s in v] if isinstance(v, list) else v
 
-    @field_validator("delay_ms", "db", "schedulers", "host_subset_size", "concurrency_backend",
+    @field_validator("delay_ms", "db", "galera_writers", "schedulers", "host_subset_size",
+                     "concurrency_backend",
                      "max_pool_size", "preload")
     @classmethod
     def _once(cls, v: list[Any]) -> list[Any]:
@@ -242,7 +249,8 @@ class NovaSpec(Strict):
             raise ValueError(f"preload: {max(self.preload)} + runner.times {self.runner.times} servers do "
                              f"not fit on {nodes} nodes x {per_node} per node (more computes, a "
                              "smaller flavor, or allow_over_capacity: true)")
-        runs = (len(self.delay_ms) * len(self.db) * len(self.schedulers) * len(self.host_subset_size)
+        runs = (len(self.delay_ms) * len(self.db) * len(self.galera_writers) * len(self.schedulers)
+                * len(self.host_subset_size)
                 * len(self.concurrency_backend) * len(self.max_pool_size) * len(self.preload)
                 * len(self.scenarios) * len(self.runner.concurrency) * self.repetitions)
         if runs > 2000:
