@@ -174,3 +174,13 @@ def test_compute_groups_can_coexist() -> None:
     a = ComputeOptions(sites=(2, 3))
     b = ComputeOptions(sites=(2,), nodes_per_process=1, first_index=3)
     assert [h for h, _ in a.hosts()] == ["juice-c1", "juice-c2"] and b.hosts() == [("juice-c3", 2)]
+
+
+def test_failing_nodes_are_the_first_k_of_each_process_and_json_logs_are_an_option() -> None:
+    nodes = render_nodes("juice-c2", 5, ComputeOptions(nodes_per_process=5, failing_nodes=2))["nodes"]
+    assert [n["fail_builds"] for n in nodes] == [True, True, False, False, False]
+    with pytest.raises(UserError, match="computes.failing_nodes: expected 0..5"):
+        ComputeOptions(nodes_per_process=5, failing_nodes=6)
+    on = parse(render_nova_conf("conductor", CTX, NovaOptions(log_json=True), host="juice-conductor"))
+    off = parse(render_nova_conf("conductor", CTX, NovaOptions(), host="juice-conductor"))
+    assert on.get("DEFAULT", "use_json") == "true" and not off.has_option("DEFAULT", "use_json")

@@ -58,6 +58,7 @@ class NovaOptions:
     max_overflow: int = 20                # [database] / [api_database] max_overflow
     log_levels: dict[str, str] = field(default_factory=_default_levels)  # per role
     notifications_log: bool = False       # [oslo_messaging_notifications] driver = log
+    log_json: bool = False                # [DEFAULT] use_json: oslo.log's JSON lines (with templates)
     db_writers: str = "single"            # single: every role writes through the control site's
                                           # database node; local: each role through its own site's
                                           # (Galera multi-writer when roles are spread over sites)
@@ -118,6 +119,8 @@ class ComputeOptions:
     max_concurrent_builds: int = 10       # [DEFAULT] max_concurrent_builds per process
     update_resources_interval: int = 0    # [DEFAULT] update_resources_interval (0: every periodic tick)
     first_index: int = 1                  # host names juice-c<first_index>...: groups can coexist
+    failing_nodes: int = 0                # the first k nodes of each process fail every build
+                                          # (injected: nova reschedules, then gives up)
 
     def __post_init__(self) -> None:
         if not self.sites:
@@ -127,6 +130,9 @@ class ComputeOptions:
         for name in ("vcpus", "memory_mb", "disk_gb", "max_concurrent_builds", "first_index"):
             if getattr(self, name) < 1:
                 raise UserError(f"computes.{name}: expected >= 1, got {getattr(self, name)}")
+        if not 0 <= self.failing_nodes <= self.nodes_per_process:
+            raise UserError(f"computes.failing_nodes: expected 0..{self.nodes_per_process}, "
+                            f"got {self.failing_nodes}")
 
     def hosts(self) -> list[tuple[str, int]]:
         """(service host name, site) per nova-compute process: juice-c1, juice-c2, ..."""
@@ -158,7 +164,8 @@ def render_nodes(host: str, count: int, comp: ComputeOptions) -> dict[str, Any]:
     """The fake driver's ``juice-nodes.json`` for one nova-compute process."""
     return {"host": host, "nodes": [
         {"name": (n := node_name(host, i)), "uuid": node_uuid(host, n), "vcpus": comp.vcpus,
-         "memory_mb": comp.memory_mb, "disk_gb": comp.disk_gb} for i in range(count)]}
+         "memory_mb": comp.memory_mb, "disk_gb": comp.disk_gb, "fail_builds": i < comp.failing_nodes}
+        for i in range(count)]}
 
 
 def service_id(host: str) -> str:
@@ -206,6 +213,8 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
         "debug": opts.level(role) == "DEBUG", "transport_url": ctx.transport_url,
         "concurrency_backend": opts.concurrency_backend,
     }
+    if opts.log_json:
+        default["use_json"] = True
     if opts.level(role) == "WARNING":
         default["default_log_levels"] = "nova=WARNING,amqp=WARN,oslo.messaging=WARNING"
     if role == "compute":

@@ -140,3 +140,15 @@ def test_galera_writers_apply_to_galera_only_and_spread_the_schedulers() -> None
     assert (multi.db_writers, multi.scheduler_placement) == ("local", (1, 2, 3))
     assert (single.db_writers, single.scheduler_placement) == ("single", (1, 1, 1))
     assert len({p.deployment_key for p in pts}) == 3
+
+
+def test_notifications_are_read_from_oslo_log_json_records_too(tmp_path: Path) -> None:
+    uuid = "ee0e3618-68b3-4e67-b428-9b190b90da2b"
+    text = _line("instance.create.end", uuid, "2026-11-22 21:07:01.238755")
+    notification = text[text.index("{"):].strip()
+    record = {"message": notification, "asctime": "2026-11-22 21:07:01,239", "levelname": "INFO",
+              "name": "oslo.messaging.notification.instance.create.end", "context": {"request_id": "req-1"}}
+    log = tmp_path / "juice-c1.log"
+    log.write_text(json.dumps(record) + "\n")
+    notes = metrics.notifications([log])
+    assert notes[uuid]["host"] == "juice-c1" and notes[uuid]["end"] > 1_700_000_000

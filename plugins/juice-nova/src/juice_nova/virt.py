@@ -94,6 +94,9 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
     def spawn(self, context: Any, instance: Any, image_meta: Any, injected_files: Any,
               admin_password: Any, allocations: Any, network_info: Any = None,
               block_device_info: Any = None, power_on: bool = True, accel_info: Any = None) -> None:
+        if self.node_specs.get(instance.node, {}).get("fail_builds"):
+            # injected (computes.failing_nodes): nova's compute manager turns it into a reschedule
+            raise RuntimeError(f"juice-fake: injected build failure on node {instance.node}")
         super().spawn(context, instance, image_meta, injected_files, admin_password, allocations,
                       network_info, block_device_info, power_on, accel_info)
         res = self.node_resources.get(instance.node)

@@ -44,6 +44,13 @@ def _notification(line: str) -> dict[str, Any] | None:
         msg = json.loads(line[i:])
     except ValueError:
         return None
+    if isinstance(msg, dict) and isinstance(msg.get("message"), str):  # oslo.log use_json: a record
+        text = msg["message"]
+        j = text.find("{")
+        try:
+            msg = json.loads(text[j:]) if j >= 0 else None
+        except ValueError:
+            return None
     if isinstance(msg, dict) and "message" in msg and isinstance(msg["message"], dict):
         msg = msg["message"]
     return msg if isinstance(msg, dict) and msg.get("event_type") in EVENTS else None

@@ -84,9 +84,12 @@ class NovaPoint:
 
 
 def expand(spec: NovaSpec) -> list[NovaPoint]:
-    fixed = {"computes": spec.computes.model_dump(), "flavor": spec.flavor.model_dump(),
+    # fields added later are left out of the key while at their default (earlier runs keep theirs)
+    computes = {k: v for k, v in spec.computes.model_dump().items() if not (k == "failing_nodes" and v == 0)}
+    fixed = {"computes": computes, "flavor": spec.flavor.model_dump(),
              "users": spec.users.model_dump(), "driver_site": spec.driver_site,
-             "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s}
+             "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
+             **({"log_format": spec.log_format} if spec.log_format != "text" else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
         fixed = {"target": spec.target.label, "max_rps": spec.target.max_rps, "image": spec.image,

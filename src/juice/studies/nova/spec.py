@@ -114,9 +114,13 @@ class Computes(Strict):
     memory_mb: Annotated[PositiveInt, Le(16_777_216)] = 16384
     disk_gb: Annotated[PositiveInt, Le(1_000_000)] = 200
     max_concurrent_builds: Annotated[PositiveInt, Le(1000)] = 10
+    failing_nodes: Annotated[int, Ge(0), Le(5000)] = Field(default=0, description=(
+        "the first k nodes of each process fail every build (injected: reschedules, retries)"))
 
     @model_validator(mode="after")
     def _total(self) -> Computes:
+        if self.failing_nodes > self.nodes_per_process:
+            raise ValueError(f"failing_nodes: at most nodes_per_process ({self.nodes_per_process})")
         if self.processes * self.nodes_per_process > 20_000:
             raise ValueError(f"{self.processes} x {self.nodes_per_process} nodes: at most 20,000 "
                              "simulated nodes")
@@ -190,6 +194,8 @@ class NovaSpec(Strict):
     scenarios: list[ScenarioRef] = Field(min_length=1, max_length=10)
     runner: Runner = Field(default_factory=Runner)
     driver_site: Annotated[int, Ge(1), Le(9)] = 1
+    log_format: Literal["text", "json"] = Field(default="text", description=(
+        "the services' logs: oslo.log's text lines or its JSON lines (use_json: message templates)"))
     boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0
     poll_interval_s: Annotated[FiniteFloat, Ge(0.1), Le(60)] = 2.0
     target: Target | None = Field(default=None, description=(

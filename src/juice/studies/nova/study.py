@@ -64,14 +64,15 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
     multi = p.db == "galera" and p.writers == "multi"
     return NovaStack(db=p.db, nova=NovaOptions(schedulers=p.schedulers, host_subset_size=p.host_subset_size,
                                                concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
-                                               notifications_log=True,
+                                               notifications_log=True, log_json=spec.log_format == "json",
                                                db_writers="local" if multi else "single",
                                                scheduler_sites=(spread(p.schedulers, range(1, spec.sites + 1))
                                                                 if multi else None)),
                      computes=ComputeOptions(sites=spread(c.processes, range(2, spec.sites + 1)),
                                              nodes_per_process=c.nodes_per_process, vcpus=c.vcpus,
                                              memory_mb=c.memory_mb, disk_gb=c.disk_gb,
-                                             max_concurrent_builds=c.max_concurrent_builds))
+                                             max_concurrent_builds=c.max_concurrent_builds,
+                                             failing_nodes=c.failing_nodes))
 
 
 def grow_preload(dep: Deployment, want: int, progress: Progress, timeout_s: float = 3600.0) -> None:
