@@ -36,3 +36,47 @@ def test_a_run_with_no_valid_host_traces_to_the_apis_states(tmp_path: Path, juic
     skew = pd.read_parquet(tmp_path / "trace" / "trace_skew.parquet")
     # one host: the true offset of every site is 0, and it lies within the bounds found
     assert ((skew["lo_s"] <= 1e-9) & (skew["hi_s"] >= -1e-9)).all() and (skew["offset_s"].abs() < 0.05).all()
+
+
+def test_injected_build_failures_in_json_logs_trace_to_the_apis_states(tmp_path: Path, juice: Juice) -> None:
+    """The only node fails every build (computes.failing_nodes) and the services log oslo.log JSON:
+    nova gives up on every boot; the trace, read from JSON records, says why, per boot."""
+    spec = tmp_path / "fail.yaml"
+    spec.write_text(yaml.safe_dump({
+        "workload": "nova", "name": "fail", "results": str(tmp_path / "results"), "sites": 2,
+        "computes": {"processes": 1, "nodes_per_process": 1, "failing_nodes": 1},
+        "scenarios": ["boot_server"], "runner": {"times": 2, "concurrency": [2]}, "poll_interval_s": 0.5,
+        "log_format": "json"}))
+    code, _, err = juice("run", str(spec), "--no-report")
+    assert code == 0, err
+    (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
+    api = pd.read_parquet(run / "boots.parquet")
+    assert (api["status"] == "ERROR").all() and api["fault"].notna().all()
+    conductor = (run / "logs" / "juice-conductor.log").read_text().splitlines()
+    assert conductor and all(line.startswith("{") for line in conductor if line.strip())  # JSON records
+    code, out, err = juice("trace", str(run), "--out", str(tmp_path / "trace"))
+    assert code == 0, err
+    boots = pd.read_parquet(tmp_path / "trace" / "trace_boots.parquet")
+    assert len(boots) == 2 and boots["matches_api"].all(), boots.to_string()
+    assert set(boots["state"]) <= {"retries_exhausted", "compute_failed"}, boots["state"].tolist()
+    faults = pd.read_parquet(tmp_path / "trace" / "trace_faults.parquet")
+    assert faults["count"].sum() == 2
+
+
+def test_a_partition_of_the_computes_during_boots_is_traced(tmp_path: Path, juice: Juice) -> None:
+    """Site 2 (the computes) cut off for 8 s while boots are in flight: whatever nova makes of it,
+    every boot's traced terminal state is the one the API returned, and the run records the event."""
+    spec = tmp_path / "part.yaml"
+    spec.write_text(yaml.safe_dump({
+        "workload": "nova", "name": "part", "results": str(tmp_path / "results"), "sites": 2,
+        "computes": {"processes": 1, "nodes_per_process": 4}, "scenarios": ["boot_server"],
+        "runner": {"times": 6, "concurrency": [3]}, "poll_interval_s": 0.5,
+        "faults": [{"at_s": 1, "partition": 2, "duration_s": 8}]}))
+    code, _, err = juice("run", str(spec), "--no-report")
+    assert code == 0, err
+    (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
+    assert "partition" in (run / "events.jsonl").read_text()
+    code, out, err = juice("trace", str(run), "--out", str(tmp_path / "trace"))
+    assert code == 0, err
+    boots = pd.read_parquet(tmp_path / "trace" / "trace_boots.parquet")
+    assert len(boots) == 6 and boots["matches_api"].all(), boots.to_string()

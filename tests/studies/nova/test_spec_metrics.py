@@ -152,3 +152,14 @@ def test_notifications_are_read_from_oslo_log_json_records_too(tmp_path: Path) -
     log.write_text(json.dumps(record) + "\n")
     notes = metrics.notifications([log])
     assert notes[uuid]["host"] == "juice-c1" and notes[uuid]["end"] > 1_700_000_000
+
+
+def test_faults_are_checked_against_the_sites_and_refused_with_a_target() -> None:
+    with pytest.raises(UserError, match=r"faults"):
+        parse(spec(faults=[{"at_s": 1, "partition": 5, "duration_s": 2}]), "n")
+    s = parse(spec(faults=[{"at_s": 1, "partition": 2, "duration_s": 2}]), "n")
+    assert expand(s)[0].fixed["faults"][0]["partition"] == 2
+    target = {"workload": "nova", "name": "n", "scenarios": ["boot_server"], "target": {"cloud": "c"},
+              "image": "0" * 32, "faults": [{"at_s": 1, "partition": 1, "duration_s": 2}]}
+    with pytest.raises(UserError, match=r"faults: not with a target"):
+        parse(target, "n")

@@ -53,8 +53,16 @@ def _versions() -> dict[str, str]:
 
 
 
+def atomic_lines(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    import json
+
+    from juice.util import atomic
+
+    atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+
+
 def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Sequence[Path], probe: Any,
-            running: int | None, facts: Mapping[str, Any]) -> None:
+            running: int | None, facts: Mapping[str, Any], faults: Any = None) -> None:
     """Drive ``run.point`` from ``site`` of ``launcher`` (a lab, or this machine) with ``env``
     (endpoints, credentials: never stored), then write the run (see the study's module doc)."""
     from juice.load.drivers import DriverJob, run_drivers
@@ -79,8 +87,14 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
     t0 = time.time()
     load = f"{p.rate:g}/s ({p.arrival})" if p.rate is not None else f"concurrency {p.concurrency}"
     run.progress(f"{p.times} boots, {load}" + (f", {running} VMs running" if running is not None else ""))
-    with probe.window() if probe is not None else nullcontext() as w:
-        results = run_drivers(launcher, [job], run.ui if run.ui is not None else RichProgress())
+    bar = run.ui if run.ui is not None else RichProgress()
+    with probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
+        results = run_drivers(launcher, [job], faults.watch(bar) if faults is not None else bar)
+    events = [e.to_dict() for e in faults.events] if faults is not None else []
+    if events:
+        from juice.runner.faults import EVENTS
+
+        atomic_lines(run.rd.file(EVENTS), events)
     copied: list[str] = []
     if logs:
         time.sleep(1.0)  # the last notifications reach the compute logs
@@ -109,6 +123,7 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
                  "preload_method": "booted through the API (multi-create batches of 50)",
                  "deployment": dict(facts), "versions": _versions()}
     run.manifest(kind="nova-run", params=p.params(), spec=dict(run.spec_data), rwratio=rw, summary=summary,
+                 faults=events,
                  logs=copied, drivers=[{"site": r.site, "failure": r.failure, "cpu_s": r.cpu_s,
                                         "setup_s": r.setup_s, "cleanup_s": r.cleanup_s} for r in results],
                  **extra)

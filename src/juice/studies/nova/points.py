@@ -89,7 +89,8 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
     fixed = {"computes": computes, "flavor": spec.flavor.model_dump(),
              "users": spec.users.model_dump(), "driver_site": spec.driver_site,
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
-             **({"log_format": spec.log_format} if spec.log_format != "text" else {})}
+             **({"log_format": spec.log_format} if spec.log_format != "text" else {}),
+             **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
         fixed = {"target": spec.target.label, "max_rps": spec.target.max_rps, "image": spec.image,

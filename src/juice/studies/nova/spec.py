@@ -61,12 +61,13 @@ from juice.spec.base import (
     no_duplicates,
     plain_data,
 )
+from juice.spec.faults import Fault, check_sites
 from juice.spec.profile import Profile
 from juice.spec.target import Target
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
-TARGET_FORBIDS = ("sites", "delay_ms", "db", "galera_writers", "schedulers", "host_subset_size",
+TARGET_FORBIDS = ("faults", "sites", "delay_ms", "db", "galera_writers", "schedulers", "host_subset_size",
                   "concurrency_backend",
                   "max_pool_size", "preload", "computes", "driver_site", "allow_over_capacity")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
@@ -194,6 +195,9 @@ class NovaSpec(Strict):
     scenarios: list[ScenarioRef] = Field(min_length=1, max_length=10)
     runner: Runner = Field(default_factory=Runner)
     driver_site: Annotated[int, Ge(1), Le(9)] = 1
+    faults: list[Fault] = Field(default_factory=list, max_length=100, description=(
+        "events during every run (juice.spec.faults): partition a site, change the WAN, kill and "
+        "restart nova-compute, rabbitmq or the database"))
     log_format: Literal["text", "json"] = Field(default="text", description=(
         "the services' logs: oslo.log's text lines or its JSON lines (use_json: message templates)"))
     boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0
@@ -244,6 +248,7 @@ class NovaSpec(Strict):
     def _fits(self) -> NovaSpec:
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
+        check_sites(self.faults, self.sites)
         if self.driver_site > self.sites:
             raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")
         nodes = self.computes.processes * self.computes.nodes_per_process

@@ -177,8 +177,14 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
         except (ServiceError, TypeError):
             probe = None
+        faults = None
+        if spec.faults:
+            from juice.runner.faults import FaultRunner
+            from juice.studies.nova.faults import NovaFaults
+
+            faults = FaultRunner(spec.faults, NovaFaults(dep.lab, dep.stack, p.delay_ms), run.progress)
         drive.execute(run, dep.lab, env, site=site, logs=[f for svc in svcs for f in svc.log_files()],
-                      probe=probe, running=dep.running, facts=dep.facts)
+                      probe=probe, running=dep.running, facts=dep.facts, faults=faults)
 
     def preflight(self, spec: NovaSpec, points: Sequence[NovaPoint], assume_yes: bool) -> None:
         if spec.target is not None:
