@@ -325,8 +325,11 @@ def _json_line(c: _Ctx, line: str) -> Iterator[Event]:
     req = ctx.get("request_id") or None
     extra = d.get("extra") or {}
     uuid = extra.get("instance_uuid") if isinstance(extra, dict) else None
-    if not uuid and isinstance(extra, dict) and extra.get("instance"):
-        m = UUID.search(str(extra["instance"]))
+    inst = extra.get("instance") if isinstance(extra, dict) else None
+    if not uuid and isinstance(inst, dict):  # real use_json records carry the instance object:
+        uuid = inst.get("uuid")              # its own uuid, not the first one in it (image_ref...)
+    elif not uuid and inst:
+        m = UUID.search(str(inst))
         uuid = m.group(0) if m else None
     msg = str(d.get("message") or "")
     level = str(d.get("levelname") or "")
