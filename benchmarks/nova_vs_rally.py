@@ -42,7 +42,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import secrets
 import statistics
 import subprocess
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rally_compare import children_cpu, write_env_spec  # benchmarks/: the Keystone comparison's helpers
 
 from juice.lab import LocalLab
 from juice.lab import spec as labspec
@@ -71,11 +71,6 @@ SCENARIO = "NovaServers.boot_server"
 FLAVOR_NAME = "juice-small"   # 1 vCPU, 512 MB, 1 GB (the image is 1 GiB: Rally's image_valid_on_flavor)
 IMAGE_NAME = "juice-fake-image"   # fake-glance's one image (juice.services.fake_openstack.image)
 QS = (("min", 0.0), ("median", 0.5), ("p90", 0.9), ("p95", 0.95), ("max", 1.0))
-
-
-def children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def load() -> str:
@@ -147,17 +142,7 @@ class RallyHome:
         self.conf.write_text(f"[database]\nconnection = sqlite:///{tmp}/rally.sqlite\n")
         self.env = {**os.environ, "HOME": str(tmp)}
         self.rally(["db", "create"])
-        ks = dep.ks
-        c = ks.admin_credentials()
-        envspec = {"openstack": {"auth_url": ks.auth_url(site), "region_name": ks.region(ks.ks_sites[0]),
-                                 "endpoint_type": "public",
-                                 "admin": {"username": c.username, "password": c.password,
-                                           "user_domain_name": c.user_domain_name,
-                                           "project_name": c.project_name,
-                                           "project_domain_name": c.project_domain_name}}}
-        path = tmp / "env.json"
-        path.write_text(json.dumps(envspec))
-        path.chmod(0o600)
+        path = write_env_spec(dep.ks, site, dep.ks.ks_sites[0], tmp / "env.json")
         self.rally(["env", "create", "--name", "juice", "--spec", str(path)])
 
     def rally(self, args: list[str], timeout: float = 3600,

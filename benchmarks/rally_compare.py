@@ -68,6 +68,21 @@ def summarise(tool: str, scenario: str, rnd: int, data: list[dict[str, Any]], cp
             "cpu_ms_per_iteration": round(1000 * cpu_s / max(1, len(data)), 2), "wall_s": round(wall_s, 2)}
 
 
+def write_env_spec(ks: Keystone, site: int, region_site: int, path: Path) -> Path:
+    """Rally's env spec (the admin of ``ks``, its Keystone in ``site``), mode 0600: it holds the
+    password (Rally's own format; the file lives in a throwaway dir)."""
+    c = ks.admin_credentials()
+    envspec = {"openstack": {"auth_url": ks.auth_url(site), "region_name": ks.region(region_site),
+                             "endpoint_type": "public",
+                             "admin": {"username": c.username, "password": c.password,
+                                       "user_domain_name": c.user_domain_name,
+                                       "project_name": c.project_name,
+                                       "project_domain_name": c.project_domain_name}}}
+    path.write_text(json.dumps(envspec))
+    path.chmod(0o600)
+    return path
+
+
 class RallyHome:
     """A throwaway Rally: sqlite DB, one env pointing at the lab's Keystone in site 1."""
 
@@ -77,16 +92,7 @@ class RallyHome:
         self.conf.write_text(f"[database]\nconnection = sqlite:///{tmp}/rally.sqlite\n")
         self.env = {**os.environ, "HOME": str(tmp)}
         self.rally(["db", "create"])
-        c = ks.admin_credentials()
-        envspec = {"openstack": {"auth_url": ks.auth_url(1), "region_name": ks.region(1),
-                                 "endpoint_type": "public",
-                                 "admin": {"username": c.username, "password": c.password,
-                                           "user_domain_name": c.user_domain_name,
-                                           "project_name": c.project_name,
-                                           "project_domain_name": c.project_domain_name}}}
-        path = tmp / "env.json"
-        path.write_text(json.dumps(envspec))
-        path.chmod(0o600)
+        path = write_env_spec(ks, 1, 1, tmp / "env.json")
         self.rally(["env", "create", "--name", "juice", "--spec", str(path)])
 
     def rally(self, args: list[str], timeout: float = 3600) -> subprocess.CompletedProcess[str]:
