@@ -49,7 +49,6 @@ from juice.services.base import (
     ServerRecord,
     Service,
     Sites,
-    from_site,
     log_tail,
     quiet,
     read_pidfile,
@@ -308,41 +307,10 @@ class Keystone(Service):
 
     def _create_database(self) -> None:
         """``CREATE DATABASE keystone`` on the db service, as its admin user, from site 1."""
-        ep = self.db.endpoint(self.first).write
-        what = f"database {self.db.kind} ({ep.host}:{ep.port}) seen from site {self.first}"
+        from juice.services.os_api import create_database
 
-        def create() -> None:
-            if ep.driver == "mysql":
-                from juice.services import mariadb
-
-                conn = mariadb.connect(ep, timeout=10)
-                try:
-                    with conn.cursor() as cur:
-                        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DB_NAME}` CHARACTER SET utf8mb4")
-                finally:
-                    conn.close()
-            elif ep.driver == "postgresql":
-                from juice.services import postgres
-
-                pconn = postgres.connect(ep, timeout=10)
-                try:
-                    exists = pconn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                                           (DB_NAME,)).fetchone()
-                    if not exists:
-                        pconn.execute(f"CREATE DATABASE {DB_NAME} OWNER {ep.user}")
-                finally:
-                    pconn.close()
-            else:
-                raise ServiceError(f"{what}: Keystone cannot use a {ep.driver!r} database")
-
-        try:
-            from_site(self.lab, self.first, create, timeout=60)
-        except ServiceError:
-            raise
-        except Exception as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ServiceError(f"{what} is not healthy: {first} (is `juice db up` done?)") from None
-        self.progress(f"keystone: database {DB_NAME!r} ready on {self.db.kind}")
+        create_database(self.lab, self.db, self.first, DB_NAME, self.progress, who="keystone",
+                        drivers=("mysql", "postgresql"))
 
     def _manage(self, what: str, args: list[str], timeout: float,
                 env: dict[str, str] | None = None) -> None:

@@ -61,16 +61,27 @@ def argv_shim(module: str, attr: str = "application") -> str:
             f"from {module} import {attr}  # noqa: E402,F401\n")
 
 
-def create_database(lab: Sites, db: Service, site: int, name: str,
-                    progress: Progress = quiet) -> None:
-    """``CREATE DATABASE name`` (utf8mb4) on ``db`` as its admin user, from ``site``."""
+def create_database(lab: Sites, db: Service, site: int, name: str, progress: Progress = quiet, *,
+                    who: str = "nova and placement", drivers: tuple[str, ...] = ("mysql",)) -> None:
+    """``CREATE DATABASE name`` (utf8mb4 on MySQL; owned by the admin user on PostgreSQL) on
+    ``db`` as its admin user, from ``site``; ``who`` (the services using it) accepts ``drivers``."""
     ep = db.endpoint(site).write
     what = f"database {db.kind} ({ep.host}:{ep.port}) seen from site {site}"
-    if ep.driver != "mysql":
-        raise ServiceError(f"{what}: nova and placement are deployed on MySQL-protocol databases "
-                           f"(mariadb, galera), not {ep.driver!r}")
+    if ep.driver not in drivers:
+        raise ServiceError(f"{what}: {who} cannot use a {ep.driver!r} database "
+                           f"(supported: {', '.join(drivers)})")
 
     def create() -> None:
+        if ep.driver == "postgresql":
+            from juice.services import postgres
+
+            pconn = postgres.connect(ep, timeout=10)
+            try:
+                if not pconn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                    pconn.execute(f"CREATE DATABASE {name} OWNER {ep.user}")
+            finally:
+                pconn.close()
+            return
         from juice.services import mariadb
 
         conn = mariadb.connect(ep, timeout=10)
@@ -85,7 +96,7 @@ def create_database(lab: Sites, db: Service, site: int, name: str,
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ServiceError(f"{what} is not healthy: {first} (is `juice db up` done?)") from None
-    progress(f"database {name!r} ready on {db.kind}")
+    progress(f"{who}: database {name!r} ready on {db.kind}")
 
 
 def run_tool(lab: Sites, site: int, argv: Sequence[str | Path], *, log: Path, what: str,
