@@ -60,6 +60,7 @@ from juice.services.keystone_http import issue_token, request
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, port_open, spawn, stop_all
+from juice.services.schema import create_database
 from juice.util import atomic, proc
 
 VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", str(cache_dir() / "openstack")))
@@ -307,8 +308,6 @@ class Keystone(Service):
 
     def _create_database(self) -> None:
         """``CREATE DATABASE keystone`` on the db service, as its admin user, from site 1."""
-        from juice.services.os_api import create_database
-
         create_database(self.lab, self.db, self.first, DB_NAME, self.progress, who="keystone",
                         drivers=("mysql", "postgresql"))
 

@@ -44,7 +44,6 @@ from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, rend
 from juice.services.os_api import (
     Catalog,
     argv_shim,
-    create_database,
     gunicorn_argv,
     os_env,
     run_tool,
@@ -54,6 +53,7 @@ from juice.services.os_api import (
 from juice.services.placement import Placement
 from juice.services.process import Server, port_open, spawn, stop_all
 from juice.services.rabbitmq import RabbitMQ
+from juice.services.schema import create_database
 from juice.util import atomic, proc
 
 API_PORT = 8774

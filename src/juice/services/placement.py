@@ -42,7 +42,6 @@ from juice.services.keystone import Keystone, children_of, dist_version
 from juice.services.keystone_http import issue_token, request
 from juice.services.os_api import (
     Catalog,
-    create_database,
     gunicorn_argv,
     os_env,
     run_tool,
@@ -50,6 +49,7 @@ from juice.services.os_api import (
     wait_http,
 )
 from juice.services.process import Server, port_open, spawn, stop_all
+from juice.services.schema import create_database
 from juice.util import atomic, proc
 
 PORT = 8778

@@ -242,7 +242,7 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
     profile.parquet of its Keystone and MariaDB processes, sampled there through /proc."""
     from juice.lab import LocalLab
     from juice.services.keystone_publish import start_forwarder
-    from juice.services.process import spawn
+    from juice.services.process import port_open, spawn
 
     lab = LocalLab.get(cloud["name"])
     tmp = cloud["tmp"] / "sshd"
@@ -260,6 +260,9 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
     sshd = spawn(lab, 1, [str(SSHD), "-D", "-e", "-f", str(conf)], log=tmp / "sshd.log", what="sshd")
     fwd = None
     try:
+        # The forwarder accepts on loopback whether sshd listens yet or not: wait for sshd
+        # itself (bounded), or a slow start makes ssh see "connection closed" at once.
+        sshd.wait_ready(lambda: port_open(lab, 1, lab.site_ip(1), SSHD_PORT), timeout=30)
         fwd, port = start_forwarder(lab, 1, SSHD_PORT, tmp)
         spec = cloud["tmp"] / "ssh.yaml"
         data = yaml.safe_load(write_spec(spec, cloud, ["authenticate_user_and_validate_token"],
@@ -270,8 +273,8 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
         spec.write_text(yaml.safe_dump(data))
         done = juice("run", str(spec))
         out = done.stdout + done.stderr
-        assert "Resource profiles" in (cloud["tmp"] / "results" / "ssh" / "report.html").read_text()
         assert "resource profile over SSH: 1/1 host(s) sampling at 2 Hz" in out, out
+        assert "Resource profiles" in (cloud["tmp"] / "results" / "ssh" / "report.html").read_text(), out
 
         (run,) = [d for d in (cloud["tmp"] / "results" / "ssh").iterdir() if d.is_dir()]
         man = json.loads((run / "manifest.json").read_text())
