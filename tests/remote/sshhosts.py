@@ -28,23 +28,60 @@ SSHD_PORT = 2222
 def keys(tmp: Path) -> None:
     for key in ("host", "client"):
         if not (tmp / key).exists():
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"juice-test-{key}",
-                            "-f", str(tmp / key)], check=True, timeout=30)
+            subprocess.run(
+                [
+                    "ssh-keygen",
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    f"juice-test-{key}",
+                    "-f",
+                    str(tmp / key),
+                ],
+                check=True,
+                timeout=30,
+            )
     (tmp / "authorized_keys").write_text((tmp / "client.pub").read_text())
 
 
 def plain_ssh(h: StaticHost, tmp: Path, command: str) -> str:
     """One command on a test host by plain ssh (what a user would check by hand)."""
-    cp = subprocess.run(["ssh", "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-                         "-o", f"UserKnownHostsFile={tmp / 'known_hosts'}", "-o", "LogLevel=ERROR",
-                         "-p", str(h.port), "-l", h.user, "-i", str(h.key_file), h.address, command],
-                        capture_output=True, text=True, timeout=60)
+    cp = subprocess.run(
+        [
+            "ssh",
+            "-T",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            f"UserKnownHostsFile={tmp / 'known_hosts'}",
+            "-o",
+            "LogLevel=ERROR",
+            "-p",
+            str(h.port),
+            "-l",
+            h.user,
+            "-i",
+            str(h.key_file),
+            h.address,
+            command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert cp.returncode == 0, cp.stderr
     return cp.stdout
 
 
 @contextmanager
-def ssh_hosts(n: int, tmp: Path, progress: Any = lambda _: None) -> Iterator[tuple[LocalLab, list[StaticHost]]]:
+def ssh_hosts(
+    n: int, tmp: Path, progress: Any = lambda _: None
+) -> Iterator[tuple[LocalLab, list[StaticHost]]]:
     from juice.services.keystone_publish import start_forwarder
     from juice.services.process import port_open, spawn
 
@@ -58,19 +95,33 @@ def ssh_hosts(n: int, tmp: Path, progress: Any = lambda _: None) -> Iterator[tup
         hosts = []
         for k in lab.sites:
             conf = tmp / f"sshd-{k}.conf"
-            conf.write_text(f"Port {SSHD_PORT}\nListenAddress {lab.site_ip(k)}\nHostKey {tmp / 'host'}\n"
-                            f"AuthorizedKeysFile {tmp / 'authorized_keys'}\nPidFile none\nUsePAM no\n"
-                            "StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                            "KbdInteractiveAuthentication no\n")
+            conf.write_text(
+                f"Port {SSHD_PORT}\nListenAddress {lab.site_ip(k)}\nHostKey {tmp / 'host'}\n"
+                f"AuthorizedKeysFile {tmp / 'authorized_keys'}\nPidFile none\nUsePAM no\n"
+                "StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                "KbdInteractiveAuthentication no\n"
+            )
             script = f"mount -t tmpfs juice-host {BASE} && exec {SSHD} -D -e -f {conf}"
-            srv = spawn(lab, k, ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                        log=tmp / f"sshd-{k}.log", what=f"sshd in site {k}")
+            srv = spawn(
+                lab,
+                k,
+                ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                log=tmp / f"sshd-{k}.log",
+                what=f"sshd in site {k}",
+            )
             stack.callback(srv.stop, 5.0)
             srv.wait_ready(lambda k=k: port_open(lab, k, lab.site_ip(k), SSHD_PORT), timeout=30)  # type: ignore[misc]
             fwd, port = start_forwarder(lab, k, SSHD_PORT, tmp)
             stack.callback(fwd.stop, 2.0)
-            hosts.append(StaticHost(address="127.0.0.1", port=port, user="root", key_file=str(tmp / "client"),
-                                    wan_address=lab.site_ip(k)))
+            hosts.append(
+                StaticHost(
+                    address="127.0.0.1",
+                    port=port,
+                    user="root",
+                    key_file=str(tmp / "client"),
+                    wan_address=lab.site_ip(k),
+                )
+            )
         try:
             yield lab, hosts
         finally:

@@ -266,10 +266,12 @@ def _check_conf(which: str, conf: dict[str, Any], p: Provider) -> None:
         if "site" not in conf and nets is None:
             raise ValueError("g5k.site: required: the Grid'5000 site of the cluster (e.g. rennes for "
                              "paravance), where the networks are reserved")
-        if "walltime" in conf and not re.fullmatch(r"\d+:[0-5]\d:[0-5]\d", conf["walltime"]):
+        wt = conf.get("walltime", "0:00:00")
+        if not isinstance(wt, str) or not re.fullmatch(r"\d+:[0-5]\d:[0-5]\d", wt):
             raise ValueError(f"g5k.walltime: expected HH:MM:SS, got {shown(conf['walltime'])}")
     else:
-        if "flavour" in conf and conf["flavour"] not in VAGRANT_FLAVOURS:
+        flavour = conf.get("flavour")
+        if "flavour" in conf and (not isinstance(flavour, str) or flavour not in VAGRANT_FLAVOURS):
             raise ValueError(f"vagrant.flavour: {shown(conf['flavour'])} is not one of "
                              f"{', '.join(VAGRANT_FLAVOURS)} (or give flavour_desc: {{core, mem}})")
         if "flavour" in conf and "flavour_desc" in conf:

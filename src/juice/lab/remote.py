@@ -28,11 +28,12 @@ import ipaddress
 import json
 import secrets
 import shlex
+import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from juice.errors import LabError
 from juice.lab import hosttc
@@ -59,12 +60,15 @@ def delayer_octet(addresses: Sequence[str]) -> int:
     for i in (3, 2, 1, 0):
         if len({o[i] for o in octs}) == len(octs):
             return i
-    raise LabError("the userspace delayer needs one octet of the hosts' WAN addresses that differs "
-                   "between every pair of hosts; none does (set provider.netem: require on netem hosts)")
+    raise LabError(
+        "the userspace delayer needs one octet of the hosts' WAN addresses that differs "
+        "between every pair of hosts; none does (set provider.netem: require on netem hosts)"
+    )
 
 
-def delayer_plan(site: int, addresses: dict[int, str], spec_links: dict[tuple[int, int], Link],
-                 offset_us: int) -> tuple[dict[str, Any], list[list[str]], list[list[str]]]:
+def delayer_plan(
+    site: int, addresses: dict[int, str], spec_links: dict[tuple[int, int], Link], offset_us: int
+) -> tuple[dict[str, Any], list[list[str]], list[list[str]]]:
     """The delayer table of ``site`` and its iptables commands (install, undo)."""
     octet = delayer_octet([addresses[s] for s in sorted(addresses)])
     key = {s: ipaddress.IPv4Address(a).packed[octet] for s, a in addresses.items()}
@@ -74,16 +78,46 @@ def delayer_plan(site: int, addresses: dict[int, str], spec_links: dict[tuple[in
         if dst == site or link is None or not link.emulated:
             continue
         q = QUEUE_BASE + dst
-        pairs.append({"src": key[site], "dst": key[dst], "queue": q, "delay_us": round(link.delay_ms * 1000),
-                      "jitter_us": round(link.jitter_ms * 1000), "loss": link.loss_pct / 100.0})
-        rules.append(["iptables", "-w", "-t", "mangle", "-A", HWAN_CHAIN, "-s", addresses[site], "-d",
-                      f"{addresses[dst]}/32", "-j", "NFQUEUE", "--queue-num", str(q), "--queue-bypass"])
+        pairs.append(
+            {
+                "src": key[site],
+                "dst": key[dst],
+                "queue": q,
+                "delay_us": round(link.delay_ms * 1000),
+                "jitter_us": round(link.jitter_ms * 1000),
+                "loss": link.loss_pct / 100.0,
+            }
+        )
+        rules.append(
+            [
+                "iptables",
+                "-w",
+                "-t",
+                "mangle",
+                "-A",
+                HWAN_CHAIN,
+                "-s",
+                addresses[site],
+                "-d",
+                f"{addresses[dst]}/32",
+                "-j",
+                "NFQUEUE",
+                "--queue-num",
+                str(q),
+                "--queue-bypass",
+            ]
+        )
     table = {"version": 1, "site_octet": octet, "offset_us": offset_us, "pairs": pairs}
-    install = [["iptables", "-w", "-t", "mangle", "-N", HWAN_CHAIN], *rules,
-               ["iptables", "-w", "-t", "mangle", "-I", "OUTPUT", "-j", HWAN_CHAIN]]
-    undo = [["iptables", "-w", "-t", "mangle", "-X", HWAN_CHAIN],
-            ["iptables", "-w", "-t", "mangle", "-F", HWAN_CHAIN],
-            ["iptables", "-w", "-t", "mangle", "-D", "OUTPUT", "-j", HWAN_CHAIN]]  # run last first
+    install = [
+        ["iptables", "-w", "-t", "mangle", "-N", HWAN_CHAIN],
+        *rules,
+        ["iptables", "-w", "-t", "mangle", "-I", "OUTPUT", "-j", HWAN_CHAIN],
+    ]
+    undo = [
+        ["iptables", "-w", "-t", "mangle", "-X", HWAN_CHAIN],
+        ["iptables", "-w", "-t", "mangle", "-F", HWAN_CHAIN],
+        ["iptables", "-w", "-t", "mangle", "-D", "OUTPUT", "-j", HWAN_CHAIN],
+    ]  # run last first
     return table, install, undo
 
 
@@ -100,6 +134,7 @@ class RemoteLab:
         self.wan_if: dict[int, str] = {}
         self.wan_facts: dict[int, dict[str, Any]] = {}
         self.listen_ports: dict[int, int] = {}
+        self.netem = "auto"
         self._workdir = work_dir() / spec.name
         self._workdir.mkdir(parents=True, exist_ok=True)
 
@@ -129,11 +164,69 @@ class RemoteLab:
     def __getitem__(self, site: int) -> Session:
         return self.hosts[site]
 
+    # ---- load drivers (juice.load.drivers uses these when present) -------------------------------
+    def remote_path(self, site: int, local: Path) -> str:
+        """Where a file of this lab's local workdir lives on the host of ``site``."""
+        return f"{self.root}/run/{local.name}"
+
+    def ship_file(self, site: int, local: Path) -> str:
+        self.hosts[site].put(f"run/{local.name}", local.read_bytes(), mode=0o600)
+        return self.remote_path(site, local)
+
+    def fetch_file(self, site: int, remote: str, local: Path) -> None:
+        data = self.hosts[site].get(remote.removeprefix(self.root + "/"))
+        if data is not None:
+            local.write_bytes(data)
+
+    def popen(
+        self,
+        site: int,
+        argv: Sequence[str],
+        *,
+        stdout: IO[Any] | int | None = None,
+        stderr: IO[Any] | int | None = None,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """``argv`` on the host of ``site`` through its own ssh connection, its output streamed
+        back (a load driver's progress lines). ``-tt``: when this ssh ends (the driver is
+        stopped here), the remote process gets SIGHUP. Only PYTHONPATH and PYTHONUNBUFFERED of
+        ``env`` travel: the host has its own environment."""
+        keep = {k: v for k, v in (env or {}).items() if k in ("PYTHONPATH",)}
+        remote_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**keep, "PYTHONUNBUFFERED": "1"}.items())
+        command = f"cd {shlex.quote(self.root)} && exec env {remote_env} {shlex.join(argv)}"
+        sess = self.hosts[site]
+        return subprocess.Popen(
+            [*sess.argv(command)[:1], "-tt", *sess.argv(command)[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+
+    # ---- WAN changes -----------------------------------------------------------------------------
+    def set_wan(self, spec: LabSpec, progress: Progress = _quiet) -> None:
+        """Another WAN on the same hosts: the current rules undone (and the delayer stopped),
+        the new ones applied and verified."""
+
+        def clear(site: int, s: Session) -> None:
+            s.call("run_undo", timeout=120)
+            pid = self.wan_facts.get(site, {}).get("pid_ref")
+            if pid is not None:
+                s.kill([pid], grace_s=5)
+
+        self.hosts.each("WAN: clear", clear)
+        self.spec = spec
+        self.links = links(spec)
+        self.wan_facts = {}
+        self._apply_wan(self.netem, progress)
+
     # ---- up / down -----------------------------------------------------------------------------
     @classmethod
     @contextmanager
-    def up(cls, spec: LabSpec, site_hosts: Sequence[Any], *, netem: str = "auto",
-           progress: Progress = _quiet) -> Iterator[RemoteLab]:
+    def up(
+        cls, spec: LabSpec, site_hosts: Sequence[Any], *, netem: str = "auto", progress: Progress = _quiet
+    ) -> Iterator[RemoteLab]:
         if len(site_hosts) != spec.sites:
             raise LabError(f"{spec.sites} sites but {len(site_hosts)} host(s): one host per site")
         tmp = private_tmp("remote")
@@ -141,12 +234,15 @@ class RemoteLab:
         lab = cls(spec, site_hosts, hosts, tmp)
         try:
             hosts.open(progress)
+            lab.netem = netem
             lab._find_wan_interfaces()
             lab._apply_wan(netem, progress)
             yield lab
         finally:
-            progress(f"lab {spec.name}: stopping what runs on {len(site_hosts)} host(s), removing the WAN rules "
-                     f"and {BASE}/{spec.name}")
+            progress(
+                f"lab {spec.name}: stopping what runs on {len(site_hosts)} host(s), removing the WAN rules "
+                f"and {BASE}/{spec.name}"
+            )
             hosts.close()
             import shutil
 
@@ -176,22 +272,30 @@ class RemoteLab:
         missing = {k: (r["err"] or r["out"]).strip() for k, r in probes.items() if r["rc"] != 0}
         if missing and netem == "require":
             k, why = next(iter(missing.items()))
-            raise LabError(f"provider.netem: require, but host of site {k} has no netem ({why}); "
-                           "use netem: auto for the userspace delayer")
+            raise LabError(
+                f"provider.netem: require, but host of site {k} has no netem ({why}); "
+                "use netem: auto for the userspace delayer"
+            )
         use_netem = not missing and netem != "userspace"
         if not use_netem and netem == "auto":
             k, why = next(iter(missing.items()))
-            progress(f"WAN: no netem on site {k}'s host ({why}): the userspace delayer "
-                     "(juice-wan-delay, NFQUEUE) shapes on every host instead")
+            progress(
+                f"WAN: no netem on site {k}'s host ({why}): the userspace delayer "
+                "(juice-wan-delay, NFQUEUE) shapes on every host instead"
+            )
         self.backend = "netem" if use_netem else "userspace"
         t0 = time.monotonic()
         self.wan_facts = self.hosts.each("WAN", self._netem_host if use_netem else self._delayer_host)
-        progress(f"WAN ({self.backend}) applied and verified on {len(self.sites)} host(s) in "
-                 f"{time.monotonic() - t0:.1f} s")
+        progress(
+            f"WAN ({self.backend}) applied and verified on {len(self.sites)} host(s) in "
+            f"{time.monotonic() - t0:.1f} s"
+        )
 
     def _matrix(self) -> list[list[float]]:
         n = len(self.sites)
-        return [[0.0 if a == b else self.links[(a, b)].delay_ms for b in range(1, n + 1)] for a in range(1, n + 1)]
+        return [
+            [0.0 if a == b else self.links[(a, b)].delay_ms for b in range(1, n + 1)] for a in range(1, n + 1)
+        ]
 
     def _netem_host(self, site: int, s: Session) -> dict[str, Any]:
         dev = self.wan_if[site]
@@ -221,9 +325,18 @@ class RemoteLab:
         s.put("wan/table.json", json.dumps(table))
         for argv in undo:
             s.call("undo", argv=argv)
-        proc = s.spawn([binary, "--table", f"{self.root}/wan/table.json", "--pidfile",
-                        f"{self.root}/wan/delay.pid", "--stats", f"{self.root}/wan/stats.json"],
-                       log="wan/delay.log")
+        proc = s.spawn(
+            [
+                binary,
+                "--table",
+                f"{self.root}/wan/table.json",
+                "--pidfile",
+                f"{self.root}/wan/delay.pid",
+                "--stats",
+                f"{self.root}/wan/stats.json",
+            ],
+            log="wan/delay.log",
+        )
         deadline = time.monotonic() + 10
         while s.get("wan/delay.pid") is None:
             if time.monotonic() > deadline or not s.alive(proc):
@@ -231,8 +344,14 @@ class RemoteLab:
                 raise LabError(f"{s.name}: {DELAYER} did not start: {log[-1] if log else 'no output'}")
             time.sleep(0.1)
         s.run(install, what="the delayer's iptables rules")
-        return {"dev": self.wan_if[site], "backend": "userspace", "pairs": len(table["pairs"]),
-                "delayer_shipped": shipped, "pid": proc.pid}
+        return {
+            "dev": self.wan_if[site],
+            "backend": "userspace",
+            "pairs": len(table["pairs"]),
+            "delayer_shipped": shipped,
+            "pid": proc.pid,
+            "pid_ref": proc,
+        }
 
     # ---- check ---------------------------------------------------------------------------------
     def check(self, probes: int = 10, tol_ms: float = 1.0, tol_pct: float = 5.0) -> CheckReport:
@@ -246,23 +365,38 @@ class RemoteLab:
             for a2, b in pairs:
                 if a2 == a:
                     exp = expected_rtt_ms(self.links, a, b)
-                    out.append((b, s.tcp_ms(self.site_ip(b), self.listen_ports[b], n=probes,
-                                            timeout=max(2.0, exp / 250))))
+                    out.append(
+                        (
+                            b,
+                            s.tcp_ms(
+                                self.site_ip(b), self.listen_ports[b], n=probes, timeout=max(2.0, exp / 250)
+                            ),
+                        )
+                    )
             return out
 
         got = self.hosts.each("RTT check", one, sites=sorted({a for a, _ in pairs}))
         results = []
         for a, rows in got.items():
             for b, ms in rows:
-                results.append(judge(a, b, expected_rtt_ms(self.links, a, b), ms or [], probes, tol_ms, tol_pct))
+                results.append(
+                    judge(a, b, expected_rtt_ms(self.links, a, b), ms or [], probes, tol_ms, tol_pct)
+                )
         results.sort(key=lambda r: (r.a, r.b))
         return CheckReport(self.name, self.backend, probes, results, started, round(time.monotonic() - t0, 2))
 
     def facts(self) -> dict[str, Any]:
         """What the manifest records about the hosts and the WAN on them."""
-        return {"provider": "enoslib-static", "hosts": self.hosts.facts(), "root": self.root,
-                "wan_backend": self.backend, "wan": {str(k): v for k, v in self.wan_facts.items()},
-                "wan_interfaces": {str(k): v for k, v in self.wan_if.items()}}
+        return {
+            "provider": "enoslib-static",
+            "hosts": self.hosts.facts(),
+            "root": self.root,
+            "wan_backend": self.backend,
+            "wan": {
+                str(k): {x: y for x, y in v.items() if x != "pid_ref"} for k, v in self.wan_facts.items()
+            },
+            "wan_interfaces": {str(k): v for k, v in self.wan_if.items()},
+        }
 
 
 def new_name() -> str:

@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -164,6 +164,7 @@ class _Running:
     timed_out: bool = False
     eof: bool = False
     exited_at: float | None = None
+    fetch: Callable[[], None] | None = None  # brings the result file back from a remote host
 
 
 def _read_lines(idx: int, stream: IO[bytes], q: queue.Queue[tuple[int, dict[str, Any] | None]]
@@ -210,22 +211,28 @@ def _start(lab: SiteLauncher, idx: int, job: DriverJob,
     wd = lab.workdir
     job_file, result_file, log_file = (wd / f"{tag}.job.json", wd / f"{tag}.result.json",
                                        wd / f"{tag}.log")
+    # A lab on other hosts (juice.lab.remote) ships the job file there and fetches the result.
+    ship = getattr(lab, "ship_file", None)
+    remote_result = lab.remote_path(job.site, result_file) if ship is not None else str(result_file)  # type: ignore[attr-defined]
     payload = {"site": job.site, "scenario": job.scenario, "args": job.args, "env": job.env,
                "contexts": job.contexts, "seed": job.seed,
-               "runner": job.runner.to_dict(), "result_path": str(result_file), "nice": job.nice}
+               "runner": job.runner.to_dict(), "result_path": remote_result, "nice": job.nice}
     atomic.write_text(job_file, json.dumps(payload), mode=0o600)
+    job_arg = ship(job.site, job_file) if ship is not None else str(job_file)
     env = dict(os.environ)
     paths = [*job.pythonpath, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(paths)
     with open(log_file, "wb") as log:
-        proc = lab.popen(job.site, [sys.executable, "-m", "juice.load.driver", str(job_file)],
+        proc = lab.popen(job.site, [sys.executable, "-m", "juice.load.driver", job_arg],
                          stdout=subprocess.PIPE, stderr=log, env=env)
     assert proc.stdout is not None
     reader = threading.Thread(target=_read_lines, args=(idx, proc.stdout, q), daemon=True)
     reader.start()
+    fetch = getattr(lab, "fetch_file", None)
     return _Running(job, job_file, result_file, log_file, proc,
-                    time.monotonic() + job.timeout_s, reader)
+                    time.monotonic() + job.timeout_s, reader,
+                    fetch=None if fetch is None else (lambda: fetch(job.site, remote_result, result_file)))
 
 
 def _tail(path: Path, n: int = 3) -> str:
@@ -238,6 +245,11 @@ def _tail(path: Path, n: int = 3) -> str:
 
 def _collect(r: _Running) -> LoadResult:
     rc = r.proc.returncode
+    if r.fetch is not None:
+        try:
+            r.fetch()
+        except Exception as e:  # no result file: the driver's failure below says why
+            r.log_file.open("a").write(f"result not fetched: {e}\n")
     result: LoadResult | None = None
     try:
         result = LoadResult.from_dict(json.loads(r.result_file.read_text()))

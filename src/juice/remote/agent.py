@@ -46,8 +46,14 @@ def start_time(pid: int) -> int | None:
 
 
 def alive(pid: int, start: int | None) -> bool:
-    now = start_time(pid)
-    return now is not None and (start is None or now == start)
+    """Running (a zombie is not: it has exited and waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().decode(errors="replace").rsplit(")", 1)[1].split()
+        now, state = int(fields[19]), fields[0]
+    except (OSError, IndexError, ValueError):
+        return False
+    return state != "Z" and (start is None or now == start)
 
 
 def kill_all(procs: list[list[int | None]], sig: int, grace_s: float) -> list[int]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from juice.lab import LocalLab
 from juice.lab.check import check
+from juice.paths import work_dir
 from juice.results.store import tool_version
 from juice.services.base import Service
 from juice.spec.wan import WanPoint
@@ -35,9 +36,20 @@ Progress = Callable[[str], None]
 
 
 @contextmanager
-def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Iterator[LocalLab]:
+def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Iterator[Any]:
+    """A local lab, or the provider's hosts (``RemoteLab``) when ``provider.kind`` is enoslib."""
     name = "run" + secrets.token_hex(3)
     lab_spec = wan.lab_spec(name, sites, exp.wan.jitter_ms, exp.wan.loss_pct)
+    if exp.provider.kind != "local":
+        from juice.lab.provider import reserve
+        from juice.lab.remote import RemoteLab
+
+        progress(f"lab {name}: {sites} sites on hosts ({exp.provider.kind}, "
+                 f"{'static' if exp.provider.static else 'g5k' if exp.provider.g5k else 'vagrant'})")
+        with reserve(exp.provider, sites, work_dir() / name, progress) as hosts, \
+                RemoteLab.up(lab_spec, hosts, netem=exp.provider.netem, progress=progress) as remote:
+            yield remote
+        return
     progress(f"lab {name}: {sites} sites")
     with LocalLab.up(lab_spec, ephemeral=True, progress=progress) as the_lab:
         yield the_lab
@@ -47,7 +59,7 @@ def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Itera
 class Deployment:
     """A database and a Keystone per site in ``lab``; ``wan`` is the WAN point applied last."""
 
-    lab: LocalLab
+    lab: Any  # LocalLab or RemoteLab
     db: Service
     ks: Any
     wan: str | None = None
@@ -61,6 +73,10 @@ def deployment(lab: LocalLab, p: RunPoint, exp: Experiment, progress: Progress) 
 
     progress(f"deploying {p.rdbms} for {p.sites} sites")
     t0 = time.monotonic()
+    if not isinstance(lab, LocalLab):
+        with remote_deployment(lab, p, exp, progress) as dep:
+            yield dep
+        return
     # bounded waits that grow with the deployment (45 sites on 2 cores take minutes)
     db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites))
     try:
@@ -78,15 +94,41 @@ def deployment(lab: LocalLab, p: RunPoint, exp: Experiment, progress: Progress) 
         db.stop()
 
 
-def _apply_wan(lab: LocalLab, exp: Experiment, wan: WanPoint, progress: Progress) -> dict[str, Any]:
-    new = wan.lab_spec(lab.state.name, len(lab.sites), exp.wan.jitter_ms, exp.wan.loss_pct)
+@contextmanager
+def remote_deployment(lab: Any, p: RunPoint, exp: Experiment, progress: Progress) -> Iterator[Deployment]:
+    """The database and a Keystone per site on the hosts of a ``RemoteLab``."""
+    from juice.services.keystone import KeystoneOptions
+    from juice.services.remote_db import RemoteDatabase
+    from juice.services.remote_keystone import RemoteKeystone
+
+    db = RemoteDatabase(lab, p.rdbms, progress)
+    try:
+        db.up(timeout=max(300.0, 60.0 + 30.0 * p.sites))
+        opts = KeystoneOptions(cache=p.cache, workers=exp.keystone.workers,
+                               password_hash_rounds=exp.keystone.password_hash_rounds)
+        ks = RemoteKeystone(lab, db, progress, opts)
+        try:
+            ks.up(timeout=max(300.0, 60.0 + 8.0 * p.sites))
+            yield Deployment(lab, db, ks)
+        finally:
+            ks.stop()
+    finally:
+        db.stop()
+
+
+def _apply_wan(lab: Any, exp: Experiment, wan: WanPoint, progress: Progress) -> dict[str, Any]:
+    remote = not isinstance(lab, LocalLab)
+    name = lab.name if remote else lab.state.name
+    new = wan.lab_spec(name, len(lab.sites), exp.wan.jitter_ms, exp.wan.loss_pct)
     if new.model_dump() != lab.spec.model_dump():
         progress(f"WAN → {wan.label}")
-        lab.set_wan(new)
-    out: dict[str, Any] = {"backend": lab.state.backend, "point": wan.label,
+        lab.set_wan(new, progress) if remote else lab.set_wan(new)
+    out: dict[str, Any] = {"backend": lab.backend if remote else lab.state.backend, "point": wan.label,
                            "spec": new.model_dump(mode="json")}
+    if remote:
+        out["provider"] = lab.facts()
     if exp.check_wan:
-        rep = check(lab, probes=10)
+        rep = lab.check(probes=10) if remote else check(lab, probes=10)
         out["check"] = rep.to_dict()
         if not rep.ok:
             progress("warning: the WAN check found a pair out of tolerance (recorded in the manifest)")

@@ -64,6 +64,7 @@ from annotated_types import Interval, Le
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from juice.errors import UserError
+from juice.lab.provider import Provider
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -89,6 +90,7 @@ from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
 LAB_ONLY = ("rdbms", "sites", "wan", "keystone", "check_wan")
+REMOTE_RDBMS = ("mariadb", "galera")
 LIGHT: tuple[Literal["light", "high"], ...] = ("light",)
 MAX_USERS = 10_000
 ResultsPath = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=4096,
@@ -215,6 +217,8 @@ class Experiment(Strict):
     faults: list[Fault] = Field(default_factory=list, max_length=100,
                                 description="events applied during every run (see juice.spec.faults)")
     profile: Profile = Field(default_factory=Profile, description="resource sampling (juice.spec.profile)")
+    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
+                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -246,12 +250,28 @@ class Experiment(Strict):
                     raise ValueError(f"{k}: required field is missing (a lab study names its rdbms and "
                                      "sites; a study of an existing cloud gives target: instead)")
             return self
-        lab_only = [k for k in LAB_ONLY if k in self.model_fields_set]
+        lab_only = [k for k in (*LAB_ONLY, "provider") if k in self.model_fields_set]
         if lab_only:
             raise ValueError(f"{lab_only[0]}: not with a target (an existing cloud has its own "
                              f"database, sites and WAN; Juice measures the RTT to it instead)")
         if self.faults:
             raise ValueError("faults: not with a target (Juice injects faults only into its own labs)")
+        return self
+
+    @model_validator(mode="after")
+    def _provider_fits(self) -> Experiment:
+        if self.provider.kind == "local":
+            return self
+        static = self.provider.static
+        if static is not None and self.sites and len(static.hosts) < max(self.sites):
+            raise ValueError(f"provider.static.hosts: {len(static.hosts)} host(s) for "
+                             f"{max(self.sites)} sites: give one host per site (site k = the k-th host)")
+        bad = [r for r in self.rdbms if r not in REMOTE_RDBMS]
+        if bad:
+            raise ValueError(f"rdbms: {bad[0]} is not deployed on SSH hosts yet (provider kind enoslib "
+                             f"supports {', '.join(REMOTE_RDBMS)})")
+        if self.faults:
+            raise ValueError("faults: not on SSH hosts yet (provider kind enoslib); run them locally")
         return self
 
     @model_validator(mode="after")

@@ -90,6 +90,8 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
             safety.preflight(spec, points, assume_yes)
 
     def dry_run(self, spec: Experiment, points: Sequence[RunPoint], progress: Progress) -> list[str] | None:
+        if spec.target is None and spec.provider.kind != "local":
+            return provider_plan(spec, points)
         from juice.studies.keystone import safety
 
         return safety.dry_run_lines(spec, points, progress)
@@ -130,3 +132,26 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
         if not catalog.known(name):
             return None
         return catalog.get(name, dict(args), contexts=dict(contexts) if contexts else None, seed=seed)
+
+
+def provider_plan(spec: Experiment, points: Sequence[RunPoint]) -> list[str]:
+    """What a run on hosts would reserve and apply, per lab (site count) and WAN point: the
+    provider's plan (EnOSlib conf or host list, site -> role/host, tc commands per site)."""
+    from juice.lab.provider import render_plan
+    from juice.lab.spec import links
+
+    lines = [f"{len(points)} runs on hosts (provider kind {spec.provider.kind}); nothing is reserved "
+             "or contacted by this dry run"]
+    seen: set[tuple[int, str]] = set()
+    for p in points:
+        if (p.sites, p.wan.label) in seen:
+            continue
+        seen.add((p.sites, p.wan.label))
+        ls = p.wan.lab_spec("plan", p.sites, spec.wan.jitter_ms, spec.wan.loss_pct)
+        lk = links(ls)
+        matrix = [[0.0 if a == b else lk[(a, b)].delay_ms for b in range(1, p.sites + 1)]
+                  for a in range(1, p.sites + 1)]
+        lines += ["", f"== {p.sites} sites, WAN {p.wan.label} one-way =="]
+        plan = render_plan(spec.provider, p.sites, matrix, spec.wan.jitter_ms, spec.wan.loss_pct)
+        lines += plan.splitlines()
+    return lines

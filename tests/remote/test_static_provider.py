@@ -1,0 +1,147 @@
+"""The static provider on this machine: an sshd per site namespace, each host with its own
+/var/tmp/juice-host (tests/remote/sshhosts.py), reached only over ssh.
+
+- RemoteLab: the WAN shaped on the hosts (this kernel has no netem: the probe says so and the
+  userspace delayer shapes instead), its RTT check, and nothing left on the hosts after.
+- The Keystone study on Galera over SSH (`juice run` with `provider:`), results in the same
+  form as a local run's, reportable together with a local run of the same spec.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from juice.lab import spec as labspec
+from juice.lab.remote import RemoteLab
+from tests.remote.sshhosts import SSHD, plain_ssh, ssh_hosts
+from tests.services.conftest import needs_lab
+
+pytestmark = [
+    *needs_lab,
+    pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)"),
+]
+JUICE = str(Path(sys.executable).parent / "juice")
+
+
+def test_remote_lab_shapes_the_wan_on_the_hosts_checks_it_and_leaves_nothing(tmp_path: Path) -> None:
+    said: list[str] = []
+    with ssh_hosts(3, tmp_path / "hosts") as (_lab, hosts):
+        ls = labspec.parse({"name": "rtest", "sites": 3, "delay_ms": 20})
+        with RemoteLab.up(ls, hosts, progress=said.append) as rl:
+            assert rl.backend == "userspace" and any("no netem" in s for s in said), said
+            rep = rl.check(probes=5)
+            assert rep.ok, rep.to_dict()
+            assert all(abs((p.median_rtt_ms or 0) - 40.0) < 2.0 for p in rep.pairs), rep.to_dict()
+            facts = rl.facts()
+            assert [h["site"] for h in facts["hosts"]] == [1, 2, 3] and facts["wan_backend"] == "userspace"
+            pids = [int(facts["wan"][str(k)]["pid"]) for k in (1, 2, 3)]
+            on_host = plain_ssh(
+                hosts[1], tmp_path / "hosts", "ls /var/tmp/juice-host/rtest; iptables -t mangle -S"
+            )
+            assert "JUICE-HWAN" in on_host and "agent.json" in on_host
+            # a WAN change on the same hosts
+            rl.set_wan(labspec.parse({"name": "rtest", "sites": 3, "delay_ms": 5}))
+            assert rl.check(probes=5).ok
+            pids += [int(rl.wan_facts[k]["pid"]) for k in (1, 2, 3)]
+        for h in hosts:  # nothing left: files, rules, processes
+            left = plain_ssh(
+                h,
+                tmp_path / "hosts",
+                "ls -A /var/tmp/juice-host; iptables -t mangle -S | grep -c JUICE || true",
+            )
+            assert left.split() == ["0"], left
+        assert not [p for p in pids if Path(f"/proc/{p}").exists()]
+
+
+def _spec(path: Path, provider: dict | None, results: Path) -> Path:
+    data = {
+        "name": "sshq",
+        "seed": 1,
+        "rdbms": ["galera"],
+        "sites": [3],
+        "wan": {"delay_ms": [0, 25]},
+        "load": ["light"],
+        "scenarios": ["authenticate_user_and_validate_token"],
+        "runner": {"times": 8, "concurrency": 2},
+        "keystone": {"cache": [True], "workers": 1, "password_hash_rounds": 4},
+        "results": str(results),
+    }
+    if provider is not None:
+        data["provider"] = provider
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_keystone_on_galera_over_ssh_gives_results_like_a_local_run(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    with ssh_hosts(3, tmp_path / "hosts") as (_lab, hosts):
+        static = {
+            "hosts": [
+                {
+                    "address": h.address,
+                    "port": h.port,
+                    "user": h.user,
+                    "key_file": h.key_file,
+                    "wan_address": h.wan_address,
+                }
+                for h in hosts
+            ]
+        }
+        spec = _spec(tmp_path / "ssh.yaml", {"kind": "enoslib", "static": static}, results / "ssh")
+        cp = subprocess.run(
+            [JUICE, "run", str(spec)], capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL
+        )
+        out = cp.stdout + cp.stderr
+        assert cp.returncode == 0, out
+        assert "no netem" in out and "userspace delayer" in out, out
+        for h in hosts:
+            left = plain_ssh(
+                h,
+                tmp_path / "hosts",
+                "ls -A /var/tmp/juice-host; iptables -t mangle -S | grep -c JUICE || true",
+            )
+            assert left.split() == ["0"], left
+    runs = sorted(d for d in (results / "ssh").iterdir() if d.is_dir())
+    assert len(runs) == 2, runs
+    for run in runs:
+        man = json.loads((run / "manifest.json").read_text())
+        prov = man["wan"]["provider"]
+        assert prov["provider"] == "enoslib-static" and len(prov["hosts"]) == 3, prov
+        assert man["wan"]["check"]["ok"], man["wan"]["check"]
+        assert man["failed_iterations"] == 0 and man["iterations"] == 8, man
+        for f in ("iterations.jsonl", "rally.json", "actions.parquet"):
+            assert (run / f).exists(), f
+    delays = sorted(json.loads((r / "manifest.json").read_text())["wan"]["point"] for r in runs)
+    assert len(set(delays)) == 2
+
+    # the same spec run locally, into the same results root: one report over both
+    local = _spec(tmp_path / "local.yaml", None, results / "local")
+    cp = subprocess.run(
+        [JUICE, "run", str(local)], capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL
+    )
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    import pandas as pd
+
+    both = pd.concat(
+        [
+            pd.read_parquet(r / "actions.parquet")
+            for r in sorted(p for d in ("ssh", "local") for p in (results / d).iterdir() if p.is_dir())
+        ]
+    )
+    assert set(both.columns) >= {"run_id", "operation", "duration_s"} and len(both) == 4 * 8 * 2
+    # the same points (run_id = the point's parameters), measured on SSH hosts and locally
+    assert both["run_id"].nunique() == 2
+    cp = subprocess.run(
+        [JUICE, "report", str(results / "ssh"), str(results / "local"), "-o", str(tmp_path / "both.html")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert cp.returncode == 0 and (tmp_path / "both.html").exists(), cp.stdout + cp.stderr
