@@ -28,6 +28,7 @@ import ipaddress
 import json
 import secrets
 import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -244,8 +245,6 @@ class RemoteLab:
                 f"and {BASE}/{spec.name}"
             )
             hosts.close()
-            import shutil
-
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.rmtree(lab._workdir, ignore_errors=True)
 

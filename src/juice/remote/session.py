@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from juice.errors import LabError
-from juice.runner.ssh_profile import boot_command, fingerprint
+from juice.runner.ssh_profile import boot_command, fingerprint, ssh_argv
 
 T = TypeVar("T")
 Progress = Callable[[str], None]
@@ -82,15 +82,8 @@ class Session:
         return f"site {self.site} ({self.host.user}@{self.host.address}:{self.host.port})"
 
     def argv(self, command: str) -> list[str]:
-        h = self.host
-        argv = [self.ssh, "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
-                "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "HashKnownHosts=no",
-                "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ServerAliveInterval=10",
-                "-o", "ServerAliveCountMax=6", "-o", "ControlPath=none", "-o", "LogLevel=ERROR",
-                "-p", str(h.port), "-l", h.user]
-        if h.key_file:
-            argv += ["-i", str(Path(h.key_file).expanduser()), "-o", "IdentitiesOnly=yes"]
-        return [*argv, "--", h.address, command]
+        return ssh_argv(self.host, self.known_hosts, command, self.ssh, address=self.host.address,
+                        connect_timeout=CONNECT_TIMEOUT_S, alive_count_max=6)
 
     def open(self) -> dict[str, Any]:
         script = agent_script(self.lab)

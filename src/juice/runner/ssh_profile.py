@@ -199,15 +199,18 @@ def boot_command(script: bytes) -> str:
     return f"python3 -c 'import sys;exec(sys.stdin.buffer.read({len(script)}))'"
 
 
-def ssh_argv(h: Any, known_hosts: Path, command: str, ssh: str = "ssh") -> list[str]:
+def ssh_argv(h: Any, known_hosts: Path, command: str, ssh: str = "ssh", *, address: str | None = None,
+             connect_timeout: int = CONNECT_TIMEOUT_S, alive_count_max: int = 3) -> list[str]:
+    """ssh to ``h`` (port, user, key_file; ``address`` or ``h.host``): a key, never a prompt,
+    host keys accepted on first use into ``known_hosts``."""
     argv = [ssh, "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
             "-o", f"UserKnownHostsFile={known_hosts}", "-o", "HashKnownHosts=no",
-            "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ServerAliveInterval=10",
-            "-o", "ServerAliveCountMax=3", "-o", "ControlPath=none", "-o", "LogLevel=ERROR",
+            "-o", f"ConnectTimeout={connect_timeout}", "-o", "ServerAliveInterval=10",
+            "-o", f"ServerAliveCountMax={alive_count_max}", "-o", "ControlPath=none", "-o", "LogLevel=ERROR",
             "-p", str(h.port), "-l", h.user]
     if h.key_file:
         argv += ["-i", str(Path(h.key_file).expanduser()), "-o", "IdentitiesOnly=yes"]
-    return [*argv, "--", h.host, command]
+    return [*argv, "--", address if address is not None else h.host, command]
 
 
 def check(hosts: Sequence[Any]) -> None:

@@ -65,6 +65,7 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from juice.errors import UserError
 from juice.lab.provider import Provider
+from juice.lab.provider import check_sites as check_provider_sites
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -262,10 +263,11 @@ class Experiment(Strict):
     def _provider_fits(self) -> Experiment:
         if self.provider.kind == "local":
             return self
-        static = self.provider.static
-        if static is not None and self.sites and len(static.hosts) < max(self.sites):
-            raise ValueError(f"provider.static.hosts: {len(static.hosts)} host(s) for "
-                             f"{max(self.sites)} sites: give one host per site (site k = the k-th host)")
+        if self.sites:
+            try:
+                check_provider_sites(self.provider, max(self.sites))
+            except UserError as e:
+                raise ValueError(str(e)) from None
         bad = [r for r in self.rdbms if r not in REMOTE_RDBMS]
         if bad:
             raise ValueError(f"rdbms: {bad[0]} is not deployed on SSH hosts yet (provider kind enoslib "
