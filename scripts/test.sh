@@ -1,21 +1,75 @@
 #!/usr/bin/env bash
-# Runs every test: set-up (idempotent), lint, types, Go unit tests, then pytest, which
-# includes the real-server integration tests (namespaces, MariaDB, Galera, PostgreSQL).
+# Runs the tests, in two tiers:
+#
+#   bash scripts/test.sh           everything (what CI runs): set-up (idempotent), lint, types, Go unit
+#                                  tests, then pytest with the real-server integration tests (MariaDB,
+#                                  Galera, PostgreSQL, RabbitMQ, NATS, Keystone, placement, nova, sshd)
+#   bash scripts/test.sh --fast    the inner loop: lint, types, Go, and every test that starts no
+#                                  server (pytest -m "not slow")
+#
+# Any other argument goes to pytest (`bash scripts/test.sh tests/lab -k wan`). pytest runs
+# $JUICE_TEST_WORKERS processes at once (pytest-xdist; default 4 for everything, 2 for --fast):
+# the real-server tests mostly wait (servers starting, boots, fault windows), so on 2 cores
+# four of them overlap well. Tests that share a deployment are pinned to one worker
+# (xdist_group). The suite's wall time is printed at the end; the list of tests that start or
+# use real servers is written to $JUICE_TEST_CENSUS (default /var/cache/juice/test-census.txt).
 set -euo pipefail
+t0=$(date +%s)
 here=$(cd "$(dirname "$0")/.." && pwd)
 cache=${JUICE_CACHE:-/var/cache/juice}
+fast=0
+args=()
+for a in "$@"; do
+  case $a in
+    --fast) fast=1 ;;
+    *) args+=("$a") ;;
+  esac
+done
 "$here/scripts/setup.sh"
 export PATH="$cache/venv/bin:$PATH"
+# lint and type caches outside the clone: a fresh clone checks in seconds, not half a minute
+export MYPY_CACHE_DIR="$cache/mypy-cache" RUFF_CACHE_DIR="$cache/ruff-cache"
 cd "$here"
 echo "== ruff"; ruff check src tests benchmarks plugins
 echo "== mypy (strict, src)"; mypy
 echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/cache" GOMODCACHE="$cache/go/mod" GOTOOLCHAIN=local PATH="/usr/local/go/bin:$PATH" go test ./...)
-echo "== pytest"
+
+# Server processes: none the tests start may outlive them. Listed (never killed here) by pid:
+# the servers' own executables, and anything run from Juice's venvs.
+servers() {
+  ps -eo pid=,comm=,args= | awk -v cache="$cache" '
+    $2 ~ /^(mariadbd|mysqld|postgres|beam\.smp|epmd|nats-server|memcached|redis-server|gunicorn|juice-wan-delay|sshd|uwsgi)$/ \
+      || index($0, cache "/openstack/") || index($0, cache "/messaging/") { print $1 }' | sort
+}
+
+if [ "$fast" = 1 ]; then
+  workers=${JUICE_TEST_WORKERS:-2}
+  marks=(-m "not slow")
+else
+  workers=${JUICE_TEST_WORKERS:-4}
+  marks=()
+fi
+census=${JUICE_TEST_CENSUS:-$cache/test-census.txt}
+echo "== pytest ($workers workers${marks:+, ${marks[*]}})"
 # Leftovers of an earlier crashed run are removed first; a user's own labs are kept, and
-# any juice- namespace the tests add and do not remove fails the run.
+# any juice- namespace or server process the tests add and do not remove fails the run.
 juice lab sweep >/dev/null
 before=$(ip netns list | awk '{print $1}' | grep '^juice-' | sort || true)
-pytest -q -p no:cacheprovider "$@"
+servers_before=$(servers)
+rc=0
+pytest -q -p no:cacheprovider -n "$workers" --dist loadgroup --server-census="$census" \
+  "${marks[@]}" "${args[@]}" || rc=$?
 after=$(ip netns list | awk '{print $1}' | grep '^juice-' | sort || true)
 left=$(comm -13 <(echo "$before") <(echo "$after") | grep . || true)
-if [ -n "$left" ]; then echo "tests left namespaces behind: $left" >&2; exit 1; fi
+if [ -n "$left" ]; then echo "tests left namespaces behind: $left" >&2; rc=1; fi
+sleep 1  # a server stopped at the very end may still be exiting
+leaked=$(comm -13 <(echo "$servers_before") <(servers) | grep . || true)
+if [ -n "$leaked" ]; then
+  echo "tests left server processes behind:" >&2
+  for p in $leaked; do ps -o pid=,args= -p "$p" >&2 || true; done
+  rc=1
+fi
+used=$(grep -vc $'\t-$' "$census" 2>/dev/null || echo 0)
+echo "== $(basename "$census"): $used tests start or use real servers"
+echo "== wall time: $(( $(date +%s) - t0 )) s$([ "$fast" = 1 ] && echo ' (fast tier)')"
+exit $rc

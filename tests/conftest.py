@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+pytest_plugins = ["tests.server_census", "tests.parallel"]
+
 
 def lab_capable() -> str | None:
     """None when this machine can build labs, else the reason it cannot."""

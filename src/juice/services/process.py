@@ -36,6 +36,8 @@ many servers at once and waits for them together (one grace period, not one per 
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import socket
 import subprocess
@@ -131,6 +133,7 @@ def spawn(lab: Sites | None, site: int, argv: Sequence[str], *, log: Path | None
     ``pidfile``: the server's pid comes from that file (see the module doc)."""
     if pidfile is not None:
         pidfile.unlink(missing_ok=True)  # a stale file would name another process
+    _note_spawn(what)
     out: IO[Any] | int
     out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 (closed below)
     try:
@@ -146,6 +149,18 @@ def spawn(lab: Sites | None, site: int, argv: Sequence[str], *, log: Path | None
     if pidfile is None:
         srv.pid, srv.pid_start = child.pid, proc.start_time(child.pid)
     return srv
+
+
+def _note_spawn(what: str) -> None:
+    """With ``$JUICE_SPAWN_LOG`` set (the test suite sets it), append which server starts and
+    under which test (pytest's ``$PYTEST_CURRENT_TEST``, inherited by ``juice`` subprocesses):
+    the suite's list of tests that start real servers is made from it."""
+    path = os.environ.get("JUICE_SPAWN_LOG")
+    if path:
+        line = json.dumps({"server": what.split(" ")[0], "what": what,
+                           "test": os.environ.get("PYTEST_CURRENT_TEST", "")})
+        with open(path, "a") as f:
+            f.write(line + "\n")
 
 
 def stop_all(servers: Iterable[Server], grace_s: float = 30.0, sig: int = signal.SIGTERM) -> None:
