@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
 import pytest
 
 COMMITTED = Path(__file__).parent / "durations.json"
