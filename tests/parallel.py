@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,15 +46,16 @@ def _known() -> dict[str, float]:
 
 
 def _shared_fixture(item: pytest.Item) -> str | None:
-    """The group of the widest fixture of ours (defined under tests/) this test uses."""
+    """The group of a fixture of ours (defined under tests/) wider than a function that this
+    test uses: one per module for module fixtures, one per name for session fixtures."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return None
     for name in sorted(item.fixturenames):  # type: ignore[attr-defined]
         for fdef in info.name2fixturedefs.get(name, ()):
-            if fdef.scope == "function" or not fdef.baseid.startswith("tests"):
+            if fdef.scope == "function" or not getattr(fdef.func, "__module__", "").startswith("tests"):
                 continue
-            where = item.nodeid.split("::")[0] if fdef.scope == "module" else fdef.baseid
+            where = item.nodeid.split("::")[0] if fdef.scope == "module" else ""
             return f"{fdef.scope}:{where}:{name}"
     return None
 
@@ -82,12 +86,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # ---- the durations of this run, for the next one (the controller writes them) -------------
-_RUN: dict[str, float] = {}   # node id -> setup + call + teardown of this run
+_RUN: dict[str, float] = {}   # node id -> setup + call + teardown of this run (s)
+_CPU: dict[str, float] = {}   # node id -> CPU of its worker and of the processes it reaped (s)
+_mark = [0.0]
+
+
+def _cpu_s() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def pytest_runtest_logstart(nodeid: str, location: object) -> None:
+    _mark[0] = _cpu_s()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """Each phase's report carries the CPU spent since the last one (servers count once they
+    are stopped and reaped: a shared deployment's CPU goes to the test that tears it down)."""
+    outcome = yield
+    now = _cpu_s()
+    outcome.get_result().user_properties.append(("cpu_s", now - _mark[0]))
+    _mark[0] = now
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     nodeid = report.nodeid.split("@", 1)[0]  # loadgroup appends "@<group>"
     _RUN[nodeid] = _RUN.get(nodeid, 0.0) + float(report.duration)
+    cpu = sum(float(v) for k, v in report.user_properties if k == "cpu_s")
+    _CPU[nodeid] = _CPU.get(nodeid, 0.0) + cpu
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -101,10 +128,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     except (OSError, ValueError):
         data = {}
     data.update({k: round(v, 2) for k, v in _RUN.items()})
+    cpu_path = path.with_name("test-cpu.json")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(dict(sorted(data.items())), indent=0))
-        tmp.replace(path)
+        for dest, values in ((path, data), (cpu_path, {k: round(v, 2) for k, v in _CPU.items()})):
+            tmp = dest.with_suffix(".tmp")
+            tmp.write_text(json.dumps(dict(sorted(values.items())), indent=0))
+            tmp.replace(dest)
     except OSError:
-        pass  # a read-only cache only costs the ordering
+        return  # a read-only cache only costs the ordering
+    top = sorted(_CPU.items(), key=lambda kv: -kv[1])[:12]
+    if top and len(_CPU) > 50:
+        tw = session.config.get_terminal_writer()
+        tw.line(f"CPU of this run's tests (the worker and what it reaped): {sum(_CPU.values()):.0f} s; "
+                f"the most ({cpu_path}):")
+        for k, v in top:
+            tw.line(f"{v:8.1f} s  {_RUN.get(k, 0):6.1f} s wall  {k}")

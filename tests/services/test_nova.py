@@ -1,90 +1,78 @@
-"""The nova stack for real in a 2-site lab: MariaDB, RabbitMQ, Keystone, placement, fake-glance
-and fake-neutron (stand-ins), nova-api, nova-conductor, one nova-scheduler in site 1 and one
-nova-compute serving 20 simulated nodes in site 2; 5 servers booted (networks none) to ACTIVE
-and deleted; then nothing left running."""
+"""The nova stack for real in a 2-site lab (the suite's shared ``nova_cloud``, tests/stacks.py):
+MariaDB, RabbitMQ, Keystone, placement, fake-glance and fake-neutron (stand-ins), nova-api,
+nova-conductor, one nova-scheduler in site 1 and one nova-compute serving 20 simulated nodes
+in site 2; 5 servers booted (networks none) to ACTIVE and deleted; a compute killed and
+restarted as itself. That nothing is left running after ``stop`` is checked by the fixture's
+teardown."""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
 
-from juice.lab import LocalLab, netns, spec
-from juice.services.nova_conf import ComputeOptions
-from juice.services.nova_deploy import IMAGE_ID, NovaDeployment, NovaStack
+from juice.services.fake_openstack import IMAGE_ID
 from juice.util import proc
 from tests.services.conftest import needs_lab
+from tests.stacks import COMPUTE_NODES, NovaCloud
 
-NODES = 20
 SERVERS = 5
 
 
 @needs_lab[0]
 @needs_lab[1]
 @needs_lab[2]
-def test_nova_stack_boots_and_deletes_servers(lab_name: str, tmp_path: Path) -> None:
-    stack = NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=NODES, vcpus=2,
-                                              memory_mb=2048, disk_gb=20))
-    with LocalLab.up(spec.parse({"name": lab_name, "sites": 2, "delay_ms": 1}), ephemeral=True) as lab:
-        dep = NovaDeployment(lab, stack=stack)
-        pids: list[int] = []
-        try:
-            dep.up()
-            pids = dep.pids()
-            # Every simulated node is a resource provider, with the deterministic UUID and the
-            # exact size it was given.
-            rps = dep.placement.resource_providers(2)
-            want = set(dep.computes.node_uuids())
-            assert len(want) == NODES and want <= {rp["uuid"] for rp in rps}
-            inv = dep.placement.inventories(sorted(want)[0])
-            assert {rc: (inv[rc]["total"], inv[rc]["reserved"], inv[rc]["allocation_ratio"])
-                    for rc in ("VCPU", "MEMORY_MB", "DISK_GB")} == {
-                "VCPU": (2, 0, 1.0), "MEMORY_MB": (2048, 0, 1.0), "DISK_GB": (20, 0, 1.0)}
-            services = Counter((s["binary"], s["state"]) for s in dep.nova.services())
-            assert services == {("nova-conductor", "up"): 1, ("nova-scheduler", "up"): 1,
-                                ("nova-compute", "up"): 1}
+def test_nova_stack_boots_and_deletes_servers(nova_cloud: NovaCloud, tmp_path: Path) -> None:
+    dep = nova_cloud.dep
+    # Every simulated node is a resource provider, with the deterministic UUID and the
+    # exact size it was given.
+    rps = dep.placement.resource_providers(2)
+    want = set(dep.computes.node_uuids())
+    assert len(want) == COMPUTE_NODES and want <= {rp["uuid"] for rp in rps}
+    inv = dep.placement.inventories(sorted(want)[0])
+    assert {rc: (inv[rc]["total"], inv[rc]["reserved"], inv[rc]["allocation_ratio"])
+            for rc in ("VCPU", "MEMORY_MB", "DISK_GB")} == {
+        "VCPU": (2, 0, 1.0), "MEMORY_MB": (2048, 0, 1.0), "DISK_GB": (20, 0, 1.0)}
+    services = Counter((s["binary"], s["state"]) for s in dep.nova.services())
+    assert services == {("nova-conductor", "up"): 1, ("nova-scheduler", "up"): 1,
+                        ("nova-compute", "up"): 1}
 
-            cli = dep.client(2)  # a client in the computes' site, across the WAN
-            flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=512, disk_gb=1)
-            ids = [cli.boot(f"juice-vm-{i}", flavor, IMAGE_ID) for i in range(SERVERS)]
-            assert cli.last_request_id.startswith("req-")
-            hosts = set()
-            for sid in ids:
-                srv = cli.wait_status(sid, "ACTIVE", timeout=240)
-                assert srv["OS-EXT-SRV-ATTR:host"] == "juice-c1"
-                hosts.add(srv["OS-EXT-SRV-ATTR:hypervisor_hostname"])
-            assert hosts <= {n["name"] for n in dep.computes.nodes("juice-c1")}
-            for sid in ids:
-                cli.delete(sid)
-            for sid in ids:
-                cli.wait_gone(sid, timeout=240)
+    cli = dep.client(2)  # a client in the computes' site, across the WAN
+    flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)
+    ids = [cli.boot(f"juice-vm-{i}", flavor, IMAGE_ID) for i in range(SERVERS)]
+    assert cli.last_request_id.startswith("req-")
+    hosts = set()
+    try:
+        for sid in ids:
+            srv = cli.wait_status(sid, "ACTIVE", timeout=240)
+            assert srv["OS-EXT-SRV-ATTR:host"] == "juice-c1"
+            hosts.add(srv["OS-EXT-SRV-ATTR:hypervisor_hostname"])
+        assert hosts <= {n["name"] for n in dep.computes.nodes("juice-c1")}
+    finally:  # the stack is shared: leave no server behind
+        for sid in ids:
+            cli.delete(sid)
+        for sid in ids:
+            cli.wait_gone(sid, timeout=240)
 
-            # The stand-ins were asked what a boot needs (and named as fakes in the facts).
-            assert ("GET", f"/v2/images/{IMAGE_ID}", 200) in dep.fakes.requests("glance")
-            assert any(p.startswith("/v2.0/ports") for _, p, _ in dep.fakes.requests("neutron"))
-            assert "fake-glance" in dep.facts()["image_service"]
-            # Request ids reach the conductor and scheduler logs (DEBUG by default there).
-            for host in ("juice-conductor", "juice-sched-1"):
-                assert "req-" in dep.nova.log(host).read_text(errors="replace")
+    # The stand-ins were asked what a boot needs (and named as fakes in the facts).
+    assert ("GET", f"/v2/images/{IMAGE_ID}", 200) in dep.fakes.requests("glance")
+    assert any(p.startswith("/v2.0/ports") for _, p, _ in dep.fakes.requests("neutron"))
+    assert "fake-glance" in dep.facts()["image_service"]
+    # Request ids reach the conductor and scheduler logs (DEBUG by default there).
+    for host in ("juice-conductor", "juice-sched-1"):
+        assert "req-" in dep.nova.log(host).read_text(errors="replace")
 
-            # A crashed compute comes back as itself: same compute_id, same node UUIDs, no new
-            # resource provider (nova refuses to start a known service without a compute_id).
-            killed = dep.computes.kill(2)
-            assert not proc.alive(killed["pid"])
-            back = dep.computes.restart(2)
-            pids += back["pids"]
-            dep.computes.wait_registered(120)
-            assert len(dep.placement.resource_providers()) == NODES
-            log = dep.computes.log("juice-c1").read_text(errors="replace")
-            refused = [line for line in log.splitlines() if "refusing to start" in line.lower()]
-            assert refused == [] and "Determined node identity" in log  # compute_id read
+    # A crashed compute comes back as itself: same compute_id, same node UUIDs, no new
+    # resource provider (nova refuses to start a known service without a compute_id).
+    killed = dep.computes.kill(2)
+    assert not proc.alive(killed["pid"])
+    dep.computes.restart(2)
+    dep.computes.wait_registered(120)
+    assert len(dep.placement.resource_providers()) == COMPUTE_NODES
+    log = dep.computes.log("juice-c1").read_text(errors="replace")
+    refused = [line for line in log.splitlines() if "refusing to start" in line.lower()]
+    assert refused == [] and "Determined node identity" in log  # compute_id read
 
-            copies = dep.collect_logs(tmp_path / "logs")
-            assert any(c.name == "nova-juice-c1.log" for c in copies)
-            assert all(dep.ks.admin_credentials().password not in c.read_text(errors="replace")
-                       for c in copies)
-            pids = sorted(set(pids + dep.pids()))
-        finally:
-            dep.stop()
-        assert pids and not any(proc.alive(p) for p in pids)
-        # Nothing Juice started is left in the sites (the lab teardown would kill it otherwise).
-        assert [p for k in lab.sites for p in netns.pids(lab.site_ns(k))] == []
+    copies = dep.collect_logs(tmp_path / "logs")
+    assert any(c.name == "nova-juice-c1.log" for c in copies)
+    assert all(dep.ks.admin_credentials().password not in c.read_text(errors="replace")
+               for c in copies)

@@ -14,6 +14,7 @@ tail goes into the ServiceError when it fails. Only MySQL-protocol databases are
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,9 @@ from juice.services.keystone_http import issue_token, request
 from juice.util import proc
 
 SERVICE_PROJECT = "service"
+# Catalog changes are look-then-create: two services registering at once (placement and
+# nova come up side by side) would both create project "service". One at a time.
+_CATALOG_LOCK = threading.Lock()
 
 
 def venv_bin(name: str) -> Path:
@@ -109,6 +113,10 @@ class Catalog:
     def service_user(self, name: str, password: str) -> str:
         """User ``name`` (domain Default) with role admin on project ``service``; the password
         is (re)set, so a redeployment's new password holds. Returns the user id."""
+        with _CATALOG_LOCK:
+            return self._service_user(name, password)
+
+    def _service_user(self, name: str, password: str) -> str:
         project = self._one(f"/projects?name={SERVICE_PROJECT}", "projects", "/projects",
                             {"project": {"name": SERVICE_PROJECT, "domain_id": "default"}})
         users = self.api("GET", f"/users?name={name}&domain_id=default")["users"]
@@ -131,6 +139,10 @@ class Catalog:
     def register(self, name: str, type_: str, url: str) -> str:
         """Service ``name`` of ``type_`` with public/internal/admin endpoints at ``url`` in
         every region (endpoints already there with another URL are replaced)."""
+        with _CATALOG_LOCK:
+            return self._register(name, type_, url)
+
+    def _register(self, name: str, type_: str, url: str) -> str:
         sid = self._one(f"/services?type={type_}", "services", "/services",
                         {"service": {"name": name, "type": type_, "enabled": True}})
         eps = self.api("GET", f"/endpoints?service_id={sid}")["endpoints"]

@@ -220,7 +220,7 @@ def test_a_read_only_database_url_gives_statement_counters(cloud: dict[str, Any]
 
 
 SSHD = Path("/usr/sbin/sshd")
-SSHD_PORT = 22022  # inside site 1's namespace
+SSHD_PORT = 2022  # inside site 1's namespace, below its ephemeral ports (20000-60999)
 BOOT = "python3 -c import sys;exec(sys.stdin.buffer.read("
 
 

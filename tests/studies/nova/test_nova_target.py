@@ -1,57 +1,34 @@
 """The nova study against a cloud Juice did not set up for the run: a real nova stack started
-beforehand, reached only through a clouds.yaml (Keystone) and nova's URL on loopback
-forwarders, as a user's cloud would be. Not a Juice lab to the run (no `juice keystone up
---publish` record): it needs --yes; the dry run sends nothing; the run boots and deletes, and
-leaves no server, user or project behind."""
+beforehand (the suite's shared ``nova_cloud``), reached only through a clouds.yaml (Keystone)
+and nova's URL on loopback forwarders, as a user's cloud would be. Not a Juice lab to the run
+(no `juice keystone up --publish` record): it needs --yes; the dry run sends nothing; the run
+boots and deletes, and leaves no server, user or project behind."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from juice.lab import LocalLab
-from juice.lab import spec as labspec
-from juice.services import keystone_publish as pub
 from juice.services.fake_openstack import IMAGE_ID
-from juice.services.nova_conf import ComputeOptions
-from juice.services.nova_deploy import NovaDeployment, NovaStack
 from juice.studies.keystone.client import Credentials, KeystoneClient
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
+from tests.stacks import NovaCloud
 
 pytestmark = needs_lab
 
 
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("novatarget")
-    ls = labspec.parse({"name": "nt" + tmp.name[-5:].replace("_", "")[:5], "sites": 2, "delay_ms": 0})
-    with LocalLab.up(ls, ephemeral=True) as lab:
-        stack = NovaDeployment(lab, stack=NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=4)))
-        stack.up()
-        try:
-            stack.client(1).ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)
-            servers = []
-            ks, ks_port = pub.start_forwarder(lab, 1, 5000, tmp)
-            servers.append(ks)
-            nv, nova_port = pub.start_forwarder(lab, 1, 8774, tmp)
-            servers.append(nv)
-            doc = pub.clouds("x", {1: (ks_port, "Region1")}, stack.ks.admin_credentials())
-            entry = doc["clouds"]["juice-x"]
-            entry.pop("juice_lab")  # to the run, a cloud like any other
-            path = tmp / "clouds.yaml"
-            path.write_text(yaml.safe_dump({"clouds": {"mycloud": entry}}))
-            yield {"tmp": tmp, "clouds": path, "auth": entry["auth"], "stack": stack,
-                   "compute_url": f"http://127.0.0.1:{nova_port}/v2.1"}
-        finally:
-            for s in servers:
-                s.stop(grace_s=2)
-            stack.stop()
+@pytest.fixture
+def cloud(nova_cloud: NovaCloud, tmp_path: Path) -> dict[str, Any]:
+    """The suite's shared nova stack (tests/stacks.py) as this test's cloud: a clouds.yaml
+    and nova's URL on loopback forwarders; this test's own files in ``tmp_path``."""
+    return {"tmp": tmp_path, "clouds": nova_cloud.clouds, "auth": nova_cloud.auth,
+            "stack": nova_cloud.dep, "compute_url": nova_cloud.compute_url}
 
 
 def _juice_names(cloud: dict[str, Any]) -> dict[str, list[str]]:
