@@ -94,8 +94,18 @@ def template_args(home: Path) -> list[str]:
     """A short-lived server on ``home``'s datadir, socket only (networking off)."""
     return [MARIADBD, "--no-defaults", "--user=mysql", f"--datadir={home / 'data'}",
             f"--socket={home / 'mysqld.sock'}", f"--pid-file={home / 'mysqld.pid'}",
-            f"--log-error={home / 'error.log'}", "--skip-networking", "--skip-log-bin",
+            f"--log-error={home / 'error.log'}", f"--tmpdir={home / 'tmp'}", "--skip-networking",
+            "--skip-log-bin",
             "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M", "--performance-schema=OFF"]
+
+
+def install_db_args(home: Path) -> list[str]:
+    """``mariadb-install-db`` for ``home/data``, with a private temporary directory: bootstraps
+    running at once on one host collide on their temporary tables in a shared /tmp
+    ("Unknown table 'mysql.tmp_user_sys'", then "Aborting"; seen with 2 of 6 at once)."""
+    return [INSTALL_DB, f"--datadir={home / 'data'}", "--user=mysql",
+            "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+            f"--tmpdir={home / 'tmp'}"]
 
 
 def install_datadir(home: Path, progress: Progress = quiet) -> None:
@@ -103,12 +113,11 @@ def install_datadir(home: Path, progress: Progress = quiet) -> None:
 
     Used once per deployment; Galera copies the result to every node (pre-seeding).
     """
-    data = home / "data"
-    data.mkdir(parents=True, exist_ok=True)
+    for sub in ("data", "tmp"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
     chown_tree(home, "mysql")
     t0 = time.monotonic()
-    proc.run([INSTALL_DB, f"--datadir={data}", "--user=mysql", "--auth-root-authentication-method=normal",
-              "--skip-test-db", "--skip-name-resolve"], timeout=120)
+    proc.run(install_db_args(home), timeout=120)
     # Create users/database with networking off (on this host: no site needed), then shut
     # down cleanly.
     sock = home / "mysqld.sock"

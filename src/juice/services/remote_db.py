@@ -31,6 +31,7 @@ from juice.services.mariadb import (
     USER,
     ServerOptions,
     bootstrap_sql,
+    install_db_args,
     server_args,
     template_args,
 )
@@ -147,16 +148,8 @@ class RemoteDatabase(Service):
         s = self.r[first]
         home = self.home(first)
         s.run(
-            [
-                [
-                    INSTALL_DB,
-                    f"--datadir={home / 'data'}",
-                    "--user=mysql",
-                    "--auth-root-authentication-method=normal",
-                    "--skip-test-db",
-                    "--skip-name-resolve",
-                ]
-            ],
+            [["mkdir", "-p", str(home / "tmp")], ["chown", "mysql", str(home / "tmp")],
+             install_db_args(home)],
             timeout=180,
             what="mariadb-install-db",
         )
