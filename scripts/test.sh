@@ -12,7 +12,8 @@
 # the real-server tests mostly wait (servers starting, boots, fault windows), so on 2 cores
 # four of them overlap well. Tests that share a deployment are pinned to one worker
 # (xdist_group). The suite's wall time is printed at the end; the list of tests that start or
-# use real servers is written to $JUICE_TEST_CENSUS (default /var/cache/juice/test-census.txt).
+# use real servers is written to $JUICE_TEST_CENSUS (default /var/cache/juice/test-census.txt;
+# test-census-fast.txt for --fast).
 set -euo pipefail
 t0=$(date +%s)
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,7 +50,7 @@ else
   workers=${JUICE_TEST_WORKERS:-4}
   marks=()
 fi
-census=${JUICE_TEST_CENSUS:-$cache/test-census.txt}
+census=${JUICE_TEST_CENSUS:-$cache/test-census$([ "$fast" = 1 ] && echo -fast).txt}
 echo "== pytest ($workers workers${marks:+, ${marks[*]}})"
 # Leftovers of an earlier crashed run are removed first; a user's own labs are kept, and
 # any juice- namespace or server process the tests add and do not remove fails the run.
