@@ -50,7 +50,8 @@ else
   workers=${JUICE_TEST_WORKERS:-4}
   marks=()
 fi
-census=${JUICE_TEST_CENSUS:-$cache/test-census$([ "$fast" = 1 ] && echo -fast).txt}
+if [ "$fast" = 1 ]; then census=${JUICE_TEST_CENSUS:-$cache/test-census-fast.txt}
+else census=${JUICE_TEST_CENSUS:-$cache/test-census.txt}; fi
 echo "== pytest ($workers workers${marks:+, ${marks[*]}})"
 # Leftovers of an earlier crashed run are removed first; a user's own labs are kept, and
 # any juice- namespace or server process the tests add and do not remove fails the run.
