@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from juice.lab import LocalLab, spec
-from juice.services import client, deploy
+from juice.lab import setns as client
+from juice.services import deploy
 from juice.services import mariadb as mdb
 from juice.services import postgres as pg
 from juice.services.postgres import Postgres

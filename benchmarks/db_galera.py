@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 from juice.lab import LocalLab, spec
-from juice.services import client, deploy
+from juice.lab import setns as client
+from juice.services import deploy
 from juice.services import mariadb as mdb
 from juice.services.galera import Galera
 

@@ -205,7 +205,7 @@ def ombt_round(lab: LocalLab, url: str, conf: Path, work: Path, rnd: int, a: arg
     procs: list[Server] = []
     try:
         ready_s = d / "server.ready"
-        srv = spawn(lab, SERVER_SITE, [py, "-c", WRAPPER, str(ready_s), *common, "rpc-server",
+        srv = spawn(lab.place(SERVER_SITE), [py, "-c", WRAPPER, str(ready_s), *common, "rpc-server",
                                        "--name", "srv0", "--output", str(d / "server.jsonl")],
                     log=d / "server.log", what="ombt rpc-server")
         procs.append(srv)
@@ -213,7 +213,7 @@ def ombt_round(lab: LocalLab, url: str, conf: Path, work: Path, rnd: int, a: arg
         clients: list[tuple[Server, Path]] = []
         for i in range(a.clients):
             ready = d / f"client{i}.ready"
-            c = spawn(lab, CLIENT_SITE, [py, "-c", WRAPPER, str(ready), *common, "rpc-client",
+            c = spawn(lab.place(CLIENT_SITE), [py, "-c", WRAPPER, str(ready), *common, "rpc-client",
                                          "--name", f"cli{i}", "--output", str(d / f"client{i}.jsonl")],
                       log=d / f"client{i}.log", what=f"ombt rpc-client {i}")
             procs.append(c)
@@ -223,8 +223,9 @@ def ombt_round(lab: LocalLab, url: str, conf: Path, work: Path, rnd: int, a: arg
         cpu_total0 = [cpu_s(p) or 0.0 for p in pids]
         srv_cpu0 = cpu_s(srv.pid) or 0.0
         load0 = load()
-        ctl = spawn(lab, SERVER_SITE, [py, ombt2, *common, "controller", "rpc-call", "--calls", str(a.calls),
-                                       "--pause", str(a.pause), "--length", str(a.length)],
+        ctl = spawn(lab.place(SERVER_SITE),
+                    [py, ombt2, *common, "controller", "rpc-call", "--calls", str(a.calls),
+                     "--pause", str(a.pause), "--length", str(a.length)],
                     log=d / "controller.log", what="ombt controller")
         procs.append(ctl)
         assert ctl.child is not None

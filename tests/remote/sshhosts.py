@@ -103,14 +103,13 @@ def ssh_hosts(
             )
             script = f"mount -t tmpfs juice-host {BASE} && exec {SSHD} -D -e -f {conf}"
             srv = spawn(
-                lab,
-                k,
+                lab.place(k),
                 ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                 log=tmp / f"sshd-{k}.log",
                 what=f"sshd in site {k}",
             )
             stack.callback(srv.stop, 5.0)
-            srv.wait_ready(lambda k=k: port_open(lab, k, lab.site_ip(k), SSHD_PORT), timeout=30)  # type: ignore[misc]
+            srv.wait_ready(lambda k=k: port_open(lab.place(k), lab.site_ip(k), SSHD_PORT), timeout=30)  # type: ignore[misc]
             fwd, port = start_forwarder(lab, k, SSHD_PORT, tmp)
             stack.callback(fwd.stop, 2.0)
             hosts.append(

@@ -15,7 +15,8 @@ import pytest
 
 from juice.errors import UserError
 from juice.lab import LocalLab
-from juice.services import client, counters, deploy
+from juice.lab import setns as client
+from juice.services import counters, deploy
 from juice.services import mariadb as mdb
 from juice.services import postgres as pg
 from juice.services.galera import Galera

@@ -13,6 +13,7 @@ from juice.cli_keystone import keystone_app
 from juice.cli_keystone import load_record as load_ks_record
 from juice.errors import ServiceError, UserError
 from juice.lab import LocalLab, netns, spec
+from juice.lab.place import ThisHost
 from juice.services import counters, registry
 from juice.services import keystone as ksmod
 from juice.services.base import Endpoint, Endpoints, ServerRecord, Service, wait_for
@@ -75,6 +76,9 @@ class FakeSites:
 
     def site_ip(self, site: int) -> str:
         return f"10.210.{site}.2"
+
+    def place(self, site: int) -> ThisHost:
+        return ThisHost(self.workdir)  # for the checks on this machine's files
 
 
 class FakeDb(Service):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from juice.errors import ServiceError
+from juice.lab.place import ThisHost
 from juice.services.process import spawn, stop_all
 from juice.util import proc
 
@@ -15,9 +16,9 @@ SLEEP = [sys.executable, "-c", "import time; print('sleeping', flush=True); time
 
 
 def test_the_spawned_process_is_the_server(tmp_path: Path) -> None:
-    srv = spawn(None, 0, SLEEP, log=tmp_path / "s.log", what="sleeper in site 0")
+    srv = spawn(ThisHost(), SLEEP, log=tmp_path / "s.log", what="sleeper in site 0")
     try:
-        assert srv.child is not None and srv.pid == srv.child.pid and srv.running()
+        assert srv.proc is not None and srv.pid == srv.proc.pid and srv.running()
         srv.wait_ready(lambda: "sleeping" in (tmp_path / "s.log").read_text(), 30)
         rec = srv.record("sleeper", port=1, datadir=tmp_path, extra={"k": "v"})
         assert (rec.pid, rec.pid_start) == (srv.pid, proc.start_time(srv.pid))
@@ -25,11 +26,11 @@ def test_the_spawned_process_is_the_server(tmp_path: Path) -> None:
         assert rec.extra == {"k": "v"}
     finally:
         srv.stop(grace_s=5)
-    assert not srv.running() and srv.child is None
+    assert not srv.running() and srv.proc is None
 
 
 def test_waiting_stops_when_the_process_exits(tmp_path: Path) -> None:
-    srv = spawn(None, 0, [sys.executable, "-c", "print('bad option'); raise SystemExit(3)"],
+    srv = spawn(ThisHost(), [sys.executable, "-c", "print('bad option'); raise SystemExit(3)"],
                 log=tmp_path / "s.log", what="broken in site 2")
     with pytest.raises(ServiceError, match=r"broken in site 2: exited with code 3 \(log: bad option\)"):
         srv.wait_ready(lambda: False, 60)
@@ -37,7 +38,7 @@ def test_waiting_stops_when_the_process_exits(tmp_path: Path) -> None:
 
 
 def test_not_ready_in_time_names_the_server(tmp_path: Path) -> None:
-    srv = spawn(None, 0, SLEEP, log=tmp_path / "s.log", what="sleeper")
+    srv = spawn(ThisHost(), SLEEP, log=tmp_path / "s.log", what="sleeper")
     try:
         with pytest.raises(ServiceError, match="slow check: not ready after"):
             srv.wait_ready(lambda: False, 0.3, "slow check", fail=lambda: None)
@@ -57,12 +58,12 @@ def test_pid_from_the_pid_file(tmp_path: Path) -> None:
             "    time.sleep(60)\n"
             "    os._exit(0)\n"
             "os.waitpid(pid, 0)\n")
-    srv = spawn(None, 0, [sys.executable, "-c", code], log=tmp_path / "s.log", pidfile=pidfile,
+    srv = spawn(ThisHost(), [sys.executable, "-c", code], log=tmp_path / "s.log", pidfile=pidfile,
                 what="forking server")
     assert srv.pid is None
     try:
         srv.wait_ready(lambda: True, 30)
-        assert srv.child is not None and srv.pid not in (None, 1, srv.child.pid) and srv.running()
+        assert srv.proc is not None and srv.pid not in (None, 1, srv.proc.pid) and srv.running()
         server = srv.pid
     finally:
         srv.stop(grace_s=5)
@@ -70,7 +71,7 @@ def test_pid_from_the_pid_file(tmp_path: Path) -> None:
 
 
 def test_a_recycled_pid_is_not_the_server(tmp_path: Path) -> None:
-    srv = spawn(None, 0, SLEEP, log=tmp_path / "s.log", what="sleeper")
+    srv = spawn(ThisHost(), SLEEP, log=tmp_path / "s.log", what="sleeper")
     try:
         assert srv.pid_start is not None
         srv.pid_start += 1  # as if the pid now named another process
@@ -82,6 +83,6 @@ def test_a_recycled_pid_is_not_the_server(tmp_path: Path) -> None:
 
 
 def test_stop_all_signals_every_server(tmp_path: Path) -> None:
-    servers = [spawn(None, 0, SLEEP, log=tmp_path / f"s{i}.log", what=f"s{i}") for i in range(3)]
+    servers = [spawn(ThisHost(), SLEEP, log=tmp_path / f"s{i}.log", what=f"s{i}") for i in range(3)]
     stop_all(servers, grace_s=5)
     assert not any(s.running() for s in servers)

@@ -22,17 +22,21 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from juice.errors import LabError, UserError
 from juice.lab import netns, state
 from juice.lab import spec as specmod
+from juice.lab.place import NetnsPlace
 from juice.lab.spec import LabSpec, Link
 from juice.lab.state import LabState
 from juice.lab.topology import NS_PREFIX, SITE_IFACE, Topology
 from juice.lab.wan import Wan, detect_backend
 from juice.paths import work_dir
 from juice.util import proc
+
+if TYPE_CHECKING:
+    from juice.lab.check import CheckReport
 
 Progress = Callable[[str], None]
 
@@ -157,7 +161,26 @@ class LocalLab:
     def wan(self) -> Wan:
         return Wan(self.topo, self.state.backend, Path(self.state.workdir))
 
-    def set_wan(self, new_spec: LabSpec) -> None:
+    @property
+    def name(self) -> str:
+        return self.topo.name
+
+    @property
+    def backend(self) -> str:
+        """How the WAN is emulated here: ``netem``, ``userspace`` (the delayer) or ``none``."""
+        return self.state.backend
+
+    def check(self, probes: int = 10) -> CheckReport:
+        """RTT of every pair of sites against the spec (``juice lab check``)."""
+        from juice.lab.check import check
+
+        return check(self, probes=probes)
+
+    def facts(self) -> dict[str, Any]:
+        """What the manifest records about where the sites are (this machine)."""
+        return {"provider": "local", "wan_backend": self.backend}
+
+    def set_wan(self, new_spec: LabSpec, progress: Progress = _quiet) -> None:
         """Apply new delays/jitter/loss (same sites) without dropping traffic in flight."""
         if new_spec.sites != self.topo.sites:
             raise UserError(f"sites: the lab has {self.topo.sites} sites; a new WAN spec cannot "
@@ -202,6 +225,10 @@ class LocalLab:
     @property
     def workdir(self) -> Path:
         return Path(self.state.workdir)
+
+    def place(self, site: int) -> NetnsPlace:
+        """Site ``site`` as a place for services (``juice.lab.place``)."""
+        return NetnsPlace(site, self.topo.site_ns(site), self.topo.site_ip(site), self.workdir)
 
     def run(self, site: int, argv: Sequence[str], *, check: bool = True,
             timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

@@ -42,10 +42,12 @@ from juice.lab.check import CheckReport, judge
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
 from juice.remote.agent import BASE
+from juice.remote.place import HostPlace
 from juice.remote.session import Hosts, Session
 
 Progress = Callable[[str], None]
 HWAN_CHAIN = "JUICE-HWAN"
+PART_CHAIN = "JUICE-PART"  # partitions: DROP to/from the cut sites' WAN addresses
 QUEUE_BASE = 4200
 NETEM_PROBE = ["unshare", "-n", "sh", "-c", "tc qdisc add dev lo root netem delay 1ms"]
 
@@ -136,6 +138,8 @@ class RemoteLab:
         self.wan_facts: dict[int, dict[str, Any]] = {}
         self.listen_ports: dict[int, int] = {}
         self.netem = "auto"
+        self.partitioned: set[int] = set()
+        self._part_chain: set[int] = set()  # hosts whose partition chain is in place
         self._workdir = work_dir() / spec.name
         self._workdir.mkdir(parents=True, exist_ok=True)
 
@@ -161,6 +165,10 @@ class RemoteLab:
     def site_ip(self, site: int) -> str:
         h = self.site_hosts[site - 1]
         return str(h.wan_address or h.address)
+
+    def place(self, site: int) -> HostPlace:
+        """Site ``site`` (its host) as a place for services (``juice.lab.place``)."""
+        return HostPlace(self.hosts[site], Path(self.root), self.site_ip(site))
 
     def __getitem__(self, site: int) -> Session:
         return self.hosts[site]
@@ -221,6 +229,42 @@ class RemoteLab:
         self.links = links(spec)
         self.wan_facts = {}
         self._apply_wan(self.netem, progress)
+
+    # ---- partitions ------------------------------------------------------------------------------
+    def partition(self, site: int) -> None:
+        """Cut ``site`` off from every other site (both directions) until ``heal``: every host
+        drops what it exchanges with the cut hosts' WAN addresses (the control network, ssh to
+        the agents, is not touched)."""
+        if site not in self.sites:
+            raise LabError(f"site: {site} is not a site of this lab (1..{len(self.sites)})")
+        self.partitioned.add(site)
+        self._apply_partitions()
+
+    def heal(self, site: int | None = None) -> None:
+        """Reconnect ``site`` (or every partitioned site when None)."""
+        if site is None:
+            self.partitioned.clear()
+        else:
+            self.partitioned.discard(site)
+        self._apply_partitions()
+
+    def _apply_partitions(self) -> None:
+        def one(k: int, s: Session) -> None:
+            if k not in self._part_chain:
+                s.run([["iptables", "-w", "-N", PART_CHAIN]], keep_going=True)  # kept from a crash: fine
+                for argv in (["iptables", "-w", "-X", PART_CHAIN], ["iptables", "-w", "-F", PART_CHAIN],
+                             ["iptables", "-w", "-D", "OUTPUT", "-j", PART_CHAIN],
+                             ["iptables", "-w", "-D", "INPUT", "-j", PART_CHAIN]):
+                    s.call("undo", argv=argv)  # run last first when the lab ends
+                s.run([["iptables", "-w", "-I", "INPUT", "-j", PART_CHAIN],
+                       ["iptables", "-w", "-I", "OUTPUT", "-j", PART_CHAIN]], what="partition chain")
+                self._part_chain.add(k)
+            cut = [o for o in self.sites if o != k and (k in self.partitioned or o in self.partitioned)]
+            rules = [["iptables", "-w", "-A", PART_CHAIN, flag, f"{self.site_ip(o)}/32", "-j", "DROP"]
+                     for o in cut for flag in ("-s", "-d")]
+            s.run([["iptables", "-w", "-F", PART_CHAIN], *rules], what="partition rules")
+
+        self.hosts.each("partition", one)
 
     # ---- up / down -----------------------------------------------------------------------------
     @classmethod

@@ -195,7 +195,8 @@ class Session:
 
     def tcp_ms(self, host: str, port: int, n: int = 1, timeout: float = 2.0) -> list[float] | None:
         msg = self.call("tcp", timeout=n * (timeout + 1) + 10, host=host, port=port, n=n, timeout_s=timeout)
-        return [float(x) for x in msg["ms"]] if msg["ok"] else None
+        ms = [float(x) for x in msg.get("ms") or []]
+        return ms if len(ms) == n else None  # a failed connect ends the series (its "error" says why)
 
     def http_status(self, url: str, timeout: float = 5.0) -> tuple[int | None, str]:
         msg = self.call("http", timeout=timeout + 10, url=url, timeout_s=timeout)

@@ -505,7 +505,7 @@ def _fd_count(pid: int) -> int:
 
 def _open_in_ns(ns: str, path: str) -> int:
     """``os.open(path)`` from a thread inside network namespace ``ns`` (the fd keeps that view)."""
-    from juice.services.client import in_site
+    from juice.lab.setns import in_site
 
     return in_site(ns, lambda: os.open(path, os.O_RDONLY), timeout=10.0)
 

@@ -21,7 +21,6 @@ pid, bounded health wait, stop by recorded pid); client code reaches a site with
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 import time
@@ -32,7 +31,8 @@ from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
 from juice.errors import ServiceError
-from juice.services.client import in_site
+from juice.lab.place import Place, ThisHost
+from juice.lab.setns import in_site
 from juice.util import proc
 
 Progress = Callable[[str], None]
@@ -44,7 +44,10 @@ def quiet(_: str) -> None:
 
 
 class Sites(Protocol):
-    """What a service uses of a lab (``LocalLab`` satisfies it)."""
+    """What a service uses of a lab (``LocalLab`` and ``RemoteLab`` satisfy it): its sites,
+    each a place where servers run (``juice.lab.place``)."""
+
+    def place(self, site: int) -> Place: ...
 
     def site_ip(self, site: int) -> str: ...
 
@@ -52,7 +55,13 @@ class Sites(Protocol):
     def sites(self) -> range: ...
 
     @property
-    def workdir(self) -> Path: ...
+    def workdir(self) -> Path: ...  # the lab's files on THIS machine (records, openrc)
+
+
+class LocalSites(Sites, Protocol):
+    """A lab on this machine (``LocalLab``): what the services not yet written against
+    places also use (commands and processes in a site's namespace, files under ``workdir``).
+    They run in a local lab only (``registry.build`` says so for the others)."""
 
     def run(self, site: int, argv: Sequence[str], *, check: bool = True,
             timeout: float = 60.0) -> subprocess.CompletedProcess[str]: ...
@@ -133,8 +142,15 @@ class Service(ABC):
     @abstractmethod
     def records(self) -> list[ServerRecord]: ...
 
-    @abstractmethod
-    def log_files(self) -> list[Path]: ...
+    def logs(self) -> list[tuple[Place, Path]]:
+        """Every server log with the place it is at. A service overrides this or
+        ``log_files`` (the logs on this machine)."""
+        here = ThisHost()
+        return [(here, p) for p in self.log_files()]
+
+    def log_files(self) -> list[Path]:
+        """The paths of ``logs`` (on this machine for a local lab)."""
+        return [p for _, p in self.logs()]
 
     def kill(self, site: int) -> dict[str, Any]:
         """SIGKILL this service's server in ``site`` (a crash, for fault schedules); returns
@@ -149,10 +165,9 @@ class Service(ABC):
         """Copy every server log into ``dest``; returns the copies."""
         dest.mkdir(parents=True, exist_ok=True)
         out = []
-        for log in self.log_files():
-            if log.exists():
-                target = dest / f"{log.parent.name}-{log.name}"
-                shutil.copyfile(log, target)
+        for place, log in self.logs():
+            target = dest / f"{log.parent.name}-{log.name}"
+            if place.fetch(log, target):
                 out.append(target)
         return out
 

@@ -15,10 +15,10 @@ from juice.errors import ServiceError, UserError
 from juice.services.base import (
     Endpoint,
     Endpoints,
+    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    Sites,
     quiet,
     wait_for,
 )
@@ -52,8 +52,10 @@ class Cockroach(Service):
 
     kind = "cockroach"
 
-    def __init__(self, lab: Sites, progress: Progress = quiet, *, sites: list[int] | None = None) -> None:
+    def __init__(self, lab: LocalSites, progress: Progress = quiet, *,
+                 sites: list[int] | None = None) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         self.exe = binary()
         self.node_sites = sites or list(lab.sites)
         self.servers: dict[int, Server] = {}
@@ -73,7 +75,7 @@ class Cockroach(Service):
         join = [self.lab.site_ip(s) for s in self.node_sites[:3]]
         for s in self.node_sites:
             argv = start_args(self.exe, self.home(s), self.lab.site_ip(s), s, join)
-            self.servers[s] = spawn(self.lab, s, argv, log=self.log(s), what=f"cockroach in site {s}")
+            self.servers[s] = spawn(self.lab.place(s), argv, log=self.log(s), what=f"cockroach in site {s}")
         first = self.node_sites[0]
         self.lab.run(first, [self.exe, "init", "--insecure",
                              f"--host={self.lab.site_ip(first)}:{SQL_PORT}"], timeout=120)

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
-from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
 from juice.services.keystone import Keystone
 from juice.services.os_api import Catalog, wait_http
 from juice.services.process import Server, spawn, stop_all
@@ -142,8 +142,9 @@ class FakeServices(Service):
 
     kind = "fake-openstack"
 
-    def __init__(self, lab: Sites, ks: Keystone, progress: Progress = quiet, *, site: int = 1) -> None:
+    def __init__(self, lab: LocalSites, ks: Keystone, progress: Progress = quiet, *, site: int = 1) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise UserError(f"fakes.site: {site} is not a site of this lab (1..{len(lab.sites)})")
         self.ks, self.site = ks, site
@@ -167,7 +168,7 @@ class FakeServices(Service):
         for kind, port in PORTS.items():
             argv = [sys.executable, "-m", "juice.services.fake_openstack", kind,
                     self.lab.site_ip(self.site), str(port)]
-            self.servers[kind] = spawn(self.lab, self.site, argv, log=self.log(kind),
+            self.servers[kind] = spawn(self.lab.place(self.site), argv, log=self.log(kind),
                                        what=f"fake-{kind} in site {self.site}")
 
     def wait_healthy(self, timeout: float = 30.0) -> None:

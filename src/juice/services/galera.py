@@ -18,7 +18,6 @@ pure function tested without servers.
 
 from __future__ import annotations
 
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.lab.place import Place
 from juice.services.base import (
     Endpoints,
     Progress,
     ServerRecord,
     Service,
     Sites,
-    chown_tree,
     quiet,
 )
 from juice.services.mariadb import (
@@ -46,7 +45,6 @@ from juice.services.mariadb import (
     template_args,
 )
 from juice.services.process import spawn, stop_all
-from juice.util import proc
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 GCOMM_PORT = 4567
@@ -114,15 +112,13 @@ def wsrep_args(ips: list[str], site: int, opts: GaleraOptions) -> tuple[tuple[st
     )
 
 
-def read_grastate(datadir: Path) -> dict[str, str]:
+def read_grastate(place: Place, datadir: Path) -> dict[str, str]:
     out: dict[str, str] = {}
-    try:
-        for line in (datadir / "grastate.dat").read_text().splitlines():
-            if ":" in line and not line.startswith("#"):
-                k, v = line.split(":", 1)
-                out[k.strip()] = v.strip()
-    except FileNotFoundError:
-        pass
+    raw = place.read(datadir / "grastate.dat") or b""
+    for line in raw.decode(errors="replace").splitlines():
+        if ":" in line and not line.startswith("#"):
+            k, v = line.split(":", 1)
+            out[k.strip()] = v.strip()
     return out
 
 
@@ -141,7 +137,10 @@ class Galera(Service):
         self.opts = options or GaleraOptions()
         if self.opts.sst not in ("seed", "rsync"):
             raise ServiceError(f"sst: expected seed or rsync, got {self.opts.sst!r}")
-        self.parallel = parallel_joins and self.opts.sst == "seed"
+        # Pre-seeding copies one datadir to every node: the nodes' places must share this
+        # machine's disk (a local lab); on hosts they join by rsync SST instead.
+        self.sst = self.opts.sst if all(lab.place(s).shared_disk for s in self.node_sites) else "rsync"
+        self.parallel = parallel_joins and self.sst == "seed"
         ips = [lab.site_ip(s) for s in self.node_sites]
         self.nodes: dict[int, MariaDBServer] = {}
         for i, s in enumerate(self.node_sites, start=1):
@@ -157,47 +156,52 @@ class Galera(Service):
     # ---- lifecycle -----------------------------------------------------------------------
     def configure(self) -> None:
         t0 = time.monotonic()
-        for node in self.nodes.values():
-            shutil.rmtree(node.home, ignore_errors=True)
-        if self.opts.sst == "seed":
-            template = self.lab.workdir / "galera-template"
-            shutil.rmtree(template, ignore_errors=True)
-            install_datadir(template, self.progress)
+        nodes = list(self.nodes.values())
+        for node in nodes:
+            node.place.remove(node.home)
+        first = self.first.place
+        if self.sst == "seed":
+            template = first.root / "galera-template"
+            first.remove(template)
+            install_datadir(first, template, self.progress)
             self._galera_template(template)
-            for node in self.nodes.values():
-                node.home.mkdir(parents=True, exist_ok=True)
-                proc_cp(template / "data", node.home / "data")
-            shutil.rmtree(template, ignore_errors=True)
+            for node in nodes:
+                node.place.mkdir(node.home)
+                node.place.run(["cp", "-a", "--reflink=auto", str(template / "data"),
+                                str(node.home / "data")], timeout=120)
+            first.remove(template)
         else:
-            install_datadir(self.first.home, self.progress)
-            for node in list(self.nodes.values())[1:]:
-                (node.home / "data").mkdir(parents=True, exist_ok=True)
-        for node in self.nodes.values():
-            node.write_config()
+            install_datadir(first, self.first.home, self.progress)
+            for node in nodes[1:]:
+                node.place.mkdir(node.home / "data")
+        for node in nodes:
+            node.write_config()  # and the home (datadir included) to mysql
         self.timings["configure_s"] = time.monotonic() - t0
-        self.progress(f"galera datadirs ready ({self.opts.sst}) in {self.timings['configure_s']:.1f} s")
+        self.progress(f"galera datadirs ready ({self.sst}) in {self.timings['configure_s']:.1f} s")
 
     def _galera_template(self, home: Path) -> None:
         """Turn a fresh datadir into a one-node-cluster state (uuid:seqno in grastate+InnoDB)."""
         site = self.node_sites[0]
-        ip = self.lab.site_ip(site)
-        data, sock = home / "data", home / "mysqld.sock"
+        place = self.lab.place(site)
+        ip = place.address
+        sock = home / "mysqld.sock"
         argv = [*template_args(home), "--wsrep-on=ON", f"--wsrep-provider={PROVIDER}",
                 "--wsrep-cluster-address=gcomm://", "--wsrep-new-cluster",
                 f"--wsrep-cluster-name={self.opts.cluster_name}", "--binlog-format=ROW",
                 f"--wsrep-provider-options=gmcast.listen_addr=tcp://{ip}:{GCOMM_PORT};"
                 f"gcache.size={self.opts.gcache_mb}M", "--innodb-autoinc-lock-mode=2"]
-        srv = spawn(self.lab, site, argv, log=None, tail=home / "error.log", pidfile=home / "mysqld.pid",
-                    what="galera template node")
+        srv = spawn(place, argv, log=None, tail=home / "error.log",
+                    pidfile=home / "mysqld.pid", what="galera template node")
         try:
-            srv.wait_ready(lambda: socket_ok(sock), 60)
+            srv.wait_ready(lambda: socket_ok(place, sock), 60, interval=0.2)
             # The socket answers before the provider is primary (slow under load): wait for it.
-            srv.wait_ready(lambda: _wsrep_ready(sock), 60, "galera template node: wsrep_ready")
+            srv.wait_ready(lambda: _wsrep_ready(place, sock), 60, "galera template node: wsrep_ready",
+                           interval=0.2)
             # A replicated write, so the position is past the bootstrap (seqno >= 1).
-            socket_query(sock, "CREATE TABLE IF NOT EXISTS juice.juice_seed (id INT PRIMARY KEY)")
+            socket_query(place, sock, "CREATE TABLE IF NOT EXISTS juice.juice_seed (id INT PRIMARY KEY)")
         finally:
             srv.stop(grace_s=60)
-        state = read_grastate(data)
+        state = read_grastate(place, home / "data")
         if state.get("seqno", "-1") == "-1":
             raise ServiceError(f"galera template did not save its position (grastate: {state})")
         self.timings["template_seqno"] = float(state["seqno"])
@@ -287,8 +291,8 @@ class Galera(Service):
     def records(self) -> list[ServerRecord]:
         return [n.record(self.kind) for n in self.nodes.values()]
 
-    def log_files(self) -> list[Path]:
-        return [n.log for n in self.nodes.values()]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(n.place, n.log) for n in self.nodes.values()]
 
 
 def _synced(node: MariaDBServer) -> bool:
@@ -300,15 +304,9 @@ def _synced(node: MariaDBServer) -> bool:
     return rows.get("wsrep_ready") == "ON" and rows.get("wsrep_local_state_comment") == "Synced"
 
 
-def _wsrep_ready(sock: Path) -> bool:
+def _wsrep_ready(place: Place, sock: Path) -> bool:
     try:
-        rows = socket_query(sock, "SHOW GLOBAL STATUS LIKE 'wsrep_ready'")
+        rows = socket_query(place, sock, "SHOW GLOBAL STATUS LIKE 'wsrep_ready'")
     except Exception:
         return False
     return bool(rows) and str(rows[0][1]) == "ON"
-
-
-def proc_cp(src: Path, dst: Path) -> None:
-    """Copy a datadir keeping owners and modes (cp -a; reflinks when the fs has them)."""
-    proc.run(["cp", "-a", "--reflink=auto", str(src), str(dst)], timeout=120)
-    chown_tree(dst, "mysql")

@@ -29,11 +29,10 @@ the admin password is never logged nor put in ``facts``).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
-import shutil
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
+from juice.lab.place import Place
 from juice.paths import cache_dir
 from juice.services.base import (
     Endpoint,
@@ -49,19 +49,15 @@ from juice.services.base import (
     ServerRecord,
     Service,
     Sites,
-    log_tail,
     quiet,
-    read_pidfile,
-    reap,
 )
 from juice.services.keystone_creds import ADMIN_PROJECT, AdminCredentials, render_openrc
 from juice.services.keystone_creds import read_openrc as read_openrc  # re-exported
-from juice.services.keystone_http import issue_token, request
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, port_open, spawn, stop_all
 from juice.services.schema import create_database
-from juice.util import atomic, proc
+from juice.util import atomic
 
 VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", str(cache_dir() / "openstack")))
 PORT = 5000
@@ -76,6 +72,48 @@ WSGI_SHIM = """import sys
 
 sys.argv = sys.argv[:1]
 from keystone.wsgi.api import application  # noqa: E402,F401
+"""
+
+
+MANAGE_COMMANDS = ("db_sync", "fernet_setup", "credential_setup", "bootstrap")
+# Region<k> and its identity endpoints, through the API (argv: site 1's /v3, [[region, url]...];
+# the admin in OS_USERNAME/OS_PASSWORD/OS_PROJECT_NAME); idempotent, 4 regions at a time.
+REGIONS_PY = """import json, os, sys, urllib.error, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+base, want = sys.argv[1], json.loads(sys.argv[2])
+def call(method, path, body=None, token=None, ok=(200,)):
+    hdr = {"Content-Type": "application/json", **({"X-Auth-Token": token} if token else {})}
+    req = urllib.request.Request(base + path, method=method, headers=hdr,
+                                 data=json.dumps(body).encode() if body is not None else None)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            status, headers, data = r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        status, headers, data = e.code, e.headers, e.read()
+    if status not in ok:
+        sys.exit(f"keystone {method} {path}: {status} {data[:200]!r}")
+    return headers, (json.loads(data) if data else {})
+auth = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+    "name": os.environ["OS_USERNAME"], "domain": {"id": "default"}, "password": os.environ["OS_PASSWORD"]}}},
+    "scope": {"project": {"name": os.environ["OS_PROJECT_NAME"], "domain": {"id": "default"}}}}}
+token = call("POST", "/auth/tokens", auth, ok=(201,))[0]["X-Subject-Token"]
+services = call("GET", "/services?type=identity", token=token)[1]["services"]
+if not services:
+    sys.exit("bootstrap created no identity service")
+sid = services[0]["id"]
+regions = {r["id"] for r in call("GET", "/regions", token=token)[1]["regions"]}
+have = {(e["region_id"], e["interface"])
+        for e in call("GET", f"/endpoints?service_id={sid}", token=token)[1]["endpoints"]}
+def add(item):
+    reg, url = item
+    if reg not in regions:
+        call("POST", "/regions", {"region": {"id": reg}}, token, ok=(201,))
+    for iface in ("public", "internal", "admin"):
+        if (reg, iface) not in have:
+            call("POST", "/endpoints", {"endpoint": {"service_id": sid, "interface": iface,
+                                                    "region_id": reg, "url": url}}, token, ok=(201,))
+with ThreadPoolExecutor(max_workers=4) as ex:
+    list(ex.map(add, want))
 """
 
 
@@ -199,12 +237,17 @@ class Keystone(Service):
         self.timings: dict[str, float] = {}
 
     # ---- names -----------------------------------------------------------------------------
+    def base(self, site: int) -> Path:
+        """The key repositories, the WSGI shim and keystone-manage's logs used by ``site``'s
+        Keystone (one directory per machine: every site of a local lab shares site 1's)."""
+        return self.lab.place(site).root / "keystone"
+
     @property
     def shared(self) -> Path:
-        return self.lab.workdir / "keystone"
+        return self.base(self.first)
 
     def home(self, site: int) -> Path:
-        return self.lab.workdir / f"s{site}" / "keystone"
+        return self.lab.place(site).root / f"s{site}" / "keystone"
 
     def log(self, site: int) -> Path:
         return self.home(site) / f"keystone-s{site}.log"  # unique name: collect_logs flattens
@@ -214,6 +257,11 @@ class Keystone(Service):
 
     def _served(self, site: int) -> int:
         return site if site in self.ks_sites else self.first
+
+    def _own_repository(self, site: int) -> bool:
+        """True when ``site``'s Keystone cannot read site 1's key repositories (another machine):
+        they are copied to its own."""
+        return site != self.first and not self.lab.place(site).shared_disk
 
     def auth_url(self, site: int) -> str:
         """``http://<ip>:5000/v3`` of the Keystone a client in ``site`` uses (its own)."""
@@ -228,7 +276,8 @@ class Keystone(Service):
 
     @property
     def openrc(self) -> Path:
-        return self.shared / "openrc"
+        """The admin's openrc, on THIS machine (for the user and the CLI)."""
+        return self.lab.workdir / "keystone" / "openrc"
 
     def facts(self) -> dict[str, Any]:
         """What a run manifest records about this deployment (never a secret)."""
@@ -251,35 +300,41 @@ class Keystone(Service):
     # ---- configure ---------------------------------------------------------------------------
     def configure(self) -> None:
         t0 = time.monotonic()
-        for exe in ("gunicorn", "keystone-manage"):
-            if not (VENV / "bin" / exe).exists():
-                raise ServiceError(f"OpenStack venv incomplete: {VENV / 'bin' / exe} is missing: "
-                                   "run scripts/setup.sh")
-        for s in self.ks_sites:
-            if self._port_taken(s):
-                raise ServiceError(f"keystone in site {s}: port {self.lab.site_ip(s)}:{PORT} is already "
+        for site in self.ks_sites:
+            place = self.lab.place(site)
+            for exe in ("gunicorn", "keystone-manage"):
+                if not place.run(["test", "-x", str(VENV / "bin" / exe)]).ok:
+                    raise ServiceError(f"{place.label}: OpenStack venv incomplete: {VENV / 'bin' / exe} "
+                                       "is missing: run scripts/setup.sh")
+            if self._port_taken(site):
+                raise ServiceError(f"keystone in site {site}: port {place.address}:{PORT} is already "
                                    "taken (another Keystone? `juice keystone down` first)")
         self._create_database()
-        shutil.rmtree(self.shared, ignore_errors=True)
-        for d in ("fernet-keys", "credential-keys"):
-            (self.shared / d).mkdir(parents=True, mode=0o700)
-        (self.shared / "juice_keystone_wsgi.py").write_text(WSGI_SHIM)
+        for site in self.ks_sites:
+            if site == self.first or self._own_repository(site):
+                place, base = self.lab.place(site), self.base(site)
+                place.remove(base)
+                for d in ("fernet-keys", "credential-keys"):
+                    place.mkdir(base / d)
+                    place.run(["chmod", "700", str(base / d)])
+                place.write(base / "juice_keystone_wsgi.py", WSGI_SHIM)
         if self.memcached is not None:
             self.memcached.configure()
         for s in self.ks_sites:
-            shutil.rmtree(self.home(s), ignore_errors=True)
-            self.home(s).mkdir(parents=True)
+            place = self.lab.place(s)
+            place.remove(self.home(s))
+            place.mkdir(self.home(s))
             ep = self.db.endpoint(s)
             slave = db_url_for(ep.read) if ep.read != ep.write else None
             memc = self.memcached.address(s) if self.memcached is not None else None
-            atomic.write_text(self.conf(s), render_conf(
+            place.write(self.conf(s), render_conf(
                 db_url=db_url_for(ep.write), slave_url=slave, memcache=memc,
-                fernet_dir=self.shared / "fernet-keys", credential_dir=self.shared / "credential-keys",
+                fernet_dir=self.base(s) / "fernet-keys", credential_dir=self.base(s) / "credential-keys",
                 opts=self.opts), mode=0o600)
         # keystone-manage runs before the memcacheds start: its own copy of site 1's config,
         # cache off (nothing it writes is cached yet).
         ep = self.db.endpoint(self.first)
-        atomic.write_text(self.shared / "manage.conf", render_conf(
+        self.lab.place(self.first).write(self.shared / "manage.conf", render_conf(
             db_url=db_url_for(ep.write), slave_url=None, memcache=None,
             fernet_dir=self.shared / "fernet-keys", credential_dir=self.shared / "credential-keys",
             opts=replace(self.opts, cache=False)), mode=0o600)
@@ -299,12 +354,28 @@ class Keystone(Service):
             "--bootstrap-region-id", self.region(self.first), "--bootstrap-admin-url", url,
             "--bootstrap-public-url", url, "--bootstrap-internal-url", url], 300,
             env={"OS_BOOTSTRAP_PASSWORD": self._password})
+        self._copy_keys()
         atomic.write_text(self.openrc, render_openrc(self.admin_credentials(), self.first,
                                                      self.region(self.first)), mode=0o600)
         self.timings["configure_s"] = time.monotonic() - t0
 
+    def _copy_keys(self) -> None:
+        """Site 1's key repositories to every site that cannot read them (0600 files)."""
+        targets = [s for s in self.ks_sites if self._own_repository(s)]
+        if not targets:
+            return
+        first = self.lab.place(self.first)
+        listed = first.run(["find", str(self.shared / "fernet-keys"), str(self.shared / "credential-keys"),
+                            "-type", "f"])
+        files = {Path(line): first.read(Path(line)) for line in listed.out.split()}
+        for s in targets:
+            place = self.lab.place(s)
+            for path, data in files.items():
+                place.write(self.base(s) / path.relative_to(self.shared), data or b"", mode=0o600)
+        self.progress(f"keystone: key repositories copied to {len(targets)} site(s)")
+
     def _port_taken(self, site: int) -> bool:
-        return port_open(self.lab, site, self.lab.site_ip(site), PORT)
+        return port_open(self.lab.place(site), self.lab.site_ip(site), PORT)
 
     def _create_database(self) -> None:
         """``CREATE DATABASE keystone`` on the db service, as its admin user, from site 1."""
@@ -314,34 +385,25 @@ class Keystone(Service):
     def _manage(self, what: str, args: list[str], timeout: float,
                 env: dict[str, str] | None = None) -> None:
         """One ``keystone-manage`` command in site 1 (bounded); output in manage-<what>.log."""
+        place = self.lab.place(self.first)
         log = self.shared / f"manage-{what}.log"
         argv = [str(VENV / "bin" / "keystone-manage"), "--config-file", str(self.shared / "manage.conf"),
                 *args]
         self.progress(f"keystone-manage {what} (site {self.first}, {self.db.kind})...")
         t0 = time.monotonic()
-        with open(log, "ab") as out:
-            out.write(f"--- keystone-manage {what}\n".encode())
-            out.flush()
-            child = self.lab.popen(self.first, argv, stdout=out, stderr=out, env=self._env(env))
-            try:
-                rc = child.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.terminate([child.pid], grace_s=5)
-                reap(child)
-                raise ServiceError(f"keystone-manage {what}: no answer after {timeout:.0f} s "
-                                   f"(log: {log_tail(log)})") from None
-            except BaseException:  # Ctrl-C: do not leave it running
-                proc.terminate([child.pid], grace_s=5)
-                reap(child)
-                raise
-        if rc != 0:
-            raise ServiceError(f"keystone-manage {what} failed with code {rc} (log: {log_tail(log)})")
+        r = place.run(argv, timeout=timeout, env=self._env(env))
+        place.write(log, (place.read(log) or b"") + f"--- keystone-manage {what}\n{r.out}{r.err}".encode())
+        tail = " | ".join((r.out + r.err).strip().splitlines()[-3:]) or "(no output)"
+        if r.rc is None:
+            raise ServiceError(f"keystone-manage {what}: {r.err or 'no answer'} (log: {tail})")
+        if r.rc != 0:
+            raise ServiceError(f"keystone-manage {what} failed with code {r.rc} (log: {tail})")
         self.timings[f"{what}_s"] = time.monotonic() - t0
         self.progress(f"keystone-manage {what} done in {self.timings[f'{what}_s']:.1f} s")
 
     def _env(self, extra: dict[str, str] | None = None, site: int | None = None) -> dict[str, str]:
         env = {"PATH": f"{VENV / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
-               "HOME": str(self.shared), "PYTHONUNBUFFERED": "1"}
+               "HOME": str(self.base(site if site is not None else self.first)), "PYTHONUNBUFFERED": "1"}
         if site is not None:
             env["OS_KEYSTONE_CONFIG_DIR"] = str(self.home(site))
         return {**env, **(extra or {})}
@@ -359,20 +421,28 @@ class Keystone(Service):
                       f"{len(self.ks_sites)} site(s)")
 
     def _start_site(self, s: int) -> None:
+        place = self.lab.place(s)
         pidfile = self.home(s) / "gunicorn.pid"
-        pidfile.unlink(missing_ok=True)
-        argv = gunicorn_args(f"{self.lab.site_ip(s)}:{PORT}", self.opts.workers, pidfile, self.shared,
+        place.remove(pidfile)
+        argv = gunicorn_args(f"{place.address}:{PORT}", self.opts.workers, pidfile, self.base(s),
                              self.opts.access_log)
-        # ``ip netns exec`` execs gunicorn: the spawned process IS the master.
-        self.servers[s] = spawn(self.lab, s, argv, log=self.log(s), what=f"keystone in site {s}",
+        # the spawned process IS the gunicorn master
+        self.servers[s] = spawn(place, argv, log=self.log(s), what=f"keystone in site {s}",
                                 env=self._env(site=s), cwd=self.home(s))
+
+    def _workers(self, site: int, srv: Server) -> list[int]:
+        """The gunicorn workers of ``site`` (children of its master), asked at its place."""
+        if not srv.pid:
+            return []
+        r = self.lab.place(site).run(["ps", "-o", "pid=", "--ppid", str(srv.pid)])
+        return [int(x) for x in r.out.split() if x.isdigit()]
 
     def kill(self, site: int) -> dict[str, Any]:
         """SIGKILL the gunicorn master of ``site`` and its workers (a crashed Keystone)."""
         srv = self.servers.get(site)
         if srv is None or not srv.running():
             raise ServiceError(f"no running keystone in site {site}")
-        workers = children_of(srv.pid) if srv.pid else []
+        workers = self._workers(site, srv)
         pid = srv.kill(workers)
         del self.servers[site]
         return {"pid": pid, "workers": workers}
@@ -389,20 +459,15 @@ class Keystone(Service):
 
     def _crash_loop(self, site: int) -> str | None:
         """Why waiting for ``site`` is pointless although gunicorn runs: its workers keep dying."""
-        try:
-            booted = self.log(site).read_text(errors="replace").count("Booting worker")
-        except FileNotFoundError:
-            return None
+        raw = self.lab.place(site).read(self.log(site), max_bytes=4 << 20)
+        booted = raw.count(b"Booting worker") if raw else 0
         if booted > self.opts.workers + 3:
             return f"gunicorn workers keep dying ({booted} boots)"
         return None
 
     def _answers(self, site: int) -> bool:
-        try:
-            r = request(self.lab, site, "GET", self.auth_url(site), timeout=5)
-        except Exception:
-            return False
-        return r.status == 200 and b'"version"' in r.body
+        status, body = self.lab.place(site).http(self.auth_url(site), timeout=5)
+        return status == 200 and '"version"' in body
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
         """Every site answers GET /v3 (polled in parallel, bounded), then the catalog gets
@@ -422,40 +487,17 @@ class Keystone(Service):
         self.timings["regions_s"] = time.monotonic() - t0 - self.timings["healthy_s"]
 
     def _register_regions(self) -> None:
-        """Region<k> + public/internal/admin identity endpoints for every site (idempotent)."""
-        site = self.first
+        """Region<k> + public/internal/admin identity endpoints for every site (idempotent),
+        through the API from site 1 (``REGIONS_PY``, run with the OpenStack venv's Python)."""
         creds = self.admin_credentials()
-        token = issue_token(self.lab, site, creds)
-        hdr = {"X-Auth-Token": token}
-        base = self.auth_url(site)
-
-        def api(method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
-            r = request(self.lab, site, method, base + path, body=body, headers=hdr)
-            if r.status not in ok:
-                raise ServiceError(f"keystone {method} {path}: {r.status} {r.body[:200]!r}")
-            return r.json()
-
-        services = api("GET", "/services?type=identity")["services"]
-        if not services:
-            raise ServiceError("keystone: bootstrap created no identity service")
-        sid = services[0]["id"]
-        regions = {r["id"] for r in api("GET", "/regions")["regions"]}
-        eps = api("GET", f"/endpoints?service_id={sid}")["endpoints"]
-        have = {(e["region_id"], e["interface"]) for e in eps}
-
-        def add(s: int) -> None:
-            reg = self.region(s)
-            if reg not in regions:
-                api("POST", "/regions", {"region": {"id": reg}}, ok=(201,))
-            for iface in ("public", "internal", "admin"):
-                if (reg, iface) not in have:
-                    api("POST", "/endpoints", {"endpoint": {"service_id": sid, "interface": iface,
-                                                            "region_id": reg, "url": self.auth_url(s)}},
-                        ok=(201,))
-
-        with ThreadPoolExecutor(max_workers=min(4, len(self.ks_sites))) as ex:  # regions are independent
-            for f in [ex.submit(add, s) for s in self.ks_sites]:
-                f.result()
+        want = [[self.region(s), self.auth_url(s)] for s in self.ks_sites]
+        r = self.lab.place(self.first).run(
+            [str(VENV / "bin" / "python3"), "-c", REGIONS_PY, self.auth_url(self.first), json.dumps(want)],
+            timeout=300, env={"OS_USERNAME": creds.username, "OS_PASSWORD": creds.password,
+                              "OS_PROJECT_NAME": creds.project_name})
+        if not r.ok:
+            lines = (r.err or r.out).strip().splitlines()
+            raise ServiceError(f"keystone: registering the regions failed: {lines[-1] if lines else r.rc}")
         self.progress(f"keystone: catalog has {len(self.ks_sites)} region(s)")
 
     def up(self, timeout: float = 300.0) -> Keystone:
@@ -466,10 +508,11 @@ class Keystone(Service):
     def stop(self) -> None:
         """gunicorn: TERM (graceful) to every master, bounded wait, then KILL masters and any
         worker left; then the memcacheds."""
-        live = [srv for srv in self.servers.values() if srv.running()]
-        workers = [w for srv in live if srv.pid for w in children_of(srv.pid)]
+        live = {s: srv for s, srv in self.servers.items() if srv.running()}
+        workers = {s: self._workers(s, srv) for s, srv in live.items()}
         stop_all(self.servers.values(), grace_s=20, sig=signal.SIGTERM)
-        proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
+        for s, pids in workers.items():
+            self.lab.place(s).terminate([(w, None) for w in pids], grace_s=5)
         if live:
             self.progress(f"keystone: gunicorn stopped in {len(live)} site(s)")
         self.servers.clear()
@@ -488,12 +531,16 @@ class Keystone(Service):
                 for s, srv in self.servers.items()]
         return recs + (self.memcached.records() if self.memcached is not None else [])
 
-    def log_files(self) -> list[Path]:
-        logs = [self.log(s) for s in self.ks_sites] + sorted(self.shared.glob("manage-*.log"))
-        return logs + (self.memcached.log_files() if self.memcached is not None else [])
+    def logs(self) -> list[tuple[Place, Path]]:
+        first = self.lab.place(self.first)
+        out = [(self.lab.place(s), self.log(s)) for s in self.ks_sites]
+        out += [(first, self.shared / f"manage-{w}.log") for w in MANAGE_COMMANDS]
+        return out + (self.memcached.logs() if self.memcached is not None else [])
 
     def pidfile_pid(self, site: int) -> int | None:
-        return read_pidfile(self.home(site) / "gunicorn.pid")
+        raw = self.lab.place(site).read(self.home(site) / "gunicorn.pid")
+        words = raw.decode(errors="replace").split() if raw else []
+        return int(words[0]) if words and words[0].isdigit() else None
 
 
 def children_of(pid: int) -> list[int]:

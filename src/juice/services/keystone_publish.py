@@ -15,33 +15,21 @@ here is reachable from outside the host: loopback only.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
 from juice.errors import ServiceError
+from juice.lab.place import ThisHost
 from juice.services.base import ServerRecord
 from juice.services.process import Server, spawn
 from juice.util import atomic
 
 CLOUDS_FILE = "clouds.yaml"
 WAIT_S = 10.0
-
-
-class _Host:
-    """Start on this host, in a session of its own (the forwarder outlives ``juice keystone up``
-    and a closed terminal; it moves itself into the site)."""
-
-    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
-              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(list(argv), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                                env=env, cwd=cwd, start_new_session=True)
 
 
 def start_forwarder(lab: Any, site: int, port: int, workdir: Path) -> tuple[Server, int]:
@@ -51,8 +39,9 @@ def start_forwarder(lab: Any, site: int, port: int, workdir: Path) -> tuple[Serv
     log = workdir / f"forward-s{site}-{port}.log"
     argv = [sys.executable, "-m", "juice.lab.forward", "--ns", lab.site_ns(site),
             "--to", f"{lab.site_ip(site)}:{port}", "--port-file", str(port_file)]
-    srv = spawn(_Host(), site, argv, log=log,  # type: ignore[arg-type]
-                what=f"loopback forwarder to site {site}:{port}")
+    # on this host, in a session of its own (the forwarder outlives `juice keystone up` and a
+    # closed terminal; it moves itself into the site)
+    srv = spawn(ThisHost(), argv, log=log, what=f"loopback forwarder to site {site}:{port}")
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         if port_file.exists():

@@ -9,7 +9,6 @@ in ``<lab.workdir>/s<site>/<name>/``.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 import pymysql
 
 from juice.errors import ServiceError
+from juice.lab.place import Place
 from juice.services.base import (
     Endpoint,
     Endpoints,
@@ -26,15 +26,13 @@ from juice.services.base import (
     ServerRecord,
     Service,
     Sites,
-    chown_tree,
-    log_tail,
     quiet,
 )
-from juice.services.process import Server, spawn
-from juice.util import proc
+from juice.services.process import Server, spawn, tail_at
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
+CLIENT = "/usr/bin/mariadb"
 PORT = 3306
 USER = "juice"
 PASSWORD = "juice"
@@ -108,55 +106,60 @@ def install_db_args(home: Path) -> list[str]:
             f"--tmpdir={home / 'tmp'}"]
 
 
-def install_datadir(home: Path, progress: Progress = quiet) -> None:
-    """A fresh datadir with the Juice user, made by a short-lived server on a socket only.
+def require_binaries(place: Place) -> None:
+    """ServiceError naming what the place lacks to run MariaDB (a host not prepared)."""
+    missing = [b for b in (MARIADBD, INSTALL_DB, CLIENT) if not place.run(["test", "-x", b]).ok]
+    if missing:
+        raise ServiceError(f"{place.label}: {', '.join(missing)} missing: prepare it with scripts/setup.sh")
+
+
+def install_datadir(place: Place, home: Path, progress: Progress = quiet) -> None:
+    """A fresh datadir with the Juice user at ``place``, made by a short-lived server on a
+    socket only (networking off).
 
     Used once per deployment; Galera copies the result to every node (pre-seeding).
     """
+    require_binaries(place)
     for sub in ("data", "tmp"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    chown_tree(home, "mysql")
+        place.mkdir(home / sub)
+    place.mkdir(home, owner="mysql")
     t0 = time.monotonic()
-    proc.run(install_db_args(home), timeout=120)
-    # Create users/database with networking off (on this host: no site needed), then shut
-    # down cleanly.
+    r = place.run(install_db_args(home), timeout=180)
+    if not r.ok:
+        out = (r.err + r.out).strip().splitlines()
+        raise ServiceError(f"{place.label}: mariadb-install-db failed: {' | '.join(out[-3:]) or 'no output'}")
+    # Create users/database with networking off, then shut down cleanly.
     sock = home / "mysqld.sock"
-    srv = spawn(None, 0, template_args(home), log=None, tail=home / "error.log",
-                pidfile=home / "mysqld.pid", what="mariadb template server")
+    srv = spawn(place, template_args(home), log=None, tail=home / "error.log",
+                pidfile=home / "mysqld.pid", what=f"mariadb template server in {place.label}")
     try:
-        srv.wait_ready(lambda: socket_ok(sock), 60)
+        srv.wait_ready(lambda: socket_ok(place, sock), 60, interval=0.2)
         for stmt in bootstrap_sql().strip().splitlines():
-            socket_query(sock, stmt)
+            socket_query(place, sock, stmt)
     finally:
         srv.stop(grace_s=30)
     progress(f"initialized MariaDB datadir in {time.monotonic() - t0:.1f} s")
 
 
-def socket_ok(sock: Path) -> bool:
-    if not sock.exists():
-        return False
-    try:
-        pymysql.connect(unix_socket=str(sock), user="root", connect_timeout=2).close()
-        return True
-    except pymysql.err.MySQLError:
-        return False
+def socket_ok(place: Place, sock: Path) -> bool:
+    """True when the server on ``sock`` at ``place`` answers root."""
+    return place.run([CLIENT, f"--socket={sock}", "-u", "root", "-N", "-B", "-e", "SELECT 1"],
+                     timeout=10).ok
 
 
-def socket_query(sock: Path, sql: str) -> list[tuple[object, ...]]:
-    """Run ``sql`` as root over a server's unix socket (no network namespace needed)."""
-    conn = pymysql.connect(unix_socket=str(sock), user="root", connect_timeout=5, read_timeout=60,
-                           autocommit=True)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            return list(cur.fetchall())
-    finally:
-        conn.close()
+def socket_query(place: Place, sock: Path, sql: str, timeout: float = 60.0) -> list[tuple[str, ...]]:
+    """Run ``sql`` as root over a server's unix socket at ``place`` with the ``mariadb`` client
+    (batch mode: rows of strings, NULL as "NULL"); ServiceError when it fails."""
+    r = place.run([CLIENT, f"--socket={sock}", "-u", "root", "-N", "-B", "-e", sql], timeout=timeout)
+    if not r.ok:
+        why = (r.err or r.out).strip().splitlines()
+        raise ServiceError(f"{place.label}: SQL {sql[:60]!r} failed: {why[-1] if why else 'no output'}")
+    return [tuple(line.split("\t")) for line in r.out.splitlines()]
 
 
 def connect(ep: Endpoint, *, timeout: float = 10.0, autocommit: bool = True) -> pymysql.Connection:  # type: ignore[type-arg]
     """A PyMySQL connection to ``ep`` (a client must run inside the right site namespace
-    to see the lab network; tests and benchmarks do that with ``juice.services.client``)."""
+    to see the lab network; tests and benchmarks do that with ``juice.lab.setns``)."""
     return pymysql.connect(host=ep.host, port=ep.port, user=ep.user, password=ep.password,
                            database=ep.database or None, connect_timeout=int(timeout),
                            read_timeout=int(max(timeout, 30)), write_timeout=int(max(timeout, 30)),
@@ -165,8 +168,8 @@ def connect(ep: Endpoint, *, timeout: float = 10.0, autocommit: bool = True) -> 
 
 @dataclass
 class MariaDBServer:
-    """One mariadbd in one site. ``home`` = <workdir>/s<site>/<name>; its pid comes from
-    ``mysqld.pid`` (``process.spawn`` with ``pidfile``)."""
+    """One mariadbd in one site. ``home`` = <root>/s<site>/<name> at the site's place; its pid
+    comes from ``mysqld.pid`` (``process.spawn`` with ``pidfile``)."""
 
     lab: Sites
     site: int
@@ -176,8 +179,12 @@ class MariaDBServer:
     extra_record: dict[str, str] = field(default_factory=dict)
 
     @property
+    def place(self) -> Place:
+        return self.lab.place(self.site)
+
+    @property
     def home(self) -> Path:
-        return self.lab.workdir / f"s{self.site}" / self.name
+        return self.place.root / f"s{self.site}" / self.name
 
     @property
     def log(self) -> Path:
@@ -188,17 +195,16 @@ class MariaDBServer:
         return self.opts or ServerOptions(bind=self.lab.site_ip(self.site))
 
     def write_config(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "my.cnf").write_text(render_mycnf(self.options, self.home))
-        chown_tree(self.home, "mysql")
+        self.place.mkdir(self.home, owner="mysql")
+        self.place.write(self.home / "my.cnf", render_mycnf(self.options, self.home), owner="mysql")
 
     def start(self, extra_args: list[str] | None = None) -> None:
         argv = server_args(self.options, self.home) + (extra_args or [])
-        self.process = spawn(self.lab, self.site, argv, log=self.home / "stdout.log", tail=self.log,
+        self.process = spawn(self.place, argv, log=self.home / "stdout.log", tail=self.log,
                              pidfile=self.home / "mysqld.pid", what=f"mariadbd in site {self.site}")
 
     def wait_ready(self, check: Callable[[], bool], timeout: float, what: str | None = None,
-                   interval: float = 0.1) -> None:
+                   interval: float = 0.2) -> None:
         """Bounded wait for ``check`` (its pid file first); fails early if mariadbd exits."""
         if self.process is None:
             raise ServiceError(f"mariadbd in site {self.site}: not started")
@@ -206,11 +212,11 @@ class MariaDBServer:
 
     def ping(self) -> bool:
         """True when the server answers over its own socket (root, no network needed)."""
-        return socket_ok(self.home / "mysqld.sock")
+        return socket_ok(self.place, self.home / "mysqld.sock")
 
-    def query(self, sql: str) -> list[tuple[object, ...]]:
-        """Run ``sql`` over the local socket as root (admin queries, health checks)."""
-        return socket_query(self.home / "mysqld.sock", sql)
+    def query(self, sql: str) -> list[tuple[str, ...]]:
+        """Run ``sql`` over the server's socket as root (admin queries, health checks, counters)."""
+        return socket_query(self.place, self.home / "mysqld.sock", sql)
 
     def status(self, variable: str) -> str | None:
         rows = self.query(f"SHOW GLOBAL STATUS LIKE '{variable}'")
@@ -253,8 +259,8 @@ class MariaDBCentral(Service):
                                     ServerOptions(bind=lab.site_ip(site), buffer_pool_mb=buffer_pool_mb))
 
     def configure(self) -> None:
-        shutil.rmtree(self.server.home, ignore_errors=True)
-        install_datadir(self.server.home, self.progress)
+        self.server.place.remove(self.server.home)
+        install_datadir(self.server.place, self.server.home, self.progress)
         self.server.write_config()
 
     def start(self) -> None:
@@ -293,8 +299,8 @@ class MariaDBCentral(Service):
     def records(self) -> list[ServerRecord]:
         return [self.server.record(self.kind)]
 
-    def log_files(self) -> list[Path]:
-        return [self.server.log]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.server.place, self.server.log)]
 
     def describe_failure(self) -> str:
-        return log_tail(self.server.log)
+        return tail_at(self.server.place, self.server.log)

@@ -6,22 +6,23 @@
     mc.stats(1)["curr_items"]                     # the server's `stats`, read from inside site 1
     mc.stop()                                     # TERM, then KILL after a grace period
 
-Each server runs in its site's namespace (``process.spawn``) as the ``memcache`` user (``nobody``
-where that user does not exist), in the foreground, with its log in
-``<lab.workdir>/s<site>/memcached/memcached-s<site>.log``. ``ip netns exec`` execs the server, so the
-started process IS memcached: its pid is recorded directly (no pid file needed).
+Each server runs at its site's place (``process.spawn``: a namespace here, an SSH host there)
+as the ``memcache`` user (``nobody`` where that user does not exist), in the foreground, with
+its log in ``<root>/s<site>/memcached/memcached-s<site>.log``. The started process IS
+memcached: its pid is recorded directly (no pid file needed).
 """
 
 from __future__ import annotations
 
+import json
 import pwd
-import shutil
 import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.lab.place import Place
 from juice.services.base import (
     Endpoint,
     Endpoints,
@@ -29,8 +30,6 @@ from juice.services.base import (
     ServerRecord,
     Service,
     Sites,
-    chown_tree,
-    from_site,
     quiet,
 )
 from juice.services.process import Server, spawn, stop_all
@@ -40,8 +39,11 @@ MEMCACHED = "/usr/bin/memcached"
 PORT = 11211
 
 
-def run_user() -> str:
-    """The unprivileged user memcached drops to: ``memcache`` (Debian), else ``nobody``."""
+def run_user(place: Place | None = None) -> str:
+    """The unprivileged user memcached drops to at ``place`` (this machine by default):
+    ``memcache`` (Debian), else ``nobody``."""
+    if place is not None:
+        return "memcache" if place.run(["id", "-u", "memcache"]).ok else "nobody"
     try:
         pwd.getpwnam("memcache")
         return "memcache"
@@ -63,6 +65,27 @@ def version() -> str:
         return "unknown"
     parts = cp.stdout.split()
     return parts[1] if len(parts) > 1 else "unknown"
+
+
+# ``query_stats`` as a program a place runs (the stats come from inside the site)
+STATS_PY = """import json, socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
+s.sendall(b"stats\\r\\n")
+buf = b""
+for _ in range(1000):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+    if buf.endswith(b"END\\r\\n"):
+        break
+out = {}
+for line in buf.decode(errors="replace").splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[0] == "STAT":
+        out[parts[1]] = parts[2]
+print(json.dumps(out))
+"""
 
 
 def query_stats(host: str, port: int, timeout: float = 3.0) -> dict[str, str]:
@@ -105,11 +128,11 @@ class Memcached(Service):
             raise ServiceError(f"memory_mb: must be >= 1, got {memory_mb}")
         self.port = port
         self.memory_mb = memory_mb
-        self.user = run_user()
+        self.user = "memcache"  # asked of the place in configure
         self.servers: dict[int, Server] = {}
 
     def home(self, site: int) -> Path:
-        return self.lab.workdir / f"s{site}" / "memcached"
+        return self.lab.place(site).root / f"s{site}" / "memcached"
 
     def log(self, site: int) -> Path:
         return self.home(site) / f"memcached-s{site}.log"  # unique name: collect_logs flattens
@@ -121,14 +144,16 @@ class Memcached(Service):
 
     # ---- lifecycle -----------------------------------------------------------------------
     def configure(self) -> None:
-        if not Path(MEMCACHED).exists():
-            raise ServiceError(f"{MEMCACHED} is missing: run scripts/setup.sh")
+        self.user = run_user(self.lab.place(self.server_sites[0]))
         for s in self.server_sites:
-            shutil.rmtree(self.home(s), ignore_errors=True)
-            self.home(s).mkdir(parents=True)
-            (self.home(s) / "cmdline").write_text(
-                " ".join(server_args(self.lab.site_ip(s), self.port, self.memory_mb, self.user)) + "\n")
-            chown_tree(self.home(s), self.user)
+            place = self.lab.place(s)
+            if not place.run(["test", "-x", MEMCACHED]).ok:
+                raise ServiceError(f"{place.label}: {MEMCACHED} is missing: run scripts/setup.sh")
+            place.remove(self.home(s))
+            place.mkdir(self.home(s))
+            place.write(self.home(s) / "cmdline",
+                        " ".join(server_args(place.address, self.port, self.memory_mb, self.user)) + "\n")
+            place.mkdir(self.home(s), owner=self.user)
 
     def start(self) -> None:
         for s in self.server_sites:
@@ -146,8 +171,8 @@ class Memcached(Service):
             return False
 
     def _start_site(self, s: int) -> None:
-        self.servers[s] = spawn(self.lab, s, server_args(self.lab.site_ip(s), self.port, self.memory_mb,
-                                                         self.user),
+        place = self.lab.place(s)
+        self.servers[s] = spawn(place, server_args(place.address, self.port, self.memory_mb, self.user),
                                 log=self.log(s), what=f"memcached in site {s}")
 
     def kill(self, site: int) -> dict[str, Any]:
@@ -165,14 +190,18 @@ class Memcached(Service):
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         for s, srv in self.servers.items():
-            srv.wait_ready(lambda s=s: self.ping(s), timeout, interval=0.05)  # type: ignore[misc]
+            srv.wait_ready(lambda s=s: self.ping(s), timeout, interval=0.1)  # type: ignore[misc]
         self.progress(f"memcached ready in {len(self.server_sites)} site(s)")
 
     def stats(self, site: int) -> dict[str, str]:
         """The ``stats`` of the memcached serving ``site``, queried from inside that site."""
         s = site if site in self.server_sites else self.server_sites[0]
-        host = self.lab.site_ip(s)
-        return from_site(self.lab, site, lambda: query_stats(host, self.port))
+        r = self.lab.place(site).run(["python3", "-c", STATS_PY, self.lab.site_ip(s), str(self.port)],
+                                     timeout=15)
+        if not r.ok:
+            why = (r.err or r.out).strip().splitlines()
+            raise ServiceError(f"memcached stats from site {site}: {why[-1] if why else 'no output'}")
+        return {str(k): str(v) for k, v in json.loads(r.out).items()}
 
     def stop(self) -> None:
         if not self.servers:
@@ -193,6 +222,6 @@ class Memcached(Service):
         return [srv.record(self.kind, port=self.port, datadir=self.home(s))
                 for s, srv in self.servers.items()]
 
-    def log_files(self) -> list[Path]:
-        return [self.log(s) for s in self.server_sites]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.lab.place(s), self.log(s)) for s in self.server_sites]
 

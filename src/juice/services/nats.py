@@ -52,10 +52,10 @@ from juice.errors import ServiceError
 from juice.services.base import (
     Endpoint,
     Endpoints,
+    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    Sites,
     from_site,
     quiet,
 )
@@ -238,10 +238,11 @@ class Nats(Service):
 
     kind = "nats"
 
-    def __init__(self, lab: Sites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
+    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
                  topology: Topology = "cluster", servers_per_site: int = 1,
                  settle_s: float = 1.0) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         self.server_sites = list(sites) if sites is not None else list(lab.sites)
         if not self.server_sites:
             raise ServiceError("sites: nats needs at least one site")
@@ -296,7 +297,7 @@ class Nats(Service):
             self.conf(n).write_text(render_config(n, self.nodes, self.topology))
 
     def _spawn(self, n: Node) -> None:
-        self.servers[n] = spawn(self.lab, n.site, [NATS, "-c", str(self.conf(n))], log=self.log(n),
+        self.servers[n] = spawn(self.lab.place(n.site), [NATS, "-c", str(self.conf(n))], log=self.log(n),
                                 what=f"nats {n.name} in site {n.site}")
 
     def start(self) -> None:
@@ -336,7 +337,7 @@ class Nats(Service):
         t0 = time.monotonic()
         for n in nodes:
             srv = self.servers[n]
-            srv.wait_ready(lambda n=n: port_open(self.lab, n.site, n.ip, n.client_port),  # type: ignore[misc]
+            srv.wait_ready(lambda n=n: port_open(self.lab.place(n.site), n.ip, n.client_port),  # type: ignore[misc]
                            max(0.0, deadline - time.monotonic()), interval=0.05)
         t_ports = time.monotonic() - t0
 

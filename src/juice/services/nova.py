@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
-from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
 from juice.services.keystone import VENV, Keystone, children_of, dist_version
 from juice.services.keystone_http import issue_token, request
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
@@ -66,9 +66,10 @@ class Nova(Service):
 
     kind = "nova"
 
-    def __init__(self, lab: Sites, db: Service, mq: RabbitMQ, ks: Keystone, placement: Placement,
+    def __init__(self, lab: LocalSites, db: Service, mq: RabbitMQ, ks: Keystone, placement: Placement,
                  progress: Progress = quiet, options: NovaOptions | None = None) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         self.db, self.mq, self.ks, self.placement = db, mq, ks, placement
         self.opts = options or NovaOptions()
         for s in sorted(self.opts.sites_used()):
@@ -123,7 +124,7 @@ class Nova(Service):
         t0 = time.monotonic()
         for exe in ("gunicorn", "nova-manage", "nova-conductor", "nova-scheduler"):
             venv_bin(exe)
-        if port_open(self.lab, self.opts.api, self.lab.site_ip(self.opts.api), API_PORT):
+        if port_open(self.lab.place(self.opts.api), self.lab.site_ip(self.opts.api), API_PORT):
             raise ServiceError(f"nova-api in site {self.opts.api}: port {API_PORT} is already taken "
                                "(another nova still running?)")
         shutil.rmtree(self.root, ignore_errors=True)
@@ -184,7 +185,7 @@ class Nova(Service):
             env.update({"OS_NOVA_CONFIG_DIR": str(home)})
         else:
             argv = [str(venv_bin(f"nova-{role}")), "--config-file", str(home / "nova.conf")]
-        self.servers[host] = spawn(self.lab, site, argv, log=self.log(host),
+        self.servers[host] = spawn(self.lab.place(site), argv, log=self.log(host),
                                    what=f"nova-{role} {host} in site {site}", env=env, cwd=home)
 
     def wait_healthy(self, timeout: float = 180.0) -> None:

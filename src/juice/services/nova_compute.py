@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
-from juice.services.base import Endpoints, Progress, ServerRecord, Service, Sites, quiet, wait_for
+from juice.services.base import Endpoints, LocalSites, Progress, ServerRecord, Service, quiet, wait_for
 from juice.services.nova import Nova, copy_logs
 from juice.services.nova_conf import (
     ComputeOptions,
@@ -63,9 +63,10 @@ class NovaComputes(Service):
 
     kind = "nova-compute"
 
-    def __init__(self, lab: Sites, nova: Nova, progress: Progress = quiet,
+    def __init__(self, lab: LocalSites, nova: Nova, progress: Progress = quiet,
                  options: ComputeOptions | None = None) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         self.nova = nova
         self.opts = options or ComputeOptions()
         for s in self.opts.sites:
@@ -114,7 +115,7 @@ class NovaComputes(Service):
     def _start(self, host: str, site: int) -> None:
         home = self.home(host)
         argv = [str(venv_bin("juice-nova-compute")), "--config-file", str(home / "nova.conf")]
-        self.servers[host] = spawn(self.lab, site, argv, log=self.log(host),
+        self.servers[host] = spawn(self.lab.place(site), argv, log=self.log(host),
                                    what=f"nova-compute {host} in site {site}",
                                    env=os_env(home, backend_env(self.nova.opts)), cwd=home)
 

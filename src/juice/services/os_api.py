@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
-from juice.services.base import Sites, log_tail, reap
+from juice.services.base import LocalSites, Sites, log_tail, reap
 from juice.services.keystone import VENV, Keystone
 from juice.services.keystone_http import issue_token, request
 from juice.util import proc
@@ -64,7 +64,7 @@ def argv_shim(module: str, attr: str = "application") -> str:
             f"from {module} import {attr}  # noqa: E402,F401\n")
 
 
-def run_tool(lab: Sites, site: int, argv: Sequence[str | Path], *, log: Path, what: str,
+def run_tool(lab: LocalSites, site: int, argv: Sequence[str | Path], *, log: Path, what: str,
              timeout: float = 300.0, env: dict[str, str] | None = None) -> float:
     """Run a command-line tool inside ``site`` to completion (bounded); output appended to
     ``log``. Returns its duration; ServiceError with the log tail on failure or timeout."""

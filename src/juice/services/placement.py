@@ -32,10 +32,10 @@ from juice.errors import ServiceError, UserError
 from juice.services.base import (
     Endpoint,
     Endpoints,
+    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    Sites,
     quiet,
 )
 from juice.services.keystone import Keystone, children_of, dist_version
@@ -96,10 +96,11 @@ class Placement(Service):
 
     kind = "placement"
 
-    def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
+    def __init__(self, lab: LocalSites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = 2, debug: bool = False,
                  max_pool_size: int = 10, max_overflow: int = 20) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise UserError(f"placement.site: {site} is not a site of this lab (1..{len(lab.sites)})")
         if not 1 <= workers <= 64:
@@ -124,7 +125,7 @@ class Placement(Service):
     def configure(self) -> None:
         t0 = time.monotonic()
         venv_bin("placement-manage")
-        if port_open(self.lab, self.site, self.lab.site_ip(self.site), PORT):
+        if port_open(self.lab.place(self.site), self.lab.site_ip(self.site), PORT):
             raise ServiceError(f"placement in site {self.site}: port {PORT} is already taken "
                                "(another placement still running?)")
         shutil.rmtree(self.home, ignore_errors=True)
@@ -151,7 +152,8 @@ class Placement(Service):
         pidfile = self.home / "gunicorn.pid"
         argv = gunicorn_argv(f"{self.lab.site_ip(self.site)}:{PORT}", self.workers, pidfile, APP,
                              "placement")
-        self.server = spawn(self.lab, self.site, argv, log=self.log, what=f"placement in site {self.site}",
+        self.server = spawn(self.lab.place(self.site), argv, log=self.log,
+                            what=f"placement in site {self.site}",
                             env=os_env(self.home, {"OS_PLACEMENT_CONFIG_DIR": str(self.home)}),
                             cwd=self.home)
 

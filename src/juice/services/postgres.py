@@ -26,10 +26,10 @@ from juice.errors import ServiceError
 from juice.services.base import (
     Endpoint,
     Endpoints,
+    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    Sites,
     chown_tree,
     quiet,
     wait_for,
@@ -110,7 +110,7 @@ def primary_conninfo(host: str, port: int, app_name: str) -> str:
 class PgServer:
     """One PostgreSQL server in one site. ``home`` = <workdir>/s<site>/postgres."""
 
-    def __init__(self, lab: Sites, site: int, port: int = PORT) -> None:
+    def __init__(self, lab: LocalSites, site: int, port: int = PORT) -> None:
         self.lab, self.site, self.port = lab, site, port
         self.process: Server | None = None
         self.role = "primary"
@@ -142,7 +142,8 @@ class PgServer:
         chown_tree(self.home, "postgres")
 
     def start(self) -> None:
-        self.process = spawn(self.lab, self.site, [*AS_POSTGRES, str(BIN / "postgres"), "-D", str(self.data)],
+        self.process = spawn(self.lab.place(self.site),
+                             [*AS_POSTGRES, str(BIN / "postgres"), "-D", str(self.data)],
                              log=self.log, pidfile=self.data / "postmaster.pid",
                              what=f"postgres ({self.role}) in site {self.site}")
 
@@ -201,9 +202,10 @@ class Postgres(Service):
 
     kind = "postgres"
 
-    def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
+    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, site: int = 1,
                  read_local: bool = False, options: PgOptions | None = None) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
         self.read_local = read_local

@@ -1,21 +1,23 @@
 """One way to start a server in a site: spawn it, know its pid, wait for it, stop it.
 
-Every service starts its servers alike: output appended to a log file, the server spawned
-inside its site's network namespace (``lab.popen``), its pid and kernel start time
-recorded, a bounded wait for health that gives up early when the process exits, and a
-graceful stop by the recorded pid (never by name; the start time guards against a recycled
-pid). ``spawn`` does all of it and returns a ``Server`` handle.
+Every service starts its servers alike, at a PLACE (``juice.lab.place``: a site's network
+namespace here, or an SSH host): output appended to a log file at the place, its pid and
+kernel start time recorded, a bounded wait for health that gives up early when the process
+exits (with the log's tail), and a graceful stop by the recorded pid (never by name; the
+start time guards against a recycled pid). ``spawn`` does all of it and returns a ``Server``.
 
-A new server takes about ten lines (a NATS server, say)::
+A new server takes about ten lines (a NATS server, say), and runs unchanged in a lab's
+namespace or on an SSH host::
 
     from juice.services.process import port_open, spawn
 
-    def start_nats(lab: Sites, site: int, home: Path) -> Server:
-        ip = lab.site_ip(site)
-        home.mkdir(parents=True, exist_ok=True)
-        srv = spawn(lab, site, ["/usr/bin/nats-server", "-a", ip, "-p", "4222"],
+    def start_nats(lab: Sites, site: int) -> Server:
+        place = lab.place(site)
+        home = place.root / f"s{site}" / "nats"
+        place.mkdir(home)
+        srv = spawn(place, ["/usr/bin/nats-server", "-a", place.address, "-p", "4222"],
                     log=home / "nats.log", what=f"nats in site {site}")
-        srv.wait_ready(lambda: port_open(lab, site, ip, 4222), timeout=30)
+        srv.wait_ready(lambda: port_open(place, place.address, 4222), timeout=30)
         return srv                   # ServiceError "nats in site 2: exited with code 1 (log: ...)"
 
     srv.record("nats", port=4222, datadir=home)   # a ServerRecord for services.json
@@ -23,15 +25,17 @@ A new server takes about ten lines (a NATS server, say)::
 
 Where the pid comes from:
 
-- by default the spawned process IS the server (``ip netns exec`` execs it: memcached,
-  redis-server, gunicorn, cockroach): its pid and start time are recorded at once;
+- by default the spawned process IS the server (``ip netns exec`` execs it here; the host
+  agent spawns it there: memcached, redis-server, gunicorn, cockroach): its pid and start
+  time are recorded at once;
 - with ``pidfile=`` the server's own pid file names it (mariadbd, postgres): the file is
   removed before the start, ``wait_ready`` waits for it first (same deadline) and records
-  the pid and its start time, and ``stop`` reads it when ``wait_ready`` never got that far.
+  the pid and its start time (the place adopts it), and ``stop`` reads it when
+  ``wait_ready`` never got that far.
 
-``lab=None`` runs the process on this host, outside any site: short-lived helper servers
-with networking off (the MariaDB template that creates the Juice user). ``stop_all`` signals
-many servers at once and waits for them together (one grace period, not one per server).
+``ThisHost()`` runs the process on this machine, outside any site: short-lived helper
+servers with networking off. ``stop_all`` signals many servers at once and waits for them
+together (one grace period per machine, not one per server).
 """
 
 from __future__ import annotations
@@ -39,40 +43,55 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from juice.services.base import ServerRecord, Sites, from_site, read_pidfile, reap, wait_for
-from juice.util import proc
+from juice.errors import ServiceError
+from juice.lab.place import Place, Proc
+from juice.services.base import ServerRecord
 
 
 @dataclass(eq=False)
 class Server:
-    """A started server process (see the module doc). ``what`` names it in errors."""
+    """A started server process at ``place`` (see the module doc). ``what`` names it in errors."""
 
     what: str
-    site: int
-    child: subprocess.Popen[bytes] | None
+    place: Place
+    proc: Proc | None           # what the place started (None once released)
     log: Path | None            # where its stdout/stderr go (None: discarded)
     tail: Path | None           # the log whose tail explains a failure
     pidfile: Path | None = None
     pid: int | None = None      # the server's pid once known
     pid_start: int | None = None  # its kernel start time (guards against pid reuse)
 
+    @property
+    def site(self) -> int:
+        return self.place.site
+
+    def exit_code(self) -> int | None:
+        """The spawned process's exit code once it has exited (None while it runs)."""
+        return self.place.exit_code(self.proc) if self.proc is not None else None
+
     def exited(self) -> str | None:
         """Why waiting is pointless: the spawned process has exited (None while it runs)."""
-        if self.child is not None and self.child.poll() is not None:
-            return f"exited with code {self.child.returncode}"
-        return None
+        code = self.exit_code()
+        return f"exited with code {code}" if code is not None else None
 
     def running(self) -> bool:
         """True while the recorded server process runs (same pid AND same start time)."""
-        return self.pid is not None and proc.alive(self.pid, self.pid_start)
+        return self.pid is not None and self.place.alive((self.pid, self.pid_start))
+
+    def log_tail(self, lines: int = 3) -> str:
+        """The last lines of ``tail`` (read at the place)."""
+        return tail_at(self.place, self.tail, lines) if self.tail is not None else "(no log)"
+
+    def _pidfile_pid(self) -> int | None:
+        raw = self.place.read(self.pidfile) if self.pidfile is not None else None
+        words = raw.decode(errors="replace").split() if raw else []
+        return int(words[0]) if words and words[0].isdigit() else None
 
     def wait_ready(self, check: Callable[[], bool], timeout: float, what: str | None = None, *,
                    interval: float = 0.1, fail: Callable[[], str | None] | None = None) -> None:
@@ -85,37 +104,48 @@ class Server:
         def why() -> str | None:
             return self.exited() or (fail() if fail else None)
 
-        if self.pid is None and self.pidfile is not None:
-            pidfile = self.pidfile
-            wait_for(lambda: read_pidfile(pidfile) is not None, timeout, what, self.tail, fail=why)
-            self.pid = read_pidfile(pidfile)
-            self.pid_start = proc.start_time(self.pid) if self.pid else None
-        wait_for(check, max(0.0, deadline - time.monotonic()), what, self.tail, interval, fail=why)
+        def wait(ok: Callable[[], bool]) -> None:
+            while not ok():
+                reason = why()
+                if reason or time.monotonic() >= deadline:
+                    raise ServiceError(f"{what}: {reason or f'not ready after {timeout:.0f} s'} "
+                                       f"(log: {self.log_tail()})")
+                time.sleep(interval)
 
-    def _target(self) -> int | None:
-        """The pid to signal: the recorded one (if it is still the same process), else the
+        if self.pid is None and self.pidfile is not None:
+            wait(lambda: self._pidfile_pid() is not None)
+            pid = self._pidfile_pid()
+            ref = self.place.adopt(pid) if pid else None
+            self.pid, self.pid_start = ref if ref else (pid, None)
+        wait(check)
+
+    def _target(self) -> tuple[int, int | None] | None:
+        """The process to signal: the recorded one (if it is still the same process), else the
         pid file's, else the spawned process while it runs."""
         if self.pid is not None:
-            return self.pid if self.running() else None
-        pid = read_pidfile(self.pidfile) if self.pidfile is not None else None
-        if pid is None and self.child is not None and self.child.poll() is None:
-            pid = self.child.pid
-        return pid if pid is not None and proc.alive(pid) else None
+            return (self.pid, self.pid_start) if self.running() else None
+        pid = self._pidfile_pid()
+        if pid is not None:
+            return self.place.adopt(pid)
+        if self.proc is not None and self.exit_code() is None:
+            return self.proc.ref
+        return None
 
     def stop(self, grace_s: float = 30.0, sig: int = signal.SIGTERM) -> None:
-        """``sig``, wait up to ``grace_s`` (bounded), then SIGKILL; the wrapper is reaped."""
+        """``sig``, wait up to ``grace_s`` (bounded), then SIGKILL; the spawned process is released."""
         stop_all([self], grace_s, sig)
 
     def kill(self, extra: Iterable[int] = ()) -> int | None:
         """SIGKILL the server (a crash, for fault injection) and ``extra`` pids (e.g. its
-        workers) at once, wait until they are gone (bounded) and reap; returns the pid killed."""
-        pid = self._target()
-        pids = [p for p in [pid, *extra] if p is not None and proc.alive(p)]
-        if pids:
-            proc.terminate(pids, grace_s=0.0, sig=signal.SIGKILL)
-        reap(self.child)
-        self.child = None
-        return pid
+        workers) at once, wait until they are gone (bounded) and release; returns the pid killed."""
+        target = self._target()
+        refs = [r for r in [target, *((p, None) for p in extra)] if r is not None]
+        if refs:
+            self.place.terminate(refs, grace_s=0.0, sig=signal.SIGKILL)
+        if self.proc is not None:
+            self.place.release(self.proc)
+            self.proc = None
+        return target[0] if target else None
 
     def record(self, kind: str, *, port: int, datadir: Path,
                extra: Mapping[str, Any] | None = None) -> ServerRecord:
@@ -125,29 +155,29 @@ class Server:
                             extra=dict(extra or {}))
 
 
-def spawn(lab: Sites | None, site: int, argv: Sequence[str], *, log: Path | None, what: str,
+def tail_at(place: Place, log: Path, lines: int = 3) -> str:
+    """The last ``lines`` lines of ``log`` at ``place``, joined by " | " (for error messages)."""
+    raw = place.read(log, max_bytes=1 << 20)
+    if raw is None:
+        return f"(no log at {log})"
+    text = raw.decode(errors="replace").strip().splitlines()
+    return " | ".join(x.strip() for x in text[-lines:]) or "(empty log)"
+
+
+def spawn(place: Place, argv: Sequence[str], *, log: Path | None, what: str,
           tail: Path | None = None, pidfile: Path | None = None, env: dict[str, str] | None = None,
           cwd: Path | None = None) -> Server:
-    """Start ``argv`` inside ``site`` of ``lab`` (on this host when ``lab`` is None), its
-    output appended to ``log``. ``tail`` is the log quoted on failure (default ``log``);
-    ``pidfile``: the server's pid comes from that file (see the module doc)."""
+    """Start ``argv`` at ``place`` (a lab's site: ``lab.place(site)``; ``ThisHost()`` for this
+    machine outside any site), its output appended to ``log``. ``tail`` is the log quoted on
+    failure (default ``log``); ``pidfile``: the server's pid comes from that file (see the
+    module doc)."""
     if pidfile is not None:
-        pidfile.unlink(missing_ok=True)  # a stale file would name another process
+        place.remove(pidfile)  # a stale file would name another process
     _note_spawn(what)
-    out: IO[Any] | int
-    out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 (closed below)
-    try:
-        if lab is None:
-            child = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                     env=env, cwd=cwd)
-        else:
-            child = lab.popen(site, argv, stdout=out, stderr=out, env=env, cwd=cwd)
-    finally:
-        if not isinstance(out, int):
-            out.close()  # the child holds its own descriptor
-    srv = Server(what=what, site=site, child=child, log=log, tail=tail or log, pidfile=pidfile)
+    p = place.start(argv, log=log, env=env, cwd=cwd)
+    srv = Server(what=what, place=place, proc=p, log=log, tail=tail or log, pidfile=pidfile)
     if pidfile is None:
-        srv.pid, srv.pid_start = child.pid, proc.start_time(child.pid)
+        srv.pid, srv.pid_start = p.pid, p.start
     return srv
 
 
@@ -165,23 +195,22 @@ def _note_spawn(what: str) -> None:
 
 def stop_all(servers: Iterable[Server], grace_s: float = 30.0, sig: int = signal.SIGTERM) -> None:
     """Signal every server at once, wait up to ``grace_s`` for all (bounded), SIGKILL the rest,
-    then reap the spawned processes. Servers already gone are skipped."""
+    then release the spawned processes. Servers already gone are skipped. Servers at several
+    places are stopped place by place (one grace period each)."""
     servers = list(servers)
-    pids = [pid for s in servers if (pid := s._target()) is not None]
-    if pids:
-        proc.terminate(pids, grace_s=grace_s, sig=sig)
+    by_machine: dict[str, tuple[Place, list[tuple[int, int | None]]]] = {}
     for s in servers:
-        reap(s.child)
-        s.child = None
+        t = s._target()
+        if t is not None:
+            by_machine.setdefault(s.place.machine, (s.place, []))[1].append(t)
+    for place, refs in by_machine.values():
+        place.terminate(refs, grace_s=grace_s, sig=sig)
+    for s in servers:
+        if s.proc is not None:
+            s.place.release(s.proc)
+            s.proc = None
 
 
-def port_open(lab: Sites, site: int, host: str, port: int, timeout: float = 1.0) -> bool:
-    """True when ``host:port`` accepts a TCP connection made from inside ``site``."""
-    def probe() -> bool:
-        try:
-            socket.create_connection((host, port), timeout=timeout).close()
-            return True
-        except OSError:
-            return False
-
-    return from_site(lab, site, probe, timeout=timeout + 10)
+def port_open(place: Place, host: str, port: int, timeout: float = 1.0) -> bool:
+    """True when ``host:port`` accepts a TCP connection made from inside ``place``."""
+    return place.tcp_open(host, port, timeout)

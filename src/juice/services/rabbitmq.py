@@ -52,10 +52,10 @@ from juice.errors import ServiceError
 from juice.services.base import (
     Endpoint,
     Endpoints,
+    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    Sites,
     quiet,
 )
 from juice.services.process import Server, port_open, spawn, stop_all
@@ -208,11 +208,12 @@ class RabbitMQ(Service):
 
     kind = "rabbitmq"
 
-    def __init__(self, lab: Sites, progress: Progress = quiet, *, nodes: list[int] | None = None,
+    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, nodes: list[int] | None = None,
                  cluster: bool = True, queues: str = "classic", amqp_port: int = AMQP_PORT,
                  dist_port: int = DIST_PORT, epmd_port: int = EPMD_PORT,
                  plugins: Sequence[str] = ()) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         sites = list(nodes) if nodes is not None else list(lab.sites)
         if not sites:
             raise ServiceError("nodes: rabbitmq needs at least one node")
@@ -334,21 +335,21 @@ class RabbitMQ(Service):
             port = self.nodes[0].epmd_port
             log = self.lab.workdir / f"s{site}" / f"epmd-{port}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            srv = spawn(self.lab, site, [EPMD, "-port", str(port)], log=log,
+            srv = spawn(self.lab.place(site), [EPMD, "-port", str(port)], log=log,
                         what=f"epmd in site {site}")
             self.epmds[site] = srv
             ip = self.lab.site_ip(site)
             srv.wait_ready(lambda ip=ip, site=site, port=port:  # type: ignore[misc]
-                           port_open(self.lab, site, ip, port), 15, interval=0.05)
+                           port_open(self.lab.place(site), ip, port), 15, interval=0.05)
 
     def _spawn(self, n: Node) -> None:
-        self.servers[n.index] = spawn(self.lab, n.site, [SERVER], log=self.stdout_log(n),
+        self.servers[n.index] = spawn(self.lab.place(n.site), [SERVER], log=self.stdout_log(n),
                                       tail=self.stdout_log(n), env=self.env(n), cwd=self.home(n),
                                       what=f"rabbitmq {n.name} in site {n.site}")
 
     def _wait_node(self, n: Node, timeout: float) -> None:
         srv = self.servers[n.index]
-        srv.wait_ready(lambda: port_open(self.lab, n.site, n.ip, n.amqp_port), timeout, interval=0.2)
+        srv.wait_ready(lambda: port_open(self.lab.place(n.site), n.ip, n.amqp_port), timeout, interval=0.2)
         self.ctl(n, "await_startup", "--timeout", "60", timeout=90)
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
@@ -357,7 +358,7 @@ class RabbitMQ(Service):
             srv = self.servers.get(n.index)
             if srv is None:
                 raise ServiceError(f"rabbitmq {n.name} is not running")
-            srv.wait_ready(lambda n=n: port_open(self.lab, n.site, n.ip, n.amqp_port),  # type: ignore[misc]
+            srv.wait_ready(lambda n=n: port_open(self.lab.place(n.site), n.ip, n.amqp_port),  # type: ignore[misc]
                            timeout)
             if want is not None:
                 srv.wait_ready(lambda n=n: self._sees(n, want), timeout,  # type: ignore[misc]

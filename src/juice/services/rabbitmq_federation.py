@@ -85,7 +85,7 @@ from typing import Any
 
 from juice.errors import ServiceError
 from juice.paths import cache_dir
-from juice.services.base import Progress, Sites, quiet
+from juice.services.base import LocalSites, Progress, quiet
 from juice.services.rabbitmq import (
     AMQP_PORT,
     DIST_PORT,
@@ -185,7 +185,7 @@ class RabbitFederation(RabbitMQ):
 
     kind = "rabbitmq-federation"
 
-    def __init__(self, lab: Sites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
+    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
                  topics: Sequence[str] = (), queues: str = "classic",
                  control_exchange: str = CONTROL_EXCHANGE, prefetch: int = 1000,
                  ack_mode: str = "on-confirm", max_hops: int = 1, amqp_port: int = AMQP_PORT,

@@ -23,10 +23,10 @@ from juice.errors import ServiceError
 from juice.services.base import (
     Endpoint,
     Endpoints,
+    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    Sites,
     from_site,
     quiet,
 )
@@ -90,9 +90,10 @@ class Redis(Service):
 
     kind = "redis"
 
-    def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1, port: int = PORT,
+    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, site: int = 1, port: int = PORT,
                  maxmemory_mb: int = 1024) -> None:
         super().__init__(lab, progress)
+        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
         if not 0 < port < 65536:
@@ -125,7 +126,7 @@ class Redis(Service):
 
     def start(self) -> None:
         argv = server_args(self.lab.site_ip(self.site), self.port, self.home, self.maxmemory_mb)
-        self.server = spawn(self.lab, self.site, argv, log=self.log, what=f"redis in site {self.site}")
+        self.server = spawn(self.lab.place(self.site), argv, log=self.log, what=f"redis in site {self.site}")
         self.progress(f"redis starting in site {self.site} on port {self.port}")
 
     def info(self, site: int) -> dict[str, str]:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from juice.errors import UserError
-from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, Sites, quiet
 from juice.util import atomic
 
 KINDS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
@@ -57,7 +57,18 @@ def _site_list(kind: str, key: str, value: Any) -> list[int]:
     return out
 
 
-def _build_bus(lab: Sites, kind: str, progress: Progress, opts: dict[str, Any]) -> Service:
+# Written against places (``juice.lab.place``): they run in a local lab and on SSH hosts alike.
+ON_ANY_PLACE = ("mariadb", "galera")
+
+
+def _local(lab: Sites, kind: str) -> LocalSites:
+    """``lab`` for a service that still needs a lab on this machine (UserError on hosts)."""
+    if not all(lab.place(s).shared_disk for s in lab.sites):
+        raise UserError(f"{kind}: runs in a local lab only so far; on SSH hosts: {', '.join(ON_ANY_PLACE)}")
+    return cast(LocalSites, lab)
+
+
+def _build_bus(lab: LocalSites, kind: str, progress: Progress, opts: dict[str, Any]) -> Service:
     allowed = BUS_OPTIONS[kind]
     unknown = sorted(set(opts) - set(allowed))
     if unknown:
@@ -96,12 +107,12 @@ def build(lab: Sites, kind: str, progress: Progress = quiet, **opts: Any) -> Ser
             return Galera(lab, progress, options=GaleraOptions(**gopts), **opts)
         if kind in ("postgres", "postgres-readlocal"):
             popts = {k: opts.pop(k) for k in list(opts) if k in PgOptions.__dataclass_fields__}
-            return Postgres(lab, progress, read_local=kind == "postgres-readlocal",
+            return Postgres(_local(lab, kind), progress, read_local=kind == "postgres-readlocal",
                             options=PgOptions(**popts), **opts)
         if kind == "cockroach":
-            return Cockroach(lab, progress, **opts)
+            return Cockroach(_local(lab, kind), progress, **opts)
         if kind in BUSES:
-            return _build_bus(lab, kind, progress, dict(opts))
+            return _build_bus(_local(lab, kind), kind, progress, dict(opts))
     except TypeError as e:
         raise UserError(f"{kind}: unknown option ({e})") from None
     raise UserError(f"kind: unknown database or bus {kind!r} (databases: {', '.join(KINDS)}; "

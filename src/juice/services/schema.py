@@ -1,5 +1,6 @@
 """``CREATE DATABASE`` for the OpenStack services (Keystone, placement, nova) on Juice's
-database services, MySQL-compatible or PostgreSQL, run from inside a site.
+database services, MySQL-compatible or PostgreSQL, run from inside a site (with the
+``mariadb``/``psql`` client at the site's place).
 
     create_database(lab, db, 1, "placement", progress)     # on Juice's MariaDB, from site 1
 """
@@ -7,7 +8,11 @@ database services, MySQL-compatible or PostgreSQL, run from inside a site.
 from __future__ import annotations
 
 from juice.errors import ServiceError
-from juice.services.base import Progress, Service, Sites, from_site, quiet
+from juice.services.base import Progress, Service, Sites, quiet
+
+# the clients run at the site's place (a namespace here, a host there), as a client would
+MYSQL = "/usr/bin/mariadb"
+PSQL = "/usr/bin/psql"
 
 
 def create_database(lab: Sites, db: Service, site: int, name: str, progress: Progress = quiet, *,
@@ -20,29 +25,21 @@ def create_database(lab: Sites, db: Service, site: int, name: str, progress: Pro
         raise ServiceError(f"{what}: {who} cannot use a {ep.driver!r} database "
                            f"(supported: {', '.join(drivers)})")
 
-    def create() -> None:
-        if ep.driver == "postgresql":
-            from juice.services import postgres
-
-            pconn = postgres.connect(ep, timeout=10)
-            try:
-                if not pconn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-                    pconn.execute(f"CREATE DATABASE {name} OWNER {ep.user}")
-            finally:
-                pconn.close()
-            return
-        from juice.services import mariadb
-
-        conn = mariadb.connect(ep, timeout=10)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4")
-        finally:
-            conn.close()
-
-    try:
-        from_site(lab, site, create, timeout=60)
-    except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ServiceError(f"{what} is not healthy: {first} (is `juice db up` done?)") from None
+    place = lab.place(site)
+    if ep.driver == "postgresql":
+        conninfo = f"host={ep.host} port={ep.port} user={ep.user} dbname=postgres connect_timeout=10"
+        env = {"PGPASSWORD": ep.password}
+        r = place.run([PSQL, conninfo, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],
+                      timeout=60, env=env)
+        if r.ok and r.out.strip() != "1":
+            r = place.run([PSQL, conninfo, "-c", f"CREATE DATABASE {name} OWNER {ep.user}"],
+                          timeout=60, env=env)
+    else:
+        r = place.run([MYSQL, "-h", ep.host, "-P", str(ep.port), "-u", ep.user, "--connect-timeout=10",
+                       "-e", f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4"],
+                      timeout=60, env={"MYSQL_PWD": ep.password})
+    if not r.ok:
+        lines = (r.err or r.out).strip().splitlines()
+        raise ServiceError(f"{what} is not healthy: {lines[-1] if lines else 'no answer'} "
+                           "(is `juice db up` done?)")
     progress(f"{who}: database {name!r} ready on {db.kind}")

@@ -11,11 +11,16 @@ from typing import Any
 
 def write_text(path: Path, text: str, mode: int = 0o644) -> None:
     """Replace ``path`` with ``text`` so readers see the old or the new file, never half."""
+    write_bytes(path, text.encode(), mode)
+
+
+def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """``write_text`` for bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)

@@ -13,9 +13,9 @@ import pytest
 
 from juice.errors import UserError
 from juice.lab import LocalLab, spec
+from juice.lab.setns import in_site
 from juice.load.api import AtomicAction, Clock, DictEnv, Iteration
 from juice.services import registry as services
-from juice.services.client import in_site
 from juice.services.keystone import Keystone, KeystoneOptions
 from juice.services.keystone_http import issue_token, request
 from juice.studies.keystone import catalog as registry

@@ -257,12 +257,12 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
                     "StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
                     "KbdInteractiveAuthentication no\n")
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
-    sshd = spawn(lab, 1, [str(SSHD), "-D", "-e", "-f", str(conf)], log=tmp / "sshd.log", what="sshd")
+    sshd = spawn(lab.place(1), [str(SSHD), "-D", "-e", "-f", str(conf)], log=tmp / "sshd.log", what="sshd")
     fwd = None
     try:
         # The forwarder accepts on loopback whether sshd listens yet or not: wait for sshd
         # itself (bounded), or a slow start makes ssh see "connection closed" at once.
-        sshd.wait_ready(lambda: port_open(lab, 1, lab.site_ip(1), SSHD_PORT), timeout=30)
+        sshd.wait_ready(lambda: port_open(lab.place(1), lab.site_ip(1), SSHD_PORT), timeout=30)
         fwd, port = start_forwarder(lab, 1, SSHD_PORT, tmp)
         spec = cloud["tmp"] / "ssh.yaml"
         data = yaml.safe_load(write_spec(spec, cloud, ["authenticate_user_and_validate_token"],

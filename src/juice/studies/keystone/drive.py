@@ -12,7 +12,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from juice.errors import JuiceError, ServiceError
-from juice.lab import LocalLab
+from juice.lab.place import Lab
 from juice.load.api import LoadResult
 from juice.load.drivers import DriverJob, SiteLauncher, run_drivers
 from juice.load.iterations import summary, write_iterations
@@ -38,7 +38,7 @@ def runner_spec(p: RunPoint) -> RunnerSpec:
                       timeout_s=float(r["timeout_s"]), seed=p.seed, warmup_times=warm_n, warmup_s=warm_s)
 
 
-def driver_sites(p: RunPoint, lab: LocalLab) -> list[int]:
+def driver_sites(p: RunPoint, lab: Lab) -> list[int]:
     return [1] if p.load == "light" else list(lab.sites)
 
 
@@ -51,7 +51,7 @@ def keystone_env(ks: Any, site: int, concurrency: int) -> dict[str, Any]:
             "concurrency": concurrency}
 
 
-def execute(rd: RunDir, p: RunPoint, lab: LocalLab, db: Service, ks: Any, progress: Progress,
+def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: Progress,
             ui: ProgressUI | None = None, target: FaultTarget | None = None) -> dict[str, Any]:
     """Run the drivers of ``p`` (with its fault schedule applied through ``target``); write
     iterations.jsonl, rally.json and events.jsonl (when there were faults) into ``rd``; return

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from juice.errors import UserError
-from juice.lab import LocalLab
+from juice.lab.place import Lab
 from juice.services.base import Service
 from juice.spec.faults import WanChange
 from juice.spec.wan import WanPoint
@@ -23,7 +23,7 @@ KINDS_HINT = "the database's kind, keystone or memcached"
 class KeystoneFaults:
     """A FaultTarget over one Keystone deployment at one WAN point."""
 
-    def __init__(self, lab: LocalLab, db: Service, ks: Any, wan: WanPoint, jitter_ms: float,
+    def __init__(self, lab: Lab, db: Service, ks: Any, wan: WanPoint, jitter_ms: float,
                  loss_pct: float) -> None:
         self.lab, self.db, self.ks = lab, db, ks
         self.wan, self.jitter_ms, self.loss_pct = wan, jitter_ms, loss_pct
@@ -35,7 +35,7 @@ class KeystoneFaults:
         self.lab.heal(site)
 
     def set_wan(self, change: WanChange | None) -> None:
-        base = self.wan.lab_spec(self.lab.state.name, len(self.lab.sites), self.jitter_ms, self.loss_pct)
+        base = self.wan.lab_spec(self.lab.name, len(self.lab.sites), self.jitter_ms, self.loss_pct)
         if change is None:
             self.lab.set_wan(base)
             return

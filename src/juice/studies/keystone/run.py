@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from juice.lab import LocalLab
-from juice.lab.check import check
+from juice.lab.place import Lab
 from juice.paths import work_dir
 from juice.results.store import tool_version
 from juice.services.base import Service
@@ -36,7 +36,7 @@ Progress = Callable[[str], None]
 
 
 @contextmanager
-def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Iterator[Any]:
+def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Iterator[Lab]:
     """A local lab, or the provider's hosts (``RemoteLab``) when ``provider.kind`` is enoslib."""
     name = "run" + secrets.token_hex(3)
     lab_spec = wan.lab_spec(name, sites, exp.wan.jitter_ms, exp.wan.loss_pct)
@@ -59,24 +59,22 @@ def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Itera
 class Deployment:
     """A database and a Keystone per site in ``lab``; ``wan`` is the WAN point applied last."""
 
-    lab: Any  # LocalLab or RemoteLab
+    lab: Lab
     db: Service
-    ks: Any
+    ks: Any  # juice.services.keystone.Keystone
     wan: str | None = None
     wan_report: dict[str, Any] = field(default_factory=dict)
 
 
 @contextmanager
-def deployment(lab: LocalLab, p: RunPoint, exp: Experiment, progress: Progress) -> Iterator[Deployment]:
+def deployment(lab: Lab, p: RunPoint, exp: Experiment, progress: Progress) -> Iterator[Deployment]:
+    """The database and a Keystone in every site, in a local lab or on the provider's hosts
+    alike (the services run at the lab's places)."""
     from juice.services import registry
     from juice.services.keystone import Keystone, KeystoneOptions
 
     progress(f"deploying {p.rdbms} for {p.sites} sites")
     t0 = time.monotonic()
-    if not isinstance(lab, LocalLab):
-        with remote_deployment(lab, p, exp, progress) as dep:
-            yield dep
-        return
     # bounded waits that grow with the deployment (45 sites on 2 cores take minutes)
     db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites))
     try:
@@ -94,41 +92,17 @@ def deployment(lab: LocalLab, p: RunPoint, exp: Experiment, progress: Progress) 
         db.stop()
 
 
-@contextmanager
-def remote_deployment(lab: Any, p: RunPoint, exp: Experiment, progress: Progress) -> Iterator[Deployment]:
-    """The database and a Keystone per site on the hosts of a ``RemoteLab``."""
-    from juice.services.keystone import KeystoneOptions
-    from juice.services.remote_db import RemoteDatabase
-    from juice.services.remote_keystone import RemoteKeystone
-
-    db = RemoteDatabase(lab, p.rdbms, progress)
-    try:
-        db.up(timeout=max(300.0, 60.0 + 30.0 * p.sites))
-        opts = KeystoneOptions(cache=p.cache, workers=exp.keystone.workers,
-                               password_hash_rounds=exp.keystone.password_hash_rounds)
-        ks = RemoteKeystone(lab, db, progress, opts)
-        try:
-            ks.up(timeout=max(300.0, 60.0 + 8.0 * p.sites))
-            yield Deployment(lab, db, ks)
-        finally:
-            ks.stop()
-    finally:
-        db.stop()
-
-
-def _apply_wan(lab: Any, exp: Experiment, wan: WanPoint, progress: Progress) -> dict[str, Any]:
-    remote = not isinstance(lab, LocalLab)
-    name = lab.name if remote else lab.state.name
-    new = wan.lab_spec(name, len(lab.sites), exp.wan.jitter_ms, exp.wan.loss_pct)
+def _apply_wan(lab: Lab, exp: Experiment, wan: WanPoint, progress: Progress) -> dict[str, Any]:
+    new = wan.lab_spec(lab.name, len(lab.sites), exp.wan.jitter_ms, exp.wan.loss_pct)
     if new.model_dump() != lab.spec.model_dump():
         progress(f"WAN → {wan.label}")
-        lab.set_wan(new, progress) if remote else lab.set_wan(new)
-    out: dict[str, Any] = {"backend": lab.backend if remote else lab.state.backend, "point": wan.label,
-                           "spec": new.model_dump(mode="json")}
-    if remote:
-        out["provider"] = lab.facts()
+        lab.set_wan(new, progress)
+    out: dict[str, Any] = {"backend": lab.backend, "point": wan.label, "spec": new.model_dump(mode="json")}
+    facts = lab.facts()
+    if facts.get("provider") != "local":
+        out["provider"] = facts  # the hosts (results made before kept this key for hosts only)
     if exp.check_wan:
-        rep = lab.check(probes=10) if remote else check(lab, probes=10)
+        rep = lab.check(probes=10)
         out["check"] = rep.to_dict()
         if not rep.ok:
             progress("warning: the WAN check found a pair out of tolerance (recorded in the manifest)")

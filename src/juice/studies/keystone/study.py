@@ -22,7 +22,7 @@ from juice.studies.keystone.spec import Experiment, parse
 if TYPE_CHECKING:
     import pandas as pd
 
-    from juice.lab import LocalLab
+    from juice.lab.place import Lab
     from juice.load.api import Scenario
 
 WORKLOAD = "keystone"
@@ -55,7 +55,7 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
 
     @contextmanager
     def lab(self, spec: Experiment, points: Sequence[RunPoint],
-            progress: Progress) -> Iterator[LocalLab | None]:
+            progress: Progress) -> Iterator[Lab | None]:
         if spec.target is not None:  # an existing cloud: no lab
             yield None
             return
@@ -63,7 +63,7 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
             yield lab
 
     @contextmanager
-    def deployment(self, spec: Experiment, lab: LocalLab | None, points: Sequence[RunPoint],
+    def deployment(self, spec: Experiment, lab: Lab | None, points: Sequence[RunPoint],
                    progress: Progress) -> Iterator[Any]:
         if spec.target is not None:
             from juice.studies.keystone import target

@@ -191,7 +191,7 @@ class AgentRun:
         plan = self.path(p.name, "plan.json")
         atomic.write_json(plan, self._plan(p))
         argv = [str(py), "-m", "juice_messaging.agent", str(plan)]
-        self.servers[p.name] = spawn(self.lab, p.site, argv, log=self.path(p.name, "log"),
+        self.servers[p.name] = spawn(self.lab.place(p.site), argv, log=self.path(p.name, "log"),
                                      what=f"agent process {p.name}")
 
     def _ready(self, p: ProcPlan, limit_s: float) -> None:
@@ -233,7 +233,7 @@ class AgentRun:
         clients = [self.servers[p.name] for p in self.procs if p.role == "client"]
         last = 0.0
         while time.monotonic() < deadline:
-            running = [c for c in clients if c.child is not None and c.child.poll() is None]
+            running = [c for c in clients if c.proc is not None and c.exit_code() is None]
             if not running:
                 break
             if time.monotonic() - last >= 5:
@@ -245,8 +245,7 @@ class AgentRun:
         else:
             raise ServiceError(f"client processes still running after {limit_s:.0f} s "
                                f"(logs in {self.workdir})")
-        bad = [f"{c.what}: exit {c.child.returncode}" for c in clients
-               if c.child is not None and c.child.returncode not in (0, None)]
+        bad = [f"{c.what}: exit {code}" for c in clients if (code := c.exit_code()) not in (0, None)]
         if bad:
             raise ServiceError("; ".join(bad) + f" (logs in {self.workdir})")
 

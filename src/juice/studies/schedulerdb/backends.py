@@ -17,10 +17,10 @@ from types import TracebackType
 from typing import Any
 
 from juice.lab import LocalLab
+from juice.lab.setns import in_site
 from juice.results.store import tool_version
 from juice.services import deploy
 from juice.services.base import Progress, Service
-from juice.services.client import in_site
 from juice.studies.schedulerdb import dbapi, modern, populate
 from juice.studies.schedulerdb import schema_2013 as s13
 from juice.studies.schedulerdb.spec import CACHE_BACKENDS

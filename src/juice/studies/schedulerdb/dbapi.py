@@ -5,7 +5,7 @@ the scheduler and updater workers): ``{"driver": "mysql"|"postgresql"|"memcached
 
 SQL identifiers that are reserved words (``binary``, ``key``) go through ``qi``.
 Connections are opened eagerly (caches too), and must be opened inside the client's site
-(a worker process started in the site's namespace, or ``juice.services.client.in_site``):
+(a worker process started in the site's namespace, or ``juice.lab.setns.in_site``):
 a socket made in the host's namespace would leave through the host's default route.
 """
 
