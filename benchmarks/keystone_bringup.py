@@ -17,9 +17,9 @@ import secrets
 import time
 
 from juice.lab import LocalLab, spec
+from juice.openstack.http import issue_token, validate_token
 from juice.services import registry
 from juice.services.keystone import Keystone, KeystoneOptions
-from juice.services.keystone_http import issue_token, validate_token
 
 
 def one(sites: int, delay: float, rounds: int, workers: int) -> dict[str, object]:

@@ -14,6 +14,7 @@ No edge is ignored: a package's ``__init__`` importing its own submodules is an 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,3 +163,66 @@ def test_no_import_cycle_among_juice_modules() -> None:
     for c in found:
         print("import cycle: " + " -> ".join(c))
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+# ---- layers ------------------------------------------------------------------------------
+# Top to bottom: cli -> studies/<name> -> shared instruments (runner, trace, report, analysis)
+# -> services + openstack -> lab + remote + load + results -> util. A module may import its
+# own layer and the layers below. ``import_module("juice....")`` with a constant counts.
+
+STUDY = re.compile(r"^juice\.studies\.([a-z_]+)")
+BELOW_STUDIES = ("juice.lab", "juice.remote", "juice.load", "juice.results", "juice.util",
+                 "juice.services", "juice.openstack", "juice.spec", "juice.runner", "juice.trace",
+                 "juice.report", "juice.analysis")
+# what the lab and the hosts may use: nothing that runs services, studies or runs
+NOT_FOR_LAB = ("juice.services", "juice.openstack", "juice.studies", "juice.runner", "juice.trace",
+               "juice.report", "juice.analysis", "juice.cli", "juice.load")
+
+
+def string_imports(path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """Juice modules named by ``importlib.import_module("juice....")`` with a constant."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+                == "import_module" and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str) and node.args[0].value.startswith(ROOT + ".")):
+            target = _resolve(node.args[0].value, modules)
+            if target:
+                yield target
+
+
+def all_edges() -> dict[str, set[str]]:
+    modules = module_files()
+    return {m: {t for t in [*imports_of(m, p, modules), *string_imports(p, modules)] if t != m}
+            for m, p in modules.items()}
+
+
+def _study(module: str) -> str | None:
+    m = STUDY.match(module)
+    return m.group(1) if m and m.group(1) != "base" else None
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_studies_never_import_each_other() -> None:
+    bad = [(m, t) for m, ts in all_edges().items() for t in ts
+           if _study(m) and _study(t) and _study(m) != _study(t)]
+    assert not bad, bad
+
+
+def test_nothing_below_the_studies_imports_a_study() -> None:
+    bad = [(m, t) for m, ts in all_edges().items() for t in ts if _under(m, BELOW_STUDIES) and _study(t)]
+    assert not bad, bad
+
+
+def test_the_lab_and_the_hosts_import_nothing_above_them() -> None:
+    bad = [(m, t) for m, ts in all_edges().items() for t in ts
+           if _under(m, ("juice.lab", "juice.remote")) and _under(t, NOT_FOR_LAB)]
+    assert not bad, bad
+
+
+def test_string_imports_are_seen(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text('import importlib\nx = importlib.import_module("juice.studies.keystone.catalog")\n')
+    assert list(string_imports(f, module_files())) == ["juice.studies.keystone.catalog"]

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from juice.errors import UserError
+from juice.remote import ssh
 from juice.runner import ssh_profile
 from juice.runner.profile import Settings
 from juice.spec.target import DEFAULT_PROCESSES, SshHost, Target
@@ -100,7 +101,7 @@ def test_a_silent_host_is_killed_by_pid_within_the_bound(tmp_path: Path) -> None
 
 def test_ssh_runs_in_batch_mode_with_a_private_known_hosts_and_the_key() -> None:
     h = SshHost(host="ctl1", port=2222, user="ops", key_file="~/k")
-    argv = ssh_profile.ssh_argv(h, Path("/tmp/x/known_hosts-1"), "cmd")
+    argv = ssh.ssh_argv(h, Path("/tmp/x/known_hosts-1"), "cmd")
     text = " ".join(argv)
     for opt in ("BatchMode=yes", "StrictHostKeyChecking=accept-new",
                 "UserKnownHostsFile=/tmp/x/known_hosts-1",
@@ -109,7 +110,7 @@ def test_ssh_runs_in_batch_mode_with_a_private_known_hosts_and_the_key() -> None
     assert argv[-3:] == ["--", "ctl1", "cmd"]
     script = ssh_profile.remote_script(DEFAULT_PROCESSES, 1.0, 60.0)
     boot = f"python3 -c 'import sys;exec(sys.stdin.buffer.read({len(script)}))'"
-    assert ssh_profile.boot_command(script) == boot
+    assert ssh.boot_command(script) == boot
 
 
 def test_check_names_the_unreadable_key_file(tmp_path: Path) -> None:

@@ -14,12 +14,12 @@ from juice.cli_keystone import load_record as load_ks_record
 from juice.errors import ServiceError, UserError
 from juice.lab import LocalLab, netns, spec
 from juice.lab.place import ThisHost
+from juice.openstack.creds import AdminCredentials, read_openrc, render_openrc
+from juice.openstack.http import issue_token, validate_token
 from juice.services import counters, registry
 from juice.services import keystone as ksmod
 from juice.services.base import Endpoint, Endpoints, ServerRecord, Service, wait_for
 from juice.services.keystone import Keystone, KeystoneOptions, children_of, render_conf
-from juice.services.keystone_creds import AdminCredentials, read_openrc, render_openrc
-from juice.services.keystone_http import issue_token, validate_token
 from juice.services.memcached import Memcached
 from juice.util import proc
 from tests.services.conftest import needs_lab

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from juice.errors import ServiceError, UserError
+from juice.lab.place import ThisHost
 from juice.services import cockroach, counters, galera, mariadb, postgres
 from juice.services.registry import BUSES, build, load_record, record
 
@@ -88,6 +89,9 @@ class _FakeSites:
 
     def site_ip(self, site: int) -> str:
         return f"10.210.{site}.2"
+
+    def place(self, site: int) -> ThisHost:
+        return ThisHost(self.workdir)
 
 
 def test_build_rejects_bad_input() -> None:

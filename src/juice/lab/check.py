@@ -13,11 +13,12 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from juice.lab import netns
-from juice.lab.local import LocalLab
-from juice.lab.spec import expected_rtt_ms
+from juice.lab.spec import Link, expected_rtt_ms
+from juice.lab.state import LabState
+from juice.lab.topology import Topology
 
 TIME_RE = re.compile(r"time=([0-9.]+) ms")
 MAX_PARALLEL = 48
@@ -81,7 +82,22 @@ def judge(a: int, b: int, expected: float, rtts: list[float], sent: int,
                       len(rtts), round(tol, 3), ok)
 
 
-def check(lab: LocalLab, *, probes: int = 30, interval_s: float = 0.01,
+class Probed(Protocol):
+    """What ``check`` reads of a local lab (``LocalLab``)."""
+
+    links: dict[tuple[int, int], Link]
+    state: LabState
+    topo: Topology
+
+    @property
+    def sites(self) -> range: ...
+
+    def site_ns(self, site: int) -> str: ...
+
+    def site_ip(self, site: int) -> str: ...
+
+
+def check(lab: Probed, *, probes: int = 30, interval_s: float = 0.01,
           tol_ms: float = 0.5, tol_pct: float = 2.0,
           progress: Callable[[str], None] = lambda _: None) -> CheckReport:
     """Probe every pair of sites of ``lab``; bounded in time (each ping has a deadline)."""

@@ -9,8 +9,9 @@ credentials)::
      "env": {"auth_url": ..., "password": ...}, "runner": {RunnerSpec fields},
      "result_path": "/.../driver-2.result.json", "progress_interval_s": 0.25, "nice": 0}
 
-``scenario`` is resolved by ``resolve_scenario``: a registered name goes through the Keystone
-catalog, else through the study that knows it (``juice.studies.scenario``);
+``scenario`` is resolved by ``resolve_scenario``: a registered name goes to the job's
+``study`` (through the study registry), else to the study that knows it
+(``juice.studies.scenario``);
 ``"package.module:Class"`` imports the class and
 calls ``Class(**args)`` (tests and benchmarks use this for their Fake* scenarios).
 
@@ -46,21 +47,22 @@ PR_SET_PDEATHSIG = 1
 
 
 def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] | None = None,
-                     seed: int | None = None) -> Scenario:
+                     seed: int | None = None, study: str = "") -> Scenario:
     """The scenario object for ``name`` (see the module docstring for the two forms).
     ``contexts`` (Rally's, e.g. ``{"users": {"tenants": 2, "users_per_tenant": 3}}``) and
-    ``seed`` go to registered scenarios only."""
+    ``seed`` go to registered scenarios only; ``study`` (the job's) is asked first, through
+    the study registry, without importing the others."""
     if ":" in name:
         mod_name, _, cls_name = name.partition(":")
         cls = getattr(importlib.import_module(mod_name), cls_name)
         scenario: Scenario = cls(**args)
         return scenario
-    registry = importlib.import_module("juice.studies.keystone.catalog")
-    if registry.known(name):  # the common case, without importing every study
-        found: Scenario = registry.get(name, args, contexts=contexts or None, seed=seed)
-        return found
     from juice import studies
 
+    if study:
+        found = studies.get(study).scenario(name, args, contexts or None, seed)
+        if found is not None:
+            return found
     return studies.scenario(name, args, contexts or None, seed)
 
 
@@ -91,7 +93,8 @@ async def _drive(job: dict[str, Any], proto: IO[str]) -> LoadResult:
             await asyncio.sleep(interval)
             _emit(proto, "progress", **counters.snapshot())
 
-    scenario = resolve_scenario(str(job["scenario"]), args, job.get("contexts"), job.get("seed"))
+    scenario = resolve_scenario(str(job["scenario"]), args, job.get("contexts"), job.get("seed"),
+                                str(job.get("study") or ""))
     me = asyncio.current_task()
     if me is not None:  # SIGTERM (run_drivers stopping us): cancel, so cleanup still runs
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, me.cancel)

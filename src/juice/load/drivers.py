@@ -97,6 +97,7 @@ class DriverJob:
     nice: int = 0
     contexts: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
+    study: str = ""  # the study whose scenario this is (the driver imports only that one)
 
 
 def _failed_result(job: DriverJob, reason: str) -> LoadResult:
@@ -126,7 +127,7 @@ async def _in_process(jobs: Sequence[DriverJob], ui: ProgressUI) -> list[LoadRes
     async def one(job: DriverJob, c: Counters) -> LoadResult:
         try:
             async with asyncio.timeout(job.timeout_s):
-                scenario = resolve_scenario(job.scenario, job.args, job.contexts, job.seed)
+                scenario = resolve_scenario(job.scenario, job.args, job.contexts, job.seed, job.study)
                 return await run_scenario(scenario, DictEnv(job.site, job.env), job.runner,
                                           args=job.args, counters=c)
         except TimeoutError:
@@ -215,7 +216,7 @@ def _start(lab: SiteLauncher, idx: int, job: DriverJob,
     ship = getattr(lab, "ship_file", None)
     remote_result = lab.remote_path(job.site, result_file) if ship is not None else str(result_file)  # type: ignore[attr-defined]
     payload = {"site": job.site, "scenario": job.scenario, "args": job.args, "env": job.env,
-               "contexts": job.contexts, "seed": job.seed,
+               "contexts": job.contexts, "seed": job.seed, "study": job.study,
                "runner": job.runner.to_dict(), "result_path": remote_result, "nice": job.nice}
     atomic.write_text(job_file, json.dumps(payload), mode=0o600)
     job_arg = ship(job.site, job_file) if ship is not None else str(job_file)

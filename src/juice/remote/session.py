@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from juice.errors import LabError
-from juice.runner.ssh_profile import boot_command, fingerprint, ssh_argv
+from juice.remote.ssh import boot_command, fingerprint, ssh_argv
 
 T = TypeVar("T")
 Progress = Callable[[str], None]

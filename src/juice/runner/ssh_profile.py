@@ -39,8 +39,6 @@ first few kept in the summary, as the local sampler does.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import shutil
@@ -54,6 +52,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from juice.errors import UserError
+from juice.remote.ssh import boot_command, fingerprint, ssh_argv
 from juice.runner.profile_table import (
     CUMULATIVE,
     FLUSH_ROWS,
@@ -66,7 +65,6 @@ from juice.runner.profile_table import (
 
 Progress = Callable[[str], None]
 PINGS = 5
-CONNECT_TIMEOUT_S = 10
 START_TIMEOUT_S = 30.0  # ssh connect + python start + the pings, per host (in parallel)
 STOP_WAIT_S = 5.0
 MAX_S = 24 * 3600.0
@@ -194,25 +192,6 @@ def remote_script(patterns: Sequence[str], interval_s: float, max_s: float) -> b
     return REMOTE.replace("__CFG__", repr(cfg)).encode()
 
 
-def boot_command(script: bytes) -> str:
-    """The remote command: python3 reading exactly the script from stdin (quoted for any shell)."""
-    return f"python3 -c 'import sys;exec(sys.stdin.buffer.read({len(script)}))'"
-
-
-def ssh_argv(h: Any, known_hosts: Path, command: str, ssh: str = "ssh", *, address: str | None = None,
-             connect_timeout: int = CONNECT_TIMEOUT_S, alive_count_max: int = 3) -> list[str]:
-    """ssh to ``h`` (port, user, key_file; ``address`` or ``h.host``): a key, never a prompt,
-    host keys accepted on first use into ``known_hosts``."""
-    argv = [ssh, "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
-            "-o", f"UserKnownHostsFile={known_hosts}", "-o", "HashKnownHosts=no",
-            "-o", f"ConnectTimeout={connect_timeout}", "-o", "ServerAliveInterval=10",
-            "-o", f"ServerAliveCountMax={alive_count_max}", "-o", "ControlPath=none", "-o", "LogLevel=ERROR",
-            "-p", str(h.port), "-l", h.user]
-    if h.key_file:
-        argv += ["-i", str(Path(h.key_file).expanduser()), "-o", "IdentitiesOnly=yes"]
-    return [*argv, "--", address if address is not None else h.host, command]
-
-
 def check(hosts: Sequence[Any]) -> None:
     """UserError (naming the field) when ssh is missing or a key file is not readable."""
     if shutil.which("ssh") is None:
@@ -220,16 +199,6 @@ def check(hosts: Sequence[Any]) -> None:
     for i, h in enumerate(hosts):
         if h.key_file and not os.access(Path(h.key_file).expanduser(), os.R_OK):
             raise UserError(f"target.ssh.{i}.key_file: {h.key_file}: not a readable file")
-
-
-def fingerprint(known_hosts: Path) -> str | None:
-    """SHA256 fingerprint (as ``ssh-keygen -l``) of the first key in a known_hosts file."""
-    try:
-        line = known_hosts.read_text().split("\n")[0].split()
-        return f"{line[1]} SHA256:" + base64.b64encode(
-            hashlib.sha256(base64.b64decode(line[2])).digest()).decode().rstrip("=")
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 @dataclass

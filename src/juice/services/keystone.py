@@ -41,6 +41,8 @@ from typing import Any
 
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
+from juice.openstack.creds import ADMIN_PROJECT, AdminCredentials, render_openrc
+from juice.openstack.creds import read_openrc as read_openrc  # re-exported
 from juice.paths import cache_dir
 from juice.services.base import (
     Endpoint,
@@ -51,8 +53,6 @@ from juice.services.base import (
     Sites,
     quiet,
 )
-from juice.services.keystone_creds import ADMIN_PROJECT, AdminCredentials, render_openrc
-from juice.services.keystone_creds import read_openrc as read_openrc  # re-exported
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, port_open, spawn, stop_all

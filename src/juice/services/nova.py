@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
+from juice.openstack.http import issue_token, request
 from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
 from juice.services.keystone import VENV, Keystone, children_of, dist_version
-from juice.services.keystone_http import issue_token, request
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
 from juice.services.os_api import (
     Catalog,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import UserError
+from juice.openstack.nova import NovaClient
 from juice.services import registry
 from juice.services.base import LocalSites, Progress, Service, quiet
 from juice.services.fake_openstack import IMAGE_ID, FakeServices
@@ -33,7 +34,6 @@ from juice.services.keystone import Keystone, KeystoneOptions
 from juice.services.nova import Nova
 from juice.services.nova_compute import NovaComputes
 from juice.services.nova_conf import ComputeOptions, NovaOptions
-from juice.services.nova_http import NovaClient
 from juice.services.placement import Placement
 from juice.services.rabbitmq import RabbitMQ
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.openstack.http import issue_token, request
 from juice.services.base import LocalSites, Sites, log_tail, reap
 from juice.services.keystone import VENV, Keystone
-from juice.services.keystone_http import issue_token, request
 from juice.util import proc
 
 SERVICE_PROJECT = "service"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
+from juice.openstack.http import issue_token, request
 from juice.services.base import (
     Endpoint,
     Endpoints,
@@ -39,7 +40,6 @@ from juice.services.base import (
     quiet,
 )
 from juice.services.keystone import Keystone, children_of, dist_version
-from juice.services.keystone_http import issue_token, request
 from juice.services.os_api import (
     Catalog,
     gunicorn_argv,

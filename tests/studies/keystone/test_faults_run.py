@@ -49,7 +49,7 @@ def test_partition_and_kill_restart_during_a_run(tmp_path: Path) -> None:
     # share the cores): site 1's iterations must not fail for want of CPU
     path = spec(tmp_path, "flt", [{"at_s": 1, "partition": 2, "duration_s": 2},
                                   {"at_iteration": 40, "kill": "keystone", "site": 1, "restart_after_s": 1}],
-                timeout_s=20)
+                times=160, timeout_s=20)  # 20 s at 8/s per driver: the run outlasts the restart
     cp = subprocess.run([*JUICE, "run", str(path), "--results", str(tmp_path / "out")], capture_output=True,
                         text=True, timeout=900)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
@@ -62,10 +62,10 @@ def test_partition_and_kill_restart_during_a_run(tmp_path: Path) -> None:
     assert events[1]["detail"]["pid"] and events[1]["detail"]["restart"]["pid"]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["faults"] == events and manifest["params"]["faults"] == 2
-    assert manifest["warmup_iterations"] == 4  # 2 per driver, kept out of the 2 x 80
+    assert manifest["warmup_iterations"] == 4  # 2 per driver, kept out of the 2 x 160
     recs = [json.loads(x) for x in (run / "iterations.jsonl").read_text().splitlines()]
     measured = [r for r in recs if not r.get("warmup")]
-    assert len(measured) == 160 and sum(1 for r in recs if r.get("warmup")) == 4
+    assert len(measured) == 320 and sum(1 for r in recs if r.get("warmup")) == 4
     # site 2 reaches its database in site 1 across the cut: what it starts while cut off
     # fails or waits for the heal (TCP retransmits), while site 1 goes on
     t0, t1 = events[0]["t_start"], events[0]["t_end"]

@@ -15,11 +15,11 @@ from juice.errors import UserError
 from juice.lab import LocalLab, spec
 from juice.lab.setns import in_site
 from juice.load.api import AtomicAction, Clock, DictEnv, Iteration
+from juice.openstack.http import issue_token, request
+from juice.openstack.keystone import Credentials, KeystoneError
 from juice.services import registry as services
 from juice.services.keystone import Keystone, KeystoneOptions
-from juice.services.keystone_http import issue_token, request
 from juice.studies.keystone import catalog as registry
-from juice.studies.keystone.client import Credentials, KeystoneError
 from juice.studies.keystone.env import AdminCredentials, KeystoneEnv
 from juice.studies.keystone.names import legacy_name
 from tests.services.conftest import needs_lab, services_capable

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from juice.lab import state
-from juice.studies.keystone.client import Credentials, KeystoneClient
+from juice.openstack.keystone import Credentials, KeystoneClient
 from tests.services.conftest import needs_lab
 
 pytestmark = needs_lab

@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from juice.errors import UserError
+from juice.openstack import keystone as ksclient
+from juice.openstack.creds import AdminCredentials
 from juice.services import keystone_publish as pub
-from juice.services.keystone_creds import AdminCredentials
 from juice.spec.target import Target, resolve
 from juice.studies.keystone import catalog, dryrun, safety
-from juice.studies.keystone import client as ksclient
 from juice.studies.keystone.matrix import expand
 from juice.studies.keystone.spec import parse
 

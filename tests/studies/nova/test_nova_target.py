@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from juice.openstack.keystone import Credentials, KeystoneClient
 from juice.services.fake_openstack import IMAGE_ID
-from juice.studies.keystone.client import Credentials, KeystoneClient
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
 from tests.stacks import NovaCloud

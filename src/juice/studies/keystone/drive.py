@@ -76,7 +76,7 @@ def job(p: RunPoint, site: int, spec: RunnerSpec, env: dict[str, Any]) -> Driver
     """The driver of ``p`` in ``site`` (``env``: where and as whom; never stored)."""
     return DriverJob(site=site, scenario=p.scenario, args=dict(p.scenario_args), runner=spec,
                      contexts=dict(p.contexts), seed=p.seed + 1000 * site, env=env,
-                     timeout_s=_driver_timeout(spec))
+                     timeout_s=_driver_timeout(spec), study="keystone")
 
 
 def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: list[DriverJob],

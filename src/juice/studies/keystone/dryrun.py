@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from juice.studies.keystone.client import KeystoneClient, KeystoneError
+from juice.openstack.keystone import KeystoneClient, KeystoneError
 
 ID_RE = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
 SEED_ROLES = ("admin", "member", "reader")

@@ -15,7 +15,7 @@ from typing import Any
 
 from juice.errors import UserError
 from juice.load.api import Env
-from juice.studies.keystone.client import Credentials
+from juice.openstack.keystone import Credentials
 
 REQUIRED = ("auth_url", "username", "password", "project_name")
 

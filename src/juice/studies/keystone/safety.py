@@ -20,6 +20,7 @@ from dataclasses import replace
 from juice.errors import UserError
 from juice.load.drivers import run_drivers
 from juice.load.runner import RunnerSpec
+from juice.openstack import cloud
 from juice.spec.target import Credentials, resolve
 from juice.studies.keystone import drive, dryrun, target
 from juice.studies.keystone.matrix import RunPoint
@@ -61,7 +62,7 @@ def simulate(spec: Experiment, points: Sequence[RunPoint]) -> dryrun.Recorder:
             if bad:
                 raise UserError(f"--dry-run: run {i} ({p.label}) failed in the simulator: {bad[0]}")
             rec.phase = f"cleanup {i}"
-            target.cleanup_now(creds, regions[home], t.max_rps, target.PREFIX + "dryrun", lambda _: None,
+            target.cleanup_now(creds, regions[home], t.max_rps, cloud.PREFIX + "dryrun", lambda _: None,
                                simulated=True)
     finally:
         dryrun.RECORDER = dryrun.Recorder()
@@ -114,7 +115,7 @@ def preflight(spec: Experiment, points: Sequence[RunPoint], assume_yes: bool) ->
     """Refuse writes into a cloud that is not a Juice lab unless ``--yes``; check credentials."""
     assert spec.target is not None
     creds = credentials(spec)
-    if assume_yes or target.juice_lab_of(creds) is not None or not points:
+    if assume_yes or cloud.juice_lab_of(creds) is not None or not points:
         return
     rec = simulate(spec, points)
     made = _created(rec)
@@ -127,7 +128,7 @@ def preflight(spec: Experiment, points: Sequence[RunPoint], assume_yes: bool) ->
 def cleanup_lines(spec: Experiment, prefix: str | None, progress: Progress) -> list[str]:
     assert spec.target is not None
     creds = credentials(spec)
-    pre = prefix or target.PREFIX
+    pre = prefix or cloud.PREFIX
     counts = target.cleanup_now(creds, creds.auth_url, spec.target.max_rps, pre, progress)
     found = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"
     return [f"{spec.target.label}: deleted {found} named {pre}*"]

@@ -47,10 +47,10 @@ from typing import Any, ClassVar
 
 from juice.errors import UserError
 from juice.load.api import Context, Env, Iteration
-from juice.studies.keystone import contexts
-from juice.studies.keystone.client import KeystoneClient
+from juice.openstack import contexts
+from juice.openstack.identity import MODES, Driver, Identity, Names
+from juice.openstack.keystone import KeystoneClient
 from juice.studies.keystone.env import KeystoneEnv
-from juice.studies.keystone.identity import MODES, Driver, Identity, Names
 
 CTX_KEY = "keystone"
 

@@ -28,82 +28,35 @@ the manifest's ``profile`` entry, as a lab run's.
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-import shutil
-import socket
-import statistics
-import string
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from juice import paths
 from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
+from juice.openstack import cloud
+from juice.openstack.cloud import (
+    NOT_MEASURED,
+    PREFIX,
+    db_probe,
+    host_sites,
+    juice_lab_of,
+    ks_credentials,
+    ms_summary,
+    new_run_prefix,
+    tcp_rtt,
+)
+from juice.openstack.keystone import KeystoneClient, KeystoneError
 from juice.spec.target import Credentials, Target, resolve
-from juice.studies.keystone.client import Credentials as KsCredentials
-from juice.studies.keystone.client import KeystoneClient, KeystoneError
 
 Progress = Callable[[str], None]
-PREFIX = "s_juice_"
-RUN_ALPHABET = string.ascii_lowercase + string.digits
 HTTP_PROBES = 5
-TCP_PROBES = 10
-CLEANUP_TIMEOUT_S = 300.0
-NOT_MEASURED = {
-    "wan": "no WAN spec: the RTT to each endpoint is measured and recorded instead",
-    "db_counters": "no database statement counters (%reads/%writes): Juice has no access to the "
-                   "cloud's database",
-    "resource_profile": "no CPU/memory profile of the cloud's servers: Juice sees only this machine",
-    "server_logs": "no server logs: they stay on the cloud",
-}
 
 
-def ks_credentials(c: Credentials) -> KsCredentials:
-    return KsCredentials(c.username, c.password, c.project_name, c.user_domain_name, c.project_domain_name)
 
 
-def new_run_prefix() -> str:
-    """``s_juice_<6 random>`` (drivers append two digits, then ``_<8 random>``)."""
-    return PREFIX + "".join(secrets.choice(RUN_ALPHABET) for _ in range(6))
-
-
-def juice_lab_of(creds: Credentials) -> str | None:
-    """The Juice lab this target is (a clouds.yaml of ``juice keystone up --publish`` whose lab
-    runs and publishes this very port), else None."""
-    if not creds.juice_lab:
-        return None
-    import json
-
-    from juice.lab import state
-
-    st = state.load(creds.juice_lab)
-    if st is None or not st.workdir:
-        return None
-    try:
-        rec = json.loads((Path(st.workdir) / "keystone.json").read_text())
-    except (OSError, ValueError):
-        return None
-    port = urlsplit(creds.auth_url).port
-    published = {s.get("port") for s in rec.get("servers", []) if s.get("kind") == "forwarder"}
-    host = urlsplit(creds.auth_url).hostname
-    return creds.juice_lab if host in ("127.0.0.1", "localhost") and port in published else None
-
-
-@contextmanager
-def host_sites(progress: Progress) -> Iterator[LoopbackSites]:
-    """Drivers on this machine; their job files in a private temp dir removed at the end (and,
-    after a crash, by the next juice command: ``paths.sweep_private_tmp``)."""
-    workdir = paths.private_tmp("target")
-    try:
-        yield LoopbackSites(workdir)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @dataclass
@@ -160,29 +113,6 @@ async def http_rtt(client: KeystoneClient, max_rps: float, n: int = HTTP_PROBES)
         await client.discover()
         out.append(time.perf_counter() - t0)
     return out
-
-
-def tcp_rtt(url: str, n: int = TCP_PROBES, timeout: float = 5.0, gap_s: float = 0.0) -> list[float]:
-    """Seconds of ``n`` TCP connects to the URL's host:port (one round trip each; through a
-    published lab's loopback forwarder they end at the forwarder: GET /v3 covers the path)."""
-    u = urlsplit(url)
-    port = u.port or (443 if u.scheme == "https" else 80)
-    out: list[float] = []
-    for i in range(n):
-        if i:
-            time.sleep(gap_s)
-        t0 = time.perf_counter()
-        try:
-            socket.create_connection((u.hostname or "", port), timeout=timeout).close()
-        except OSError as e:
-            raise UserError(f"target: cannot connect to {u.hostname}:{port} ({e.strerror or e})") from None
-        out.append(time.perf_counter() - t0)
-    return out
-
-
-def _ms(xs: list[float]) -> dict[str, float]:
-    return {"n": len(xs), "min_ms": round(min(xs) * 1e3, 3),
-            "median_ms": round(statistics.median(xs) * 1e3, 3), "max_ms": round(max(xs) * 1e3, 3)}
 
 
 async def connect(client: KeystoneClient, creds: Credentials,
@@ -249,61 +179,15 @@ async def _probe(t: Target, creds: Credentials, simulated: bool,
         finally:
             await c.close()
         tcp = [0.0] if simulated else tcp_rtt(url, gap_s=1.0 / t.max_rps)
-        rtt[region] = {"url": url, "tcp": _ms(tcp), "http": _ms(http)}
+        rtt[region] = {"url": url, "tcp": ms_summary(tcp), "http": ms_summary(http)}
     return regions, home, rtt
-
-
-async def cleanup(client: KeystoneClient, creds: Credentials, prefix: str = PREFIX,
-                  workers: int = 10) -> dict[str, int]:
-    """Delete every user, project, service and role whose name starts with ``prefix`` (a 404
-    counts as deleted). Returns the count per kind."""
-    from juice.studies.keystone.contexts import admin_cleanup
-    from juice.studies.keystone.identity import Driver
-
-    if not prefix.startswith(PREFIX):
-        raise UserError(f"--prefix: Juice deletes only its own resources (names starting {PREFIX!r})")
-    drv = Driver(client=client, admin=ks_credentials(creds))
-    return await admin_cleanup(drv, workers=workers,
-                               owns=lambda name: bool(name) and str(name).startswith(prefix))
 
 
 def cleanup_now(creds: Credentials, url: str, max_rps: float, prefix: str, progress: Progress,
                 simulated: bool = False) -> dict[str, int]:
-    """``cleanup`` from synchronous code, bounded in time; JuiceError when it cannot finish."""
-    async def go() -> dict[str, int]:
-        c = _client(url, max_rps, simulated)
-        try:
-            return await asyncio.wait_for(cleanup(c, creds, prefix), CLEANUP_TIMEOUT_S)
-        finally:
-            await c.close()
-
-    try:
-        counts = asyncio.run(go())
-    except (TimeoutError, KeystoneError, OSError) as e:
-        raise JuiceError(f"cleanup of {prefix}* failed ({e}); run `juice cleanup --target SPEC`") from None
-    left = {k: v for k, v in counts.items() if v}
-    progress(f"cleanup {prefix}*: " + (f"deleted {', '.join(f'{v} {k}' for k, v in left.items())}"
-                                       if left else "nothing was left"))
-    return counts
-
-
-def db_probe(t: Target) -> Any:
-    """The statement-counter probe of ``target.db_url_env`` (checked now), or None."""
-    if t.db_url_env is None:
-        return None
-    from juice.errors import ServiceError
-    from juice.services.counters import RemoteMySQLProbe
-
-    url = os.environ.get(t.db_url_env)
-    if not url:
-        raise UserError(f"target.db_url_env: the environment variable {t.db_url_env} is not set "
-                        "(mysql://user:password@host:port of a read-only account)")
-    try:
-        probe = RemoteMySQLProbe(url)
-        probe.snapshot()
-    except ServiceError as e:
-        raise UserError(f"target.db_url_env: {e}") from None
-    return probe
+    """``cloud.cleanup_now`` with the dry run's simulated Keystone when ``simulated``."""
+    return cloud.cleanup_now(creds, url, max_rps, prefix, progress,
+                             client=lambda u, r: _client(u, r, simulated))
 
 
 def driver_regions(load: str, regions: dict[str, str], home: str) -> list[str]:

@@ -82,7 +82,7 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
                             timeout_s=spec.runner.timeout_s, seed=p.seed)
     job = DriverJob(site=site, scenario=p.scenario, runner=runner, args=dict(p.args), env=env,
                     contexts={"users": spec.users.model_dump()}, seed=p.seed,
-                    timeout_s=spec.runner.timeout_s * 4 + 3600)
+                    timeout_s=spec.runner.timeout_s * 4 + 3600, study="nova")
     offsets = _log_offsets(logs)
     t0 = time.time()
     load = f"{p.rate:g}/s ({p.arrival})" if p.rate is not None else f"concurrency {p.concurrency}"

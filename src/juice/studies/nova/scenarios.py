@@ -29,9 +29,9 @@ from typing import Any, ClassVar
 import aiohttp
 
 from juice.load.api import Context, Env, Iteration
-from juice.studies.keystone import contexts
-from juice.studies.keystone.client import Credentials, KeystoneClient, RateCap
-from juice.studies.keystone.identity import Driver, Names
+from juice.openstack import contexts
+from juice.openstack.identity import Driver, Names
+from juice.openstack.keystone import Credentials, KeystoneClient, RateCap
 from juice.util import atomic
 
 MICROVERSION = "2.37"

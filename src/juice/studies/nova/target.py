@@ -23,9 +23,9 @@ from typing import Any
 
 from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
+from juice.openstack import cloud
+from juice.openstack.keystone import KeystoneClient, KeystoneError
 from juice.spec.target import Credentials, resolve
-from juice.studies.keystone import target as kst
-from juice.studies.keystone.client import KeystoneClient, KeystoneError
 from juice.studies.nova.points import NovaPoint
 from juice.studies.nova.scenarios import NovaApi, NovaError, delete_by_prefix
 from juice.studies.nova.spec import NovaSpec
@@ -34,9 +34,9 @@ Progress = Callable[[str], None]
 NOT_MEASURED = {
     "nova_boot_time": "nova's own boot time (instance.create.end) comes from the services' logs, "
                       "which stay on the cloud: only Rally's polled boot time is measured",
-    "db_counters": kst.NOT_MEASURED["db_counters"],
-    "resource_profile": kst.NOT_MEASURED["resource_profile"],
-    "server_logs": kst.NOT_MEASURED["server_logs"],
+    "db_counters": cloud.NOT_MEASURED["db_counters"],
+    "resource_profile": cloud.NOT_MEASURED["resource_profile"],
+    "server_logs": cloud.NOT_MEASURED["server_logs"],
 }
 
 
@@ -87,7 +87,7 @@ async def _connect(spec: NovaSpec, creds: Credentials) -> tuple[str, str, dict[s
     assert t is not None
     ks = KeystoneClient(creds.auth_url, max_rps=t.max_rps)
     try:
-        _, body, headers = await ks.call("POST", "/auth/tokens", body=kst.ks_credentials(creds).auth_body())
+        _, body, headers = await ks.call("POST", "/auth/tokens", body=cloud.ks_credentials(creds).auth_body())
     except KeystoneError as e:
         raise UserError(f"target: {creds.source}: Keystone refused the credentials "
                         f"({e.status}: {e.message})") from None
@@ -121,15 +121,16 @@ def deployment(spec: NovaSpec, progress: Progress) -> Iterator[NovaTarget]:
     progress(f"target {t.label}: {creds.auth_url} as {creds.username} ({creds.source})")
     url, flavor, rtt = asyncio.run(_connect(spec, creds))
     for name, u in (("keystone", creds.auth_url), ("nova", url)):
-        rtt[f"{name} TCP connect median (ms)"] = kst._ms(kst.tcp_rtt(u, gap_s=1 / t.max_rps))["median_ms"]
+        tcp = cloud.tcp_rtt(u, gap_s=1 / t.max_rps)
+        rtt[f"{name} TCP connect median (ms)"] = cloud.ms_summary(tcp)["median_ms"]
     progress(f"nova at {url}; flavor {spec.flavor.name} = {flavor}; RTT {rtt}")
     if t.ssh:
         from juice.runner import ssh_profile
 
         ssh_profile.check(t.ssh)
-    with kst.host_sites(progress) as sites:
-        yield NovaTarget(spec, creds, creds.auth_url, url, flavor, sites, rtt, kst.juice_lab_of(creds),
-                         kst.db_probe(t))
+    with cloud.host_sites(progress) as sites:
+        yield NovaTarget(spec, creds, creds.auth_url, url, flavor, sites, rtt, cloud.juice_lab_of(creds),
+                         cloud.db_probe(t))
 
 
 def cleanup_now(dep_creds: Credentials, identity_url: str, compute_url: str, max_rps: float, prefix: str,
@@ -139,7 +140,7 @@ def cleanup_now(dep_creds: Credentials, identity_url: str, compute_url: str, max
         ks = KeystoneClient(identity_url, max_rps=max_rps)
         nova = NovaApi(compute_url, 10, max_rps=max_rps)
         try:
-            tok = (await ks.issue_token(kst.ks_credentials(dep_creds))).id
+            tok = (await ks.issue_token(cloud.ks_credentials(dep_creds))).id
             _, data, _ = await nova.call("GET", f"/servers?all_tenants=1&name=^{prefix}", tok)
             n = sum(1 for s in data["servers"] if s["name"].startswith(prefix))
             left = await delete_by_prefix(nova, tok, prefix, timeout_s)
@@ -155,7 +156,7 @@ def cleanup_now(dep_creds: Credentials, identity_url: str, compute_url: str, max
     except (TimeoutError, NovaError, KeystoneError, OSError) as e:
         raise JuiceError(f"cleanup of servers {prefix}* failed ({e}); "
                          "run `juice cleanup --target SPEC`") from None
-    counts = {"servers": n, **kst.cleanup_now(dep_creds, identity_url, max_rps, prefix, progress)}
+    counts = {"servers": n, **cloud.cleanup_now(dep_creds, identity_url, max_rps, prefix, progress)}
     return counts
 
 
@@ -164,13 +165,13 @@ def run_point(run: Any, dep: NovaTarget, execute: Callable[[LoopbackSites, dict[
     recorded first, and the cleanup after it whatever happens."""
     t = dep.spec.target
     assert t is not None
-    prefix = kst.new_run_prefix()
+    prefix = cloud.new_run_prefix()
     c = dep.creds
     env = {"auth_url": dep.identity_url, "username": c.username, "password": c.password,
            "project_name": c.project_name, "user_domain_name": c.user_domain_name,
            "project_domain_name": c.project_domain_name, "nova_url": dep.compute_url,
            "image_id": dep.spec.image, "network": dep.spec.network, "flavor_id": dep.flavor_id,
-           "max_rps": t.max_rps, "name_run": f"{prefix.removeprefix(kst.PREFIX)}01"}
+           "max_rps": t.max_rps, "name_run": f"{prefix.removeprefix(cloud.PREFIX)}01"}
     run.manifest(kind="nova-run", params=run.point.params(), spec=dict(run.spec_data), target=dep.facts(),
                  created_prefix=prefix, state="running")
     run.progress(f"driver on this machine → {dep.compute_url}; at most {t.max_rps:g} requests/s; created "
@@ -206,7 +207,7 @@ def preflight(spec: NovaSpec, points: Sequence[NovaPoint], assume_yes: bool) -> 
     t = spec.target
     assert t is not None
     creds = resolve(t)
-    if assume_yes or kst.juice_lab_of(creds) is not None or not points:
+    if assume_yes or cloud.juice_lab_of(creds) is not None or not points:
         return
     boots = sum(p.times for p in points)
     users = spec.users.tenants * spec.users.users_per_tenant
@@ -248,7 +249,7 @@ def cleanup_lines(spec: NovaSpec, prefix: str | None, progress: Progress) -> lis
     assert t is not None
     creds = resolve(t)
     url, _, _ = asyncio.run(_connect(spec, creds))
-    pre = prefix or kst.PREFIX
+    pre = prefix or cloud.PREFIX
     counts = cleanup_now(creds, creds.auth_url, url, t.max_rps, pre, progress)
     found = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "nothing"
     return [f"{t.label}: deleted {found} named {pre}*"]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.openstack.creds import AdminCredentials
 from juice.services.base import Sites, from_site
-from juice.services.keystone_creds import AdminCredentials
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.openstack.creds import AdminCredentials
+from juice.openstack.http import Response, issue_token, request
 from juice.services.base import Sites
-from juice.services.keystone_creds import AdminCredentials
-from juice.services.keystone_http import Response, issue_token, request
 
 MICROVERSION = "2.37"  # the first with "networks": "none"
 

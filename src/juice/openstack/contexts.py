@@ -23,8 +23,8 @@ from functools import partial
 from typing import Any
 
 from juice.errors import UserError
-from juice.studies.keystone.client import Credentials, KeystoneError
-from juice.studies.keystone.identity import DEFAULT_ROLE, Driver, Identity
+from juice.openstack.identity import DEFAULT_ROLE, Driver, Identity
+from juice.openstack.keystone import Credentials, KeystoneError
 
 USERS_DEFAULTS: dict[str, Any] = {"tenants": 1, "users_per_tenant": 1, "resource_management_workers": 20,
                                   "user_password": None, "user_choice_method": "random",

@@ -41,7 +41,7 @@ from datetime import datetime
 from typing import Any
 
 from juice.load.api import Iteration
-from juice.studies.keystone.client import Credentials, KeystoneClient, KeystoneError, Token
+from juice.openstack.keystone import Credentials, KeystoneClient, KeystoneError, Token
 
 MODES = ("rally", "reuse")
 DEFAULT_ROLE = "member"  # Rally's [openstack] keystone_default_role

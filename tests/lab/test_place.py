@@ -1,0 +1,141 @@
+"""The place protocol (``juice.lab.place``): the same checks on both kinds of place, a site's
+network namespace here (``NetnsPlace``) and an SSH host through its agent (``HostPlace``; the
+hosts are sshd's in the namespaces of a local lab, each with a private /var/tmp/juice-host, so
+what a host place writes is not visible here). Then the same MariaDB service on both, and the
+partition of a site on hosts.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from juice.errors import LabError
+from juice.lab import spec as labspec
+from juice.lab.local import uniform_lab
+from juice.lab.place import Place
+from juice.lab.remote import RemoteLab
+from tests.remote.sshhosts import SSHD, ssh_hosts
+from tests.services.conftest import needs_lab
+
+pytestmark = [
+    *needs_lab,
+    pytest.mark.xdist_group("ssh-hosts"),  # the hosts' mount point is one directory here
+    pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)"),
+]
+SLEEPER = "import sys, time; print('up', flush=True); time.sleep(120)"
+
+
+@pytest.fixture(scope="module", params=["namespace", "ssh-host"])
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A 2-site lab of either kind (the module's tests run once per kind)."""
+    if request.param == "namespace":
+        with uniform_lab("pl", 2, 0.0) as local:
+            yield local
+        return
+    with ssh_hosts(2, tmp_path_factory.mktemp("hosts")) as (_lab, hosts), \
+            RemoteLab.up(labspec.parse({"name": "pl", "sites": 2, "delay_ms": 0}), hosts) as remote:
+        yield remote
+
+
+def test_files_commands_and_fetch(lab: object, tmp_path: Path) -> None:
+    place: Place = lab.place(2)  # type: ignore[attr-defined]
+    home = place.root / "s2" / "t"
+    place.mkdir(home / "sub")
+    place.write(home / "sub" / "a.conf", "x = 1\n", mode=0o600)
+    assert place.read(home / "sub" / "a.conf") == b"x = 1\n"
+    assert place.read(home / "missing") is None
+    r = place.run(["stat", "-c", "%a", str(home / "sub" / "a.conf")])
+    assert r.ok and r.out.strip() == "600"
+    r = place.run(["sh", "-c", "echo $JUICE_X; cat; exit 3"], input="in", env={"JUICE_X": "y"})
+    assert (r.rc, r.out) == (3, "y\nin")
+    assert place.fetch(home / "sub" / "a.conf", tmp_path / "got.conf")
+    assert (tmp_path / "got.conf").read_text() == "x = 1\n"
+    place.remove(home)
+    assert place.read(home / "sub" / "a.conf") is None
+
+
+def test_the_address_is_the_sites_own(lab: object) -> None:
+    for site in (1, 2):
+        place: Place = lab.place(site)  # type: ignore[attr-defined]
+        r = place.run(["ip", "-o", "-4", "addr", "show"])
+        assert r.ok and f" {place.address}/" in r.out and place.site == site
+
+
+def test_start_wait_probe_and_stop_by_recorded_pid(lab: object) -> None:
+    from juice.services.process import spawn
+
+    place: Place = lab.place(1)  # type: ignore[attr-defined]
+    home = place.root / "s1" / "srv"
+    place.mkdir(home)
+    srv = spawn(place, [sys.executable, "-m", "http.server", "--bind", place.address, "8099"],
+                log=home / "http.log", what="http.server in site 1")
+    try:
+        other: Place = lab.place(2)  # type: ignore[attr-defined]
+        srv.wait_ready(lambda: other.tcp_open(place.address, 8099), timeout=30)
+        status, _ = other.http(f"http://{place.address}:8099/")
+        assert status == 200 and srv.running() and srv.pid is not None
+    finally:
+        srv.stop(grace_s=5)
+    assert not srv.running() and not place.alive((srv.pid, srv.pid_start))
+    assert not lab.place(2).tcp_open(place.address, 8099)  # type: ignore[attr-defined]
+
+
+def test_a_server_that_exits_fails_the_wait_with_its_log(lab: object) -> None:
+    from juice.errors import ServiceError
+    from juice.services.process import spawn
+
+    place: Place = lab.place(1)  # type: ignore[attr-defined]
+    place.mkdir(place.root / "s1")
+    srv = spawn(place, [sys.executable, "-c", "print('bad option'); raise SystemExit(3)"],
+                log=place.root / "s1" / "bad.log", what="bad in site 1")
+    with pytest.raises(ServiceError, match=r"bad in site 1: exited with code 3 .*bad option"):
+        srv.wait_ready(lambda: False, timeout=30)
+
+
+def test_mariadb_is_the_same_service_at_either_place(lab: object) -> None:
+    from juice.services.mariadb import MariaDBCentral
+
+    db = MariaDBCentral(lab, site=2)  # type: ignore[arg-type]
+    try:
+        db.up(timeout=120)
+        assert db.server.query("SELECT CURRENT_USER()") == [("root@localhost",)]
+        # a client in the other site reaches it across the lab network, as Juice's user
+        other: Place = lab.place(1)  # type: ignore[attr-defined]
+        ep = db.endpoint(1).write
+        r = other.run(["/usr/bin/mariadb", "-h", ep.host, "-u", ep.user, "-N", "-B", "-e", "SELECT 41 + 1"],
+                      env={"MYSQL_PWD": ep.password})
+        assert r.ok and r.out.strip() == "42", r
+    finally:
+        db.stop()
+    assert db.server.process is None
+
+
+def test_paths_outside_the_lab_directory_are_refused_on_hosts(lab: object) -> None:
+    place: Place = lab.place(1)  # type: ignore[attr-defined]
+    if place.shared_disk:
+        return  # this machine's places write where Juice tells them (its own directories)
+    with pytest.raises(LabError, match="outside the lab's directory"):
+        place.write(Path("/etc/juice-test"), "no")
+
+
+def test_partition_and_heal(lab: object) -> None:
+    one: Place = lab.place(1)  # type: ignore[attr-defined]
+    two: Place = lab.place(2)  # type: ignore[attr-defined]
+    one.mkdir(one.root / "s1")
+    from juice.services.process import spawn
+
+    srv = spawn(one, [sys.executable, "-m", "http.server", "--bind", one.address, "8098"],
+                log=one.root / "s1" / "p.log", what="http.server in site 1")
+    try:
+        srv.wait_ready(lambda: two.tcp_open(one.address, 8098), timeout=30)
+        lab.partition(2)  # type: ignore[attr-defined]
+        assert not two.tcp_open(one.address, 8098, timeout=1.0)
+        lab.heal(2)  # type: ignore[attr-defined]
+        assert two.tcp_open(one.address, 8098, timeout=5.0)
+    finally:
+        lab.heal()  # type: ignore[attr-defined]
+        srv.stop(grace_s=5)
