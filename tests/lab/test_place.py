@@ -114,6 +114,41 @@ def test_mariadb_is_the_same_service_at_either_place(lab: object) -> None:
     assert db.server.process is None
 
 
+def test_memcached_and_redis_are_the_same_services_at_either_place(lab: object) -> None:
+    from juice.services.memcached import Memcached
+    from juice.services.redis import Redis
+
+    mc = Memcached(lab, sites=[2])  # type: ignore[arg-type]
+    rd = Redis(lab, site=2, maxmemory_mb=16)  # type: ignore[arg-type]
+    try:
+        mc.up(timeout=60)
+        rd.up(timeout=60)
+        # asked from the other site, across the lab network: our servers (their pids)
+        assert mc.stats(1)["pid"] == str(mc.servers[2].pid)
+        assert rd.info(1)["process_id"] == str(rd.server.pid if rd.server else None)
+    finally:
+        mc.stop()
+        rd.stop()
+    assert not mc.servers and rd.server is None
+
+
+def test_the_buses_are_the_same_services_at_either_place(lab: object) -> None:
+    from juice.services.nats import Nats
+    from juice.services.rabbitmq import RabbitMQ
+
+    nats = Nats(lab, sites=[1, 2], topology="gateways")  # type: ignore[arg-type]
+    mq = RabbitMQ(lab, nodes=[2])  # type: ignore[arg-type]
+    try:
+        nats.up(timeout=60)
+        mq.up(timeout=120)
+        assert [c["gateways_out"] for c in nats.counters()] == [["s2"], ["s1"]]
+        assert mq.cluster_nodes(mq.nodes[0]) == [mq.nodes[0].name]
+    finally:
+        nats.stop()
+        mq.stop()
+    assert not nats.servers and not mq.servers
+
+
 def test_paths_outside_the_lab_directory_are_refused_on_hosts(lab: object) -> None:
     place: Place = lab.place(1)  # type: ignore[attr-defined]
     if place.shared_disk:

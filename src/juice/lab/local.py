@@ -180,6 +180,10 @@ class LocalLab:
         """What the manifest records about where the sites are (this machine)."""
         return {"provider": "local", "wan_backend": self.backend}
 
+    def local_namespaces(self) -> dict[str, int]:
+        """Namespace name -> site (0 = the core): where this machine sees the lab's processes."""
+        return {self.topo.core_ns: 0, **{self.topo.site_ns(s): s for s in self.topo.site_range()}}
+
     def set_wan(self, new_spec: LabSpec, progress: Progress = _quiet) -> None:
         """Apply new delays/jitter/loss (same sites) without dropping traffic in flight."""
         if new_spec.sites != self.topo.sites:

@@ -174,14 +174,7 @@ class _Here:
 
     def release(self, p: Proc) -> None:
         """Collect the spawned process once it has exited (bounded)."""
-        child: subprocess.Popen[bytes] | None = p.handle
-        if child is None:
-            return
-        try:
-            child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait(timeout=5)
+        reap(p.handle)
         p.handle = None
 
     def run(self, argv: Sequence[str], *, timeout: float = 60.0, input: str | None = None,
@@ -225,6 +218,38 @@ class _Here:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
         return True
+
+
+def reap(child: subprocess.Popen[bytes] | None) -> None:
+    """Collect a process this one spawned once it has exited (bounded: KILL after 5 s)."""
+    if child is None:
+        return
+    try:
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait(timeout=5)
+
+
+# An HTTP GET made AT a place (a monitoring API's JSON, larger than ``Place.http``'s head):
+# the body on stdout, exit 1 with the error on stderr.
+GET_PY = """import sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])) as r:
+        sys.stdout.buffer.write(r.read(64 << 20))
+except Exception as e:
+    sys.exit(f"GET {sys.argv[1]}: {type(e).__name__}: {e}")
+"""
+
+
+def http_get(place: Place, url: str, timeout: float = 5.0) -> str:
+    """The body of ``GET url`` made from inside ``place`` (the host's python3); OSError when
+    it fails (unreachable, refused, an HTTP error)."""
+    r = place.run(["python3", "-c", GET_PY, url, str(timeout)], timeout=timeout + 10)
+    if not r.ok:
+        why = (r.err or r.out).strip().splitlines()
+        raise OSError(why[-1] if why else f"GET {url} failed")
+    return r.out
 
 
 def _probe_tcp(host: str, port: int, timeout: float) -> bool:
@@ -334,3 +359,6 @@ class Lab(Protocol):
     def check(self, probes: int = 10) -> Any: ...   # a juice.lab.check.CheckReport
 
     def facts(self) -> dict[str, Any]: ...
+
+    def local_namespaces(self) -> dict[str, int] | None: ...  # netns -> site (0: the core) when
+    # this machine sees the sites' processes (the resource sampler reads them); None on hosts

@@ -428,6 +428,10 @@ class RemoteLab:
         results.sort(key=lambda r: (r.a, r.b))
         return CheckReport(self.name, self.backend, probes, results, started, round(time.monotonic() - t0, 2))
 
+    def local_namespaces(self) -> None:
+        """None: the hosts' processes are not visible from this machine."""
+        return None
+
     def facts(self) -> dict[str, Any]:
         """What the manifest records about the hosts and the WAN on them."""
         return {

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import UserError
+from juice.lab.place import Lab
 from juice.runner import procfs
 from juice.runner.profile_table import (
     CUMULATIVE,
@@ -137,15 +138,10 @@ def _interval(value: float, where: str) -> float:
 
 # ---- what belongs to a lab -------------------------------------------------------------------
 
-def lab_namespaces(lab: Any) -> dict[str, int] | None:
-    """Namespace name -> site (0 = the core) of a local lab; None for anything else."""
-    topo = getattr(lab, "topo", None)
-    if topo is None or not hasattr(topo, "core_ns") or not hasattr(topo, "site_range"):
-        return None
-    out = {str(topo.core_ns): 0}
-    for s in topo.site_range():
-        out[str(topo.site_ns(s))] = int(s)
-    return out
+def lab_namespaces(lab: Lab | None) -> dict[str, int] | None:
+    """Namespace name -> site (0 = the core) of a lab whose processes this machine sees;
+    None for anything else (hosts, an existing cloud)."""
+    return lab.local_namespaces() if lab is not None else None
 
 
 def services_in(obj: Any, depth: int = 2) -> list[Any]:
@@ -512,7 +508,7 @@ def _open_in_ns(ns: str, path: str) -> int:
 
 # ---- what the runner calls ---------------------------------------------------------------
 
-def start(lab: Any, services: Callable[[], Sequence[Any]], out_dir: Path, conf: Settings,
+def start(lab: Lab | None, services: Callable[[], Sequence[Any]], out_dir: Path, conf: Settings,
           progress: Progress) -> Sampler | None:
     """A running sampler for a run in ``lab`` (None when disabled, when ``lab`` is not a local
     lab, or when it cannot start: the run goes on without a profile). Never raises."""

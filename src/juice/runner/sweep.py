@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import JuiceError
+from juice.lab.place import Lab
 from juice.results.store import RunDir
 from juice.runner import profile
 from juice.studies.base import Point, Run, Study
@@ -103,7 +104,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
 
 
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
-         p: Point, lab: Any, dep: Any, conf: profile.Settings, progress: Progress, ui: Any) -> None:
+         p: Point, lab: Lab | None, dep: Any, conf: profile.Settings, progress: Progress, ui: Any) -> None:
     with RunDir(study_dir, p.dirname) as rd:
         prof = profile.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
         try:

@@ -251,13 +251,3 @@ def stop_pid(pid: int | None, started: int | None, sig: int = signal.SIGTERM,
     if pid and proc.alive(pid, started):
         proc.terminate([pid], grace_s=grace_s, sig=sig)
 
-
-def reap(child: subprocess.Popen[bytes] | None) -> None:
-    """Collect the wrapper process (``ip netns exec``) once its server has exited."""
-    if child is None:
-        return
-    try:
-        child.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait(timeout=5)

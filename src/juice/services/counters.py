@@ -180,16 +180,16 @@ class PgProbe(Probe):
         total: dict[str, int] = {}
         evictions = 0
         for s in self.servers:
-            with s.connect_admin(self.dbname) as conn:
-                conn.execute(f"SET ROLE {PROBE_ROLE}".encode())
-                rows = conn.execute(
-                    b"SELECT query, calls FROM pg_stat_statements "
-                    b"WHERE userid <> (SELECT oid FROM pg_roles WHERE rolname = 'juice_probe')").fetchall()
-                info = conn.execute(b"SELECT dealloc FROM pg_stat_statements_info").fetchone()
-            for query, calls in rows:
+            # as the probe's own role (its statements are left out of the counts); query texts
+            # on one line each (psql prints a row per line)
+            rows = s.query(f"SET ROLE {PROBE_ROLE}; SELECT calls, regexp_replace(query, '\\s+', ' ', 'g') "
+                           "FROM pg_stat_statements WHERE userid <> "
+                           "(SELECT oid FROM pg_roles WHERE rolname = 'juice_probe')", self.dbname)
+            info = s.query(f"SET ROLE {PROBE_ROLE}; SELECT dealloc FROM pg_stat_statements_info", self.dbname)
+            for calls, query in (r for r in rows if len(r) == 2):
                 cmd = command_of(str(query))
                 total[cmd] = total.get(cmd, 0) + int(str(calls))
-            evictions += int(str(info[0])) if info else 0
+            evictions += int(str(info[0][0])) if info and info[0][0] else 0
         return total, evictions
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from juice.errors import ServiceError
+from juice.lab.local import LocalLab
 from juice.lab.place import ThisHost
 from juice.services.base import ServerRecord
 from juice.services.process import Server, spawn
@@ -32,7 +33,7 @@ CLOUDS_FILE = "clouds.yaml"
 WAIT_S = 10.0
 
 
-def start_forwarder(lab: Any, site: int, port: int, workdir: Path) -> tuple[Server, int]:
+def start_forwarder(lab: LocalLab, site: int, port: int, workdir: Path) -> tuple[Server, int]:
     """A forwarder 127.0.0.1:<free> → ``site_ip(site):port``; (server, local port)."""
     port_file = workdir / f"forward-s{site}-{port}.port"
     port_file.unlink(missing_ok=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import pwd
-import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +66,7 @@ def version() -> str:
     return parts[1] if len(parts) > 1 else "unknown"
 
 
-# ``query_stats`` as a program a place runs (the stats come from inside the site)
+# ``stats`` over the text protocol, as a program the place runs (from inside the site)
 STATS_PY = """import json, socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
 s.sendall(b"stats\\r\\n")
@@ -86,26 +85,6 @@ for line in buf.decode(errors="replace").splitlines():
         out[parts[1]] = parts[2]
 print(json.dumps(out))
 """
-
-
-def query_stats(host: str, port: int, timeout: float = 3.0) -> dict[str, str]:
-    """``stats`` over the text protocol (run it where ``host`` is reachable)."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        s.sendall(b"stats\r\n")
-        buf = b""
-        for _ in range(1000):  # bounded: the answer is a few kB
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-            if buf.endswith(b"END\r\n"):
-                break
-    out: dict[str, str] = {}
-    for line in buf.decode(errors="replace").splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[0] == "STAT":
-            out[parts[1]] = parts[2]
-    return out
 
 
 class Memcached(Service):

@@ -19,11 +19,12 @@ Each server listens on its site's address only: client port 4222+i, cluster (rou
 gateway 7222+i, monitoring (HTTP) 8222+i, ``i`` being its index within the site. No
 authentication: the ports are lab-internal addresses (a fixed user would only add a line to
 every client). JetStream is off. The config is rendered by a pure function
-(``render_config``); the server runs in its site's namespace (``process.spawn``,
+(``render_config``); the server runs at its site's place (``process.spawn``,
 ``/usr/sbin/nats-server -c <conf>``, logging to stdout, appended to
-``<lab.workdir>/s<site>/nats/nats-s<site>-<i>.log``). ``ip netns exec`` execs the server, so
-the started process IS nats-server: its pid is recorded directly. It runs as root (the
-package's ``nats`` user has no home; the lab namespace is the confinement).
+``<root>/s<site>/nats/nats-s<site>-<i>.log`` at its site's place: a namespace here, an SSH
+host there). The started process IS nats-server: its pid is recorded directly. It runs as
+root (the package's ``nats`` user has no home; the lab namespace is the confinement). The
+monitoring API is read from inside the sites (``place.http_get``).
 
 Ready = the client port answers from inside the site AND the topology is formed: every
 server's ``/routez`` lists exactly one route to each expected peer (by ``server_id``: two
@@ -39,9 +40,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
-import urllib.request
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,14 +48,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from juice.errors import ServiceError
+from juice.lab.place import Place, http_get
 from juice.services.base import (
     Endpoint,
     Endpoints,
-    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    from_site,
+    Sites,
     quiet,
 )
 from juice.services.process import Server, port_open, spawn, stop_all
@@ -179,11 +178,9 @@ def version() -> str:
     return out.rsplit("v", 1)[-1] if "v" in out else "unknown"
 
 
-def monitor(ip: str, port: int, path: str, timeout: float = 2.0) -> dict[str, Any]:
-    """GET ``http://ip:port/<path>`` of a monitoring endpoint as JSON (run where ``ip`` is
-    reachable)."""
-    with urllib.request.urlopen(f"http://{ip}:{port}/{path}", timeout=timeout) as r:
-        data = json.loads(r.read())
+def monitor(place: Place, ip: str, port: int, path: str, timeout: float = 2.0) -> dict[str, Any]:
+    """GET ``http://ip:port/<path>`` of a monitoring endpoint as JSON, from inside ``place``."""
+    data = json.loads(http_get(place, f"http://{ip}:{port}/{path}", timeout))
     if not isinstance(data, dict):
         raise ServiceError(f"/{path} of {ip}:{port}: not a JSON object")
     return data
@@ -238,11 +235,10 @@ class Nats(Service):
 
     kind = "nats"
 
-    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
                  topology: Topology = "cluster", servers_per_site: int = 1,
                  settle_s: float = 1.0) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         self.server_sites = list(sites) if sites is not None else list(lab.sites)
         if not self.server_sites:
             raise ServiceError("sites: nats needs at least one site")
@@ -265,7 +261,7 @@ class Nats(Service):
 
     # ---- where things are ---------------------------------------------------------------
     def home(self, site: int) -> Path:
-        return self.lab.workdir / f"s{site}" / "nats"
+        return self.lab.place(site).root / f"s{site}" / "nats"
 
     def conf(self, node: Node) -> Path:
         return self.home(node.site) / f"nats-s{node.site}-{node.index}.conf"
@@ -288,13 +284,14 @@ class Nats(Service):
 
     # ---- lifecycle -----------------------------------------------------------------------
     def configure(self) -> None:
-        if not Path(NATS).exists():
-            raise ServiceError(f"{NATS} is missing: run scripts/setup.sh")
         for s in self.server_sites:
-            shutil.rmtree(self.home(s), ignore_errors=True)
-            self.home(s).mkdir(parents=True)
+            place = self.lab.place(s)
+            if not place.run(["test", "-x", NATS]).ok:
+                raise ServiceError(f"{place.label}: {NATS} is missing: run scripts/setup.sh")
+            place.remove(self.home(s))
+            place.mkdir(self.home(s))
         for n in self.nodes:
-            self.conf(n).write_text(render_config(n, self.nodes, self.topology))
+            self.lab.place(n.site).write(self.conf(n), render_config(n, self.nodes, self.topology))
 
     def _spawn(self, n: Node) -> None:
         self.servers[n] = spawn(self.lab.place(n.site), [NATS, "-c", str(self.conf(n))], log=self.log(n),
@@ -314,15 +311,12 @@ class Nats(Service):
         for n in self.nodes:
             gws = expected(n, self.nodes, self.topology)[1]
 
-            def probe(n: Node = n, gws: list[str] = gws
-                      ) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-                try:
-                    rz = monitor(n.ip, n.http_port, "routez")
-                    return rz, monitor(n.ip, n.http_port, "gatewayz") if gws else None
-                except (OSError, ValueError, ServiceError):
-                    return None
-
-            got = from_site(self.lab, n.site, probe, timeout=15)
+            place = self.lab.place(n.site)
+            try:
+                rz = monitor(place, n.ip, n.http_port, "routez")
+                got = rz, monitor(place, n.ip, n.http_port, "gatewayz") if gws else None
+            except (OSError, ValueError, ServiceError):
+                got = None
             if got is None:
                 return False
             answers[n] = got
@@ -347,7 +341,7 @@ class Nats(Service):
 
         first = self.servers[nodes[0]]
         first.wait_ready(self.topology_formed, max(0.0, deadline - time.monotonic()),
-                         f"nats ({self.topology}): topology not formed", interval=0.1, fail=exited)
+                         f"nats ({self.topology}): topology not formed", interval=0.3, fail=exited)
         return t_ports, time.monotonic() - t0
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
@@ -399,10 +393,11 @@ class Nats(Service):
                 continue
 
             def read(n: Node = n) -> dict[str, Any]:
-                v = monitor(n.ip, n.http_port, "varz", timeout)
-                sz = monitor(n.ip, n.http_port, "subsz", timeout)
-                rz = monitor(n.ip, n.http_port, "routez", timeout)
-                gz = monitor(n.ip, n.http_port, "gatewayz", timeout)
+                place = self.lab.place(n.site)
+                v = monitor(place, n.ip, n.http_port, "varz", timeout)
+                sz = monitor(place, n.ip, n.http_port, "subsz", timeout)
+                rz = monitor(place, n.ip, n.http_port, "routez", timeout)
+                gz = monitor(place, n.ip, n.http_port, "gatewayz", timeout)
                 return {
                     "server": n.name, "site": n.site,
                     "connections": v.get("connections"), "total_connections": v.get("total_connections"),
@@ -416,7 +411,7 @@ class Nats(Service):
                     "gateways_in": sorted((gz.get("inbound_gateways") or {}).keys()),
                 }
 
-            out.append(from_site(self.lab, n.site, read, timeout=4 * timeout + 5))
+            out.append(read())
         return out
 
     def endpoint(self, site: int) -> Endpoints:
@@ -430,8 +425,8 @@ class Nats(Service):
                                   "http_port": n.http_port})
                 for n, srv in self.servers.items()]
 
-    def log_files(self) -> list[Path]:
-        return [self.log(n) for n in self.nodes]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.lab.place(n.site), self.log(n)) for n in self.nodes]
 
     def facts(self) -> dict[str, Any]:
         return {

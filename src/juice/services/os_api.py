@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.lab.place import reap
 from juice.openstack.http import issue_token, request
-from juice.services.base import LocalSites, Sites, log_tail, reap
+from juice.services.base import LocalSites, Sites, log_tail
 from juice.services.keystone import VENV, Keystone
 from juice.util import proc
 

@@ -13,7 +13,6 @@ loads ``pg_stat_statements`` so the counter probe can count statements by comman
 
 from __future__ import annotations
 
-import shutil
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,19 +22,17 @@ from pathlib import Path
 import psycopg
 
 from juice.errors import ServiceError
+from juice.lab.place import Place
 from juice.services.base import (
     Endpoint,
     Endpoints,
-    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    chown_tree,
+    Sites,
     quiet,
-    wait_for,
 )
 from juice.services.process import Server, spawn
-from juice.util import proc
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 PORT = 5432
@@ -110,14 +107,18 @@ def primary_conninfo(host: str, port: int, app_name: str) -> str:
 class PgServer:
     """One PostgreSQL server in one site. ``home`` = <workdir>/s<site>/postgres."""
 
-    def __init__(self, lab: LocalSites, site: int, port: int = PORT) -> None:
+    def __init__(self, lab: Sites, site: int, port: int = PORT) -> None:
         self.lab, self.site, self.port = lab, site, port
         self.process: Server | None = None
         self.role = "primary"
 
     @property
+    def place(self) -> Place:
+        return self.lab.place(self.site)
+
+    @property
     def home(self) -> Path:
-        return self.lab.workdir / f"s{self.site}" / "postgres"
+        return self.place.root / f"s{self.site}" / "postgres"
 
     @property
     def data(self) -> Path:
@@ -127,41 +128,51 @@ class PgServer:
     def log(self) -> Path:
         return self.home / "server.log"
 
+    def fresh_home(self) -> None:
+        """An empty home at the place, owned by ``postgres`` (ServiceError when the place
+        lacks PostgreSQL)."""
+        place = self.place
+        if not place.run(["test", "-x", str(BIN / "postgres")]).ok:
+            raise ServiceError(f"{place.label}: {BIN / 'postgres'} is missing: run scripts/setup.sh")
+        place.remove(self.home)
+        place.mkdir(self.home, owner="postgres")
+
     def initdb(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
-        self.home.mkdir(parents=True)
-        chown_tree(self.home, "postgres")
-        proc.run([*AS_POSTGRES, str(BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U",
-                  "postgres", "-E", "UTF8", "--no-sync"], timeout=120)
+        self.fresh_home()
+        self._run([*AS_POSTGRES, str(BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U",
+                   "postgres", "-E", "UTF8", "--no-sync"], "initdb", 120)
+
+    def _run(self, argv: list[str], what: str, timeout: float) -> str:
+        r = self.place.run(argv, timeout=timeout)
+        if not r.ok:
+            why = (r.err or r.out).strip().splitlines()
+            raise ServiceError(f"postgres in site {self.site}: {what} failed: {why[-1] if why else r.rc}")
+        return r.out
 
     def write_conf(self, opts: PgOptions) -> None:
-        conf = render_conf(self.lab.site_ip(self.site), self.port, self.home, opts)
-        with open(self.data / "postgresql.conf", "a") as f:
-            f.write(conf)
-        (self.data / "pg_hba.conf").write_text(render_hba())
-        chown_tree(self.home, "postgres")
+        place = self.place
+        conf = render_conf(place.address, self.port, self.home, opts)
+        base = (place.read(self.data / "postgresql.conf") or b"").decode()
+        place.write(self.data / "postgresql.conf", base + conf, mode=0o600, owner="postgres")
+        place.write(self.data / "pg_hba.conf", render_hba(), mode=0o600, owner="postgres")
 
     def start(self) -> None:
-        self.process = spawn(self.lab.place(self.site),
-                             [*AS_POSTGRES, str(BIN / "postgres"), "-D", str(self.data)],
+        self.process = spawn(self.place, [*AS_POSTGRES, str(BIN / "postgres"), "-D", str(self.data)],
                              log=self.log, pidfile=self.data / "postmaster.pid",
                              what=f"postgres ({self.role}) in site {self.site}")
 
-    def connect_admin(self, dbname: str = "postgres") -> psycopg.Connection[tuple[object, ...]]:
-        """Superuser connection over the unix socket (no network namespace needed)."""
-        return psycopg.connect(host=str(self.home), port=self.port, user="postgres", dbname=dbname,
-                               autocommit=True, connect_timeout=5)
-
-    def query(self, sql: str, dbname: str = "postgres") -> list[tuple[object, ...]]:
-        with self.connect_admin(dbname) as conn:
-            cur = conn.execute(sql.encode())
-            return list(cur.fetchall()) if cur.description else []
+    def query(self, sql: str, dbname: str = "postgres") -> list[tuple[str, ...]]:
+        """``sql`` as the superuser over the server's unix socket, with ``psql`` at the place:
+        rows of strings (booleans ``t``/``f``, NULL empty)."""
+        out = self._run([str(BIN / "psql"), "-h", str(self.home), "-p", str(self.port), "-U", "postgres",
+                         "-d", dbname, "-X", "-q", "-tA", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                        f"SQL {sql[:60]!r}", 60)
+        return [tuple(line.split("\t")) for line in out.splitlines()]
 
     def ping(self) -> bool:
         try:
-            self.query("SELECT 1")
-            return True
-        except psycopg.Error:
+            return self.query("SELECT 1") == [("1",)]
+        except ServiceError:
             return False
 
     def wait_ready(self, timeout: float) -> None:
@@ -202,10 +213,9 @@ class Postgres(Service):
 
     kind = "postgres"
 
-    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, site: int = 1,
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
                  read_local: bool = False, options: PgOptions | None = None) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
         self.read_local = read_local
@@ -255,21 +265,18 @@ class Postgres(Service):
         self.timings["start_s"] = time.monotonic() - t0
 
     def _start_standby(self, sb: PgServer) -> None:
-        shutil.rmtree(sb.home, ignore_errors=True)
-        sb.home.mkdir(parents=True)
-        chown_tree(sb.home, "postgres")
+        sb.fresh_home()
         p = self.primary
         # pg_basebackup runs IN the standby's site: the copy crosses the WAN like replication.
-        self.lab.run(sb.site, [*AS_POSTGRES, str(BIN / "pg_basebackup"), "-h", self.lab.site_ip(p.site),
-                               "-p", str(p.port), "-U", "postgres", "-D", str(sb.data), "-X", "stream",
-                               "--checkpoint=fast", "--no-sync"], timeout=300)
+        sb._run([*AS_POSTGRES, str(BIN / "pg_basebackup"), "-h", p.place.address,
+                 "-p", str(p.port), "-U", "postgres", "-D", str(sb.data), "-X", "stream",
+                 "--checkpoint=fast", "--no-sync"], "pg_basebackup", 300)
         # initdb's postgresql.conf came along; point this copy at its own address and primary.
-        (sb.data / "postgresql.auto.conf").write_text(
-            f"primary_conninfo = '{primary_conninfo(self.lab.site_ip(p.site), p.port, f's{sb.site}')}'\n"
-            f"listen_addresses = '{self.lab.site_ip(sb.site)}'\n"
-            f"unix_socket_directories = '{sb.home}'\n")
-        (sb.data / "standby.signal").touch()
-        chown_tree(sb.home, "postgres")
+        sb.place.write(sb.data / "postgresql.auto.conf",
+                       f"primary_conninfo = '{primary_conninfo(p.place.address, p.port, f's{sb.site}')}'\n"
+                       f"listen_addresses = '{sb.place.address}'\n"
+                       f"unix_socket_directories = '{sb.home}'\n", mode=0o600, owner="postgres")
+        sb.place.write(sb.data / "standby.signal", "", mode=0o600, owner="postgres")
         sb.start()
         sb.wait_ready(120)
         self.progress(f"postgres standby ready in site {sb.site}")
@@ -284,10 +291,11 @@ class Postgres(Service):
             rows = self.primary.query("SELECT application_name FROM pg_stat_replication "
                                       "WHERE state = 'streaming'")
             return want <= {str(r[0]) for r in rows}
-        wait_for(streaming, timeout, "postgres standbys streaming", self.primary.log)
+        assert self.primary.process is not None  # wait_ready above
+        self.primary.process.wait_ready(streaming, timeout, "postgres standbys streaming", interval=0.2)
         for sb in self.standbys.values():
             rows = sb.query("SELECT pg_is_in_recovery()")
-            if rows[0][0] is not True:
+            if rows != [("t",)]:
                 raise ServiceError(f"postgres in site {sb.site} is not a standby")
         mode = f"sync quorum ANY {self.opts.sync_quorum}" if self.opts.sync_quorum else "async"
         self.progress(f"postgres read-local ready: {len(self.standbys)} standbys streaming, {mode}")
@@ -308,8 +316,8 @@ class Postgres(Service):
     def records(self) -> list[ServerRecord]:
         return [s.record(self.kind) for s in self.servers()]
 
-    def log_files(self) -> list[Path]:
-        return [s.log for s in self.servers()]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(s.place, s.log) for s in self.servers()]
 
 
 def connect(ep: Endpoint, *, timeout: float = 10.0,

@@ -41,7 +41,6 @@ by the CLIENT (oslo.messaging ``[oslo_messaging_rabbit] rabbit_quorum_queue = tr
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,13 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.lab.place import Place
 from juice.services.base import (
     Endpoint,
     Endpoints,
-    LocalSites,
     Progress,
     ServerRecord,
     Service,
+    Sites,
     quiet,
 )
 from juice.services.process import Server, port_open, spawn, stop_all
@@ -208,12 +208,11 @@ class RabbitMQ(Service):
 
     kind = "rabbitmq"
 
-    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, nodes: list[int] | None = None,
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, nodes: list[int] | None = None,
                  cluster: bool = True, queues: str = "classic", amqp_port: int = AMQP_PORT,
                  dist_port: int = DIST_PORT, epmd_port: int = EPMD_PORT,
                  plugins: Sequence[str] = ()) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         sites = list(nodes) if nodes is not None else list(lab.sites)
         if not sites:
             raise ServiceError("nodes: rabbitmq needs at least one node")
@@ -232,7 +231,7 @@ class RabbitMQ(Service):
 
     # ---- where things are -------------------------------------------------------------------
     def home(self, node: Node) -> Path:
-        return self.lab.workdir / f"s{node.site}" / f"rabbitmq-{node.short}"
+        return self.lab.place(node.site).root / f"s{node.site}" / f"rabbitmq-{node.short}"
 
     def stdout_log(self, node: Node) -> Path:
         return self.home(node) / f"{node.short}-stdout.log"
@@ -269,12 +268,12 @@ class RabbitMQ(Service):
         """``rabbitmqctl -n <node> args...`` run in the node's site with the node's environment."""
         env = [f"{k}={v}" for k, v in self.env(node).items()]
         argv = ["env", "-i", *env, CTL, "-n", node.name, "--longnames", *args]
-        cp = self.lab.run(node.site, argv, check=False, timeout=timeout)
-        if check and cp.returncode != 0:
-            why = (cp.stderr or cp.stdout).strip().splitlines()
-            raise ServiceError(f"rabbitmqctl {' '.join(args[:2])} on {node.name}: exit {cp.returncode}: "
+        r = self.lab.place(node.site).run(argv, timeout=timeout)
+        if check and not r.ok:
+            why = (r.err or r.out).strip().splitlines()
+            raise ServiceError(f"rabbitmqctl {' '.join(args[:2])} on {node.name}: exit {r.rc}: "
                                f"{' | '.join(why[:3])}")
-        return cp.stdout
+        return r.out
 
     def cluster_nodes(self, node: Node) -> list[str]:
         """The running nodes ``node`` sees (``cluster_status``)."""
@@ -284,20 +283,19 @@ class RabbitMQ(Service):
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def configure(self) -> None:
-        for path in (SERVER, CTL, EPMD):
-            if not Path(path).exists():
-                raise ServiceError(f"{path} is missing: run scripts/setup.sh (apt rabbitmq-server)")
         for n in self.nodes:
-            home = self.home(n)
-            shutil.rmtree(home, ignore_errors=True)
-            (home / "mnesia").mkdir(parents=True)
-            (home / "log").mkdir()
-            (home / "rabbitmq.conf").write_text(render_conf(n))
-            (home / "enabled_plugins").write_text(render_plugins(self.plugins))
-            (home / "rabbitmq-env.conf").write_text("# Juice: everything comes from the environment\n")
-            cookie = home / ".erlang.cookie"
-            cookie.write_text(COOKIE)
-            cookie.chmod(0o400)
+            place, home = self.lab.place(n.site), self.home(n)
+            for path in (SERVER, CTL, EPMD):
+                if not place.run(["test", "-x", path]).ok:
+                    raise ServiceError(f"{place.label}: {path} is missing: run scripts/setup.sh "
+                                       "(apt rabbitmq-server)")
+            place.remove(home)
+            place.mkdir(home / "mnesia")
+            place.mkdir(home / "log")
+            place.write(home / "rabbitmq.conf", render_conf(n))
+            place.write(home / "enabled_plugins", render_plugins(self.plugins))
+            place.write(home / "rabbitmq-env.conf", "# Juice: everything comes from the environment\n")
+            place.write(home / ".erlang.cookie", COOKIE, mode=0o400)
 
     def start(self) -> None:
         t0 = time.monotonic()
@@ -333,9 +331,10 @@ class RabbitMQ(Service):
             if site in self.epmds:
                 continue
             port = self.nodes[0].epmd_port
-            log = self.lab.workdir / f"s{site}" / f"epmd-{port}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            srv = spawn(self.lab.place(site), [EPMD, "-port", str(port)], log=log,
+            place = self.lab.place(site)
+            log = place.root / f"s{site}" / f"epmd-{port}.log"
+            place.mkdir(log.parent)
+            srv = spawn(place, [EPMD, "-port", str(port)], log=log,
                         what=f"epmd in site {site}")
             self.epmds[site] = srv
             ip = self.lab.site_ip(site)
@@ -468,11 +467,12 @@ class RabbitMQ(Service):
                                           "epmd_port": n.epmd_port}))
         for site, srv in self.epmds.items():
             recs.append(srv.record("rabbitmq-epmd", port=self.nodes[0].epmd_port,
-                                   datadir=self.lab.workdir / f"s{site}"))
+                                   datadir=self.lab.place(site).root / f"s{site}"))
         return recs
 
-    def log_files(self) -> list[Path]:
-        return [p for n in self.nodes for p in (self.stdout_log(n), self.server_log(n))]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.lab.place(n.site), p) for n in self.nodes
+                for p in (self.stdout_log(n), self.server_log(n))]
 
     def facts(self) -> dict[str, Any]:
         return {"version": version(), "erlang": erlang_version(), "queues": self.queues,

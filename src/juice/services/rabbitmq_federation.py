@@ -85,7 +85,7 @@ from typing import Any
 
 from juice.errors import ServiceError
 from juice.paths import cache_dir
-from juice.services.base import LocalSites, Progress, quiet
+from juice.services.base import Progress, Sites, quiet
 from juice.services.rabbitmq import (
     AMQP_PORT,
     DIST_PORT,
@@ -185,7 +185,7 @@ class RabbitFederation(RabbitMQ):
 
     kind = "rabbitmq-federation"
 
-    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, sites: Sequence[int] | None = None,
                  topics: Sequence[str] = (), queues: str = "classic",
                  control_exchange: str = CONTROL_EXCHANGE, prefetch: int = 1000,
                  ack_mode: str = "on-confirm", max_hops: int = 1, amqp_port: int = AMQP_PORT,
@@ -251,17 +251,17 @@ class RabbitFederation(RabbitMQ):
         """Declare, on every broker (of ``nodes``), the control exchange, ``juice.remote``
         bound into it and a queue per shared topic bound with its name, as oslo does
         (``render_declare``). Idempotent."""
-        if not MESSAGING_PY.exists():
-            raise ServiceError(f"{MESSAGING_PY} is missing: run scripts/setup.sh (messaging venv)")
         spec = json.dumps(render_declare(topics, self.queues, self.control_exchange))
 
         def one(n: Node) -> None:
-            cp = self.lab.run(n.site, [str(MESSAGING_PY), "-c", DECLARE, f"{n.ip}:{n.amqp_port}",
-                                       spec], check=False, timeout=60)
-            if cp.returncode != 0:
-                why = (cp.stderr or cp.stdout).strip().splitlines()
-                raise ServiceError(f"declare on {n.name}: exit {cp.returncode}: "
-                                   f"{' | '.join(why[-3:])}")
+            place = self.lab.place(n.site)
+            if not place.run(["test", "-x", str(MESSAGING_PY)]).ok:
+                raise ServiceError(f"{place.label}: {MESSAGING_PY} is missing: run scripts/setup.sh "
+                                   "(messaging venv)")
+            r = place.run([str(MESSAGING_PY), "-c", DECLARE, f"{n.ip}:{n.amqp_port}", spec], timeout=60)
+            if not r.ok:
+                why = (r.err or r.out).strip().splitlines()
+                raise ServiceError(f"declare on {n.name}: exit {r.rc}: {' | '.join(why[-3:])}")
 
         self._each(one, nodes)
         self.topics += [t for t in topics if t not in self.topics]

@@ -7,33 +7,34 @@
     rd.stop()                                             # TERM, then KILL after a grace period
 
 The cache alternative of the scheduler-db study (next to ``services.memcached``). The server
-runs in its site's namespace (``process.spawn``) in the foreground, without RDB snapshots or
-an AOF and without protected mode (a lab-only address); it logs to stdout, appended to
-``<lab.workdir>/s<site>/redis/redis.log``. ``ip netns exec`` execs the server, so the started
-process IS redis-server: its pid is recorded directly (no pid file needed).
+runs at its site's place (``process.spawn``: a namespace here, an SSH host there) in the
+foreground, without RDB snapshots or an AOF and without protected mode (a lab-only address);
+it logs to stdout, appended to ``<root>/s<site>/redis/redis.log``. The started process IS
+redis-server: its pid is recorded directly (no pid file needed). ``INFO`` is asked with
+``redis-cli`` at the client's place.
 """
 
 from __future__ import annotations
 
-import shutil
 import socket
 from pathlib import Path
 
 from juice.errors import ServiceError
+from juice.lab.place import Place
 from juice.services.base import (
     Endpoint,
     Endpoints,
-    LocalSites,
     Progress,
     ServerRecord,
     Service,
-    from_site,
+    Sites,
     quiet,
 )
 from juice.services.process import Server, spawn
 from juice.util import proc
 
 REDIS = "/usr/bin/redis-server"
+CLI = "/usr/bin/redis-cli"
 PORT = 6379
 
 
@@ -90,10 +91,9 @@ class Redis(Service):
 
     kind = "redis"
 
-    def __init__(self, lab: LocalSites, progress: Progress = quiet, *, site: int = 1, port: int = PORT,
+    def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1, port: int = PORT,
                  maxmemory_mb: int = 1024) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
         if not 0 < port < 65536:
@@ -104,8 +104,12 @@ class Redis(Service):
         self.server: Server | None = None
 
     @property
+    def place(self) -> Place:
+        return self.lab.place(self.site)
+
+    @property
     def home(self) -> Path:
-        return self.lab.workdir / f"s{self.site}" / "redis"
+        return self.place.root / f"s{self.site}" / "redis"
 
     @property
     def log(self) -> Path:
@@ -117,22 +121,27 @@ class Redis(Service):
 
     # ---- lifecycle -----------------------------------------------------------------------
     def configure(self) -> None:
-        if not Path(REDIS).exists():
-            raise ServiceError(f"{REDIS} is missing: run scripts/setup.sh")
-        shutil.rmtree(self.home, ignore_errors=True)
-        self.home.mkdir(parents=True)
-        (self.home / "cmdline").write_text(" ".join(server_args(
-            self.lab.site_ip(self.site), self.port, self.home, self.maxmemory_mb)) + "\n")
+        place = self.place
+        if not place.run(["test", "-x", REDIS]).ok:
+            raise ServiceError(f"{place.label}: {REDIS} is missing: run scripts/setup.sh")
+        place.remove(self.home)
+        place.mkdir(self.home)
+        place.write(self.home / "cmdline", " ".join(server_args(
+            place.address, self.port, self.home, self.maxmemory_mb)) + "\n")
 
     def start(self) -> None:
         argv = server_args(self.lab.site_ip(self.site), self.port, self.home, self.maxmemory_mb)
-        self.server = spawn(self.lab.place(self.site), argv, log=self.log, what=f"redis in site {self.site}")
+        self.server = spawn(self.place, argv, log=self.log, what=f"redis in site {self.site}")
         self.progress(f"redis starting in site {self.site} on port {self.port}")
 
     def info(self, site: int) -> dict[str, str]:
-        """The server's ``INFO``, queried from inside ``site``."""
-        ip = self.lab.site_ip(self.site)
-        return parse_info(from_site(self.lab, site, lambda: command(ip, self.port, "INFO")))
+        """The server's ``INFO``, queried from inside ``site`` (``redis-cli`` there)."""
+        r = self.lab.place(site).run([CLI, "-h", self.lab.site_ip(self.site), "-p", str(self.port), "INFO"],
+                                     timeout=10)
+        if not r.ok:
+            why = (r.err or r.out).strip().splitlines()
+            raise ServiceError(f"redis INFO from site {site}: {why[-1] if why else 'no answer'}")
+        return parse_info(b"\n" + r.out.encode())  # parse_info skips a RESP header line
 
     def ping(self) -> bool:
         """True when OUR server answers (its ``process_id`` is the one we started: another
@@ -147,7 +156,7 @@ class Redis(Service):
     def wait_healthy(self, timeout: float = 60.0) -> None:
         if self.server is None:
             raise ServiceError(f"redis in site {self.site}: not started")
-        self.server.wait_ready(self.ping, timeout, interval=0.05)
+        self.server.wait_ready(self.ping, timeout, interval=0.1)
         self.progress(f"redis ready: {self.address(self.site)}")
 
     def stop(self) -> None:
@@ -166,5 +175,5 @@ class Redis(Service):
             return []
         return [self.server.record(self.kind, port=self.port, datadir=self.home)]
 
-    def log_files(self) -> list[Path]:
-        return [self.log]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.place, self.log)]

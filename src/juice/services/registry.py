@@ -58,7 +58,9 @@ def _site_list(kind: str, key: str, value: Any) -> list[int]:
 
 
 # Written against places (``juice.lab.place``): they run in a local lab and on SSH hosts alike.
-ON_ANY_PLACE = ("mariadb", "galera")
+# (memcached, redis and Keystone too, built by the studies themselves)
+ON_ANY_PLACE = ("mariadb", "galera", "postgres", "postgres-readlocal", "rabbitmq", "rabbitmq-federation",
+                "nats")
 
 
 def _local(lab: Sites, kind: str) -> LocalSites:
@@ -68,7 +70,7 @@ def _local(lab: Sites, kind: str) -> LocalSites:
     return cast(LocalSites, lab)
 
 
-def _build_bus(lab: LocalSites, kind: str, progress: Progress, opts: dict[str, Any]) -> Service:
+def _build_bus(lab: Sites, kind: str, progress: Progress, opts: dict[str, Any]) -> Service:
     allowed = BUS_OPTIONS[kind]
     unknown = sorted(set(opts) - set(allowed))
     if unknown:
@@ -107,12 +109,12 @@ def build(lab: Sites, kind: str, progress: Progress = quiet, **opts: Any) -> Ser
             return Galera(lab, progress, options=GaleraOptions(**gopts), **opts)
         if kind in ("postgres", "postgres-readlocal"):
             popts = {k: opts.pop(k) for k in list(opts) if k in PgOptions.__dataclass_fields__}
-            return Postgres(_local(lab, kind), progress, read_local=kind == "postgres-readlocal",
+            return Postgres(lab, progress, read_local=kind == "postgres-readlocal",
                             options=PgOptions(**popts), **opts)
         if kind == "cockroach":
             return Cockroach(_local(lab, kind), progress, **opts)
         if kind in BUSES:
-            return _build_bus(_local(lab, kind), kind, progress, dict(opts))
+            return _build_bus(lab, kind, progress, dict(opts))
     except TypeError as e:
         raise UserError(f"{kind}: unknown option ({e})") from None
     raise UserError(f"kind: unknown database or bus {kind!r} (databases: {', '.join(KINDS)}; "

@@ -105,3 +105,39 @@ def wan_points(wan: Wan) -> list[WanPoint]:
     pts += [WanPoint(label=f"matrix{i + 1}", matrix=tuple(tuple(r) for r in m))
             for i, m in enumerate(wan.matrices)]
     return pts
+
+
+def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: bool = False) -> Any:
+    """``wan: {delay_ms: [...]}``, the section every study's spec accepts, for a study whose WAN
+    is uniform one-way delays only: moved to the study's own field ``into`` (a dotted path; its
+    older spelling, still accepted alone) before validation, so run keys do not change.
+    ``single``: the study runs at one delay (a one-element list). ValueError (one line naming
+    the field) on anything else."""
+    if not isinstance(data, dict) or "wan" not in data:
+        return data
+    wan = data["wan"]
+    if not isinstance(wan, dict) or "delay_ms" not in wan:
+        raise ValueError("wan: expected a mapping like {delay_ms: [0, 25]} (one-way delays, ms)")
+    extra = sorted(set(wan) - {"delay_ms"})
+    if extra:
+        raise ValueError(f"wan.{extra[0]}: the {study} study takes uniform one-way delays only "
+                         "(wan.delay_ms)")
+    delays = wan["delay_ms"]
+    if single:
+        if not isinstance(delays, list) or len(delays) != 1:
+            raise ValueError(f"wan.delay_ms: the {study} study runs at one delay: give one, like [10]")
+        delays = delays[0]
+    out = {k: v for k, v in data.items() if k != "wan"}
+    *parents, leaf = into.split(".")
+    node = out
+    for p in parents:
+        child = node.get(p, {})
+        if not isinstance(child, dict):
+            raise ValueError(f"{p}: expected a mapping")
+        node[p] = child = dict(child)
+        node = child
+    if leaf in node:
+        raise ValueError(f"{into}: the delays are given twice: keep wan.delay_ms "
+                         f"({into} is the older spelling)")
+    node[leaf] = delays
+    return out

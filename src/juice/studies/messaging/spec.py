@@ -79,6 +79,7 @@ from juice.spec.base import (
     no_duplicates,
 )
 from juice.spec.faults import Fault
+from juice.spec.wan import uniform_delays
 
 MAX_AGENTS = 20_000
 FLAVOURS = ("classic", "mirrored", "quorum", "quorum-transient", "queue-manager", "stream-fanout",
@@ -228,6 +229,12 @@ class MessagingSpec(Strict):
     arrivals: Literal["poisson", "uniform"] = "poisson"
     seed: Seed = 1
 
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wan(cls, data: Any) -> Any:
+        """``wan: {delay_ms: ...}``, the WAN section every study accepts (juice.spec.wan)."""
+        return uniform_delays(data, "messaging")
     @field_validator("delay_ms", mode="before")
     @classmethod
     def _delays(cls, v: Any) -> Any:

@@ -64,6 +64,7 @@ from juice.spec.base import (
 from juice.spec.faults import Fault, check_sites
 from juice.spec.profile import Profile
 from juice.spec.target import Target
+from juice.spec.wan import uniform_delays
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
@@ -215,6 +216,12 @@ class NovaSpec(Strict):
     results: StrictStr | None = Field(default=None, min_length=1, max_length=4096)
     profile: Profile = Field(default_factory=Profile)
 
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wan(cls, data: Any) -> Any:
+        """``wan: {delay_ms: ...}``, the WAN section every study accepts (juice.spec.wan)."""
+        return uniform_delays(data, "nova")
     @field_validator("scenarios", mode="before")
     @classmethod
     def _shorthand(cls, v: Any) -> Any:

@@ -75,6 +75,7 @@ from juice.spec.base import (
     StrictBool,
     no_duplicates,
 )
+from juice.spec.wan import uniform_delays
 from juice.util.validation import validate
 
 Backend = Literal["mariadb", "galera", "postgres", "memcached", "redis"]
@@ -181,6 +182,12 @@ class SchedulerDbSpec(Strict):
         default=600.0, description="a read slower than this fails, 1..86,400 s")
     seed: Seed = Field(default=1, description="0..2**31-1")
 
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wan(cls, data: Any) -> Any:
+        """``wan: {delay_ms: ...}``, the WAN section every study accepts (juice.spec.wan)."""
+        return uniform_delays(data, "scheduler-db", into="lab.delay_ms", single=True)
     @field_validator("nodes")
     @classmethod
     def _nodes(cls, v: list[int] | NodeRange) -> list[int] | NodeRange:
