@@ -106,6 +106,6 @@ def test_interrupted_sampler_writes_nothing(lab_name: str, tmp_path: Path) -> No
 
 
 def test_no_lab_no_sampler(tmp_path: Path) -> None:
-    assert profile.start(object(), list, tmp_path, profile.Settings(), print) is None
+    assert profile.start(None, list, tmp_path, profile.Settings(), print) is None
     assert profile.start(None, list, tmp_path, profile.Settings(enabled=False), print) is None
     assert load_profile([tmp_path]).empty

@@ -26,14 +26,7 @@ from typing import Any
 
 from juice.errors import ServiceError
 from juice.lab.place import Place
-from juice.services.base import (
-    Endpoints,
-    Progress,
-    ServerRecord,
-    Service,
-    Sites,
-    quiet,
-)
+from juice.services.base import Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.mariadb import (
     MariaDBServer,
     ServerOptions,

@@ -44,15 +44,7 @@ from juice.lab.place import Place
 from juice.openstack.creds import ADMIN_PROJECT, AdminCredentials, render_openrc
 from juice.openstack.creds import read_openrc as read_openrc  # re-exported
 from juice.paths import cache_dir
-from juice.services.base import (
-    Endpoint,
-    Endpoints,
-    Progress,
-    ServerRecord,
-    Service,
-    Sites,
-    quiet,
-)
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, port_open, spawn, stop_all

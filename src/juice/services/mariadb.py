@@ -19,15 +19,7 @@ import pymysql
 
 from juice.errors import ServiceError
 from juice.lab.place import Place
-from juice.services.base import (
-    Endpoint,
-    Endpoints,
-    Progress,
-    ServerRecord,
-    Service,
-    Sites,
-    quiet,
-)
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.process import Server, spawn, tail_at
 
 MARIADBD = "/usr/sbin/mariadbd"

@@ -49,15 +49,7 @@ from typing import Any, Literal
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, http_get
-from juice.services.base import (
-    Endpoint,
-    Endpoints,
-    Progress,
-    ServerRecord,
-    Service,
-    Sites,
-    quiet,
-)
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.process import Server, port_open, spawn, stop_all
 from juice.util import proc
 

@@ -41,15 +41,7 @@ from juice.openstack.http import issue_token, request
 from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
 from juice.services.keystone import VENV, Keystone, children_of, dist_version
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
-from juice.services.os_api import (
-    Catalog,
-    argv_shim,
-    gunicorn_argv,
-    os_env,
-    run_tool,
-    venv_bin,
-    wait_http,
-)
+from juice.services.os_api import Catalog, argv_shim, gunicorn_argv, os_env, run_tool, venv_bin, wait_http
 from juice.services.placement import Placement
 from juice.services.process import Server, port_open, spawn, stop_all
 from juice.services.rabbitmq import RabbitMQ

@@ -33,13 +33,7 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.services.base import Endpoints, LocalSites, Progress, ServerRecord, Service, quiet, wait_for
 from juice.services.nova import Nova, copy_logs
-from juice.services.nova_conf import (
-    ComputeOptions,
-    backend_env,
-    render_nodes,
-    render_nova_conf,
-    service_id,
-)
+from juice.services.nova_conf import ComputeOptions, backend_env, render_nodes, render_nova_conf, service_id
 from juice.services.os_api import os_env, venv_bin
 from juice.services.process import Server, spawn, stop_all
 from juice.util import atomic

@@ -30,24 +30,9 @@ from typing import Any
 
 from juice.errors import ServiceError, UserError
 from juice.openstack.http import issue_token, request
-from juice.services.base import (
-    Endpoint,
-    Endpoints,
-    LocalSites,
-    Progress,
-    ServerRecord,
-    Service,
-    quiet,
-)
+from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
 from juice.services.keystone import Keystone, children_of, dist_version
-from juice.services.os_api import (
-    Catalog,
-    gunicorn_argv,
-    os_env,
-    run_tool,
-    venv_bin,
-    wait_http,
-)
+from juice.services.os_api import Catalog, gunicorn_argv, os_env, run_tool, venv_bin, wait_http
 from juice.services.process import Server, port_open, spawn, stop_all
 from juice.services.schema import create_database
 from juice.util import atomic, proc

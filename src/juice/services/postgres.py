@@ -23,15 +23,7 @@ import psycopg
 
 from juice.errors import ServiceError
 from juice.lab.place import Place
-from juice.services.base import (
-    Endpoint,
-    Endpoints,
-    Progress,
-    ServerRecord,
-    Service,
-    Sites,
-    quiet,
-)
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.process import Server, spawn
 
 BIN = Path("/usr/lib/postgresql/15/bin")

@@ -21,15 +21,7 @@ from pathlib import Path
 
 from juice.errors import ServiceError
 from juice.lab.place import Place
-from juice.services.base import (
-    Endpoint,
-    Endpoints,
-    Progress,
-    ServerRecord,
-    Service,
-    Sites,
-    quiet,
-)
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.process import Server, spawn
 from juice.util import proc
 

@@ -69,15 +69,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import Field, field_validator, model_validator
 
-from juice.spec.base import (
-    NAME_RE,
-    FiniteFloat,
-    PositiveInt,
-    Seconds,
-    Seed,
-    Strict,
-    no_duplicates,
-)
+from juice.spec.base import NAME_RE, FiniteFloat, PositiveInt, Seconds, Seed, Strict, no_duplicates
 from juice.spec.faults import Fault
 from juice.spec.wan import uniform_delays
 
