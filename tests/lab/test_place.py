@@ -149,6 +149,29 @@ def test_the_buses_are_the_same_services_at_either_place(lab: object) -> None:
     assert not nats.servers and not mq.servers
 
 
+def test_keystone_and_placement_are_the_same_services_at_either_place(lab: object) -> None:
+    from juice.services.keystone import Keystone, KeystoneOptions
+    from juice.services.mariadb import MariaDBCentral
+    from juice.services.placement import Placement
+
+    db = MariaDBCentral(lab, site=1)  # type: ignore[arg-type]
+    ks = Keystone(lab, db, options=KeystoneOptions(cache=False, password_hash_rounds=4,  # type: ignore[arg-type]
+                                                   sites=(1,)))
+    pl = Placement(lab, db, ks, site=2, workers=1)  # type: ignore[arg-type]
+    try:
+        db.up(timeout=120)
+        ks.up(timeout=300)
+        pl.up(timeout=300)
+        assert pl.resource_providers(site=1) == []  # through the API, from the other site
+        status, _ = lab.place(1).http(pl.url() + "/")  # type: ignore[attr-defined]
+        assert status == 200
+    finally:
+        pl.stop()
+        ks.stop()
+        db.stop()
+    assert pl.server is None and not ks.servers
+
+
 def test_paths_outside_the_lab_directory_are_refused_on_hosts(lab: object) -> None:
     place: Place = lab.place(1)  # type: ignore[attr-defined]
     if place.shared_disk:

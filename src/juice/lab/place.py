@@ -124,6 +124,10 @@ class Place(Protocol):
 
     def http(self, url: str, timeout: float = 5.0) -> tuple[int | None, str]: ...
 
+    def request(self, method: str, url: str, body: bytes | None = None,
+                headers: Mapping[str, str] | None = None,
+                timeout: float = 30.0) -> tuple[int, dict[str, str], bytes]: ...  # OSError if none
+
 
 def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
     """A process's environment: ``env`` on top of a minimal one (never this process's)."""
@@ -252,6 +256,25 @@ def http_get(place: Place, url: str, timeout: float = 5.0) -> str:
     return r.out
 
 
+def http_request(method: str, url: str, body: bytes | None = None,
+                 headers: Mapping[str, str] | None = None,
+                 timeout: float = 30.0) -> tuple[int, dict[str, str], bytes]:
+    """One plain HTTP request from where this code runs: (status, headers in lower case,
+    body). OSError when there is no answer."""
+    import http.client
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname or "", u.port or 80, timeout=timeout)
+    try:
+        conn.request(method, u.path + (f"?{u.query}" if u.query else ""), body=body,
+                     headers=dict(headers or {}))
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
 def _probe_tcp(host: str, port: int, timeout: float) -> bool:
     try:
         socket.create_connection((host, port), timeout=timeout).close()
@@ -304,6 +327,11 @@ class NetnsPlace(_Here):
     def http(self, url: str, timeout: float = 5.0) -> tuple[int | None, str]:
         return self.call(lambda: _probe_http(url, timeout), timeout + 10)
 
+    def request(self, method: str, url: str, body: bytes | None = None,
+                headers: Mapping[str, str] | None = None,
+                timeout: float = 30.0) -> tuple[int, dict[str, str], bytes]:
+        return self.call(lambda: http_request(method, url, body, headers, timeout), timeout + 5)
+
 
 class ThisHost(_Here):
     """This machine outside any site (``root``: a directory of it)."""
@@ -320,6 +348,11 @@ class ThisHost(_Here):
 
     def http(self, url: str, timeout: float = 5.0) -> tuple[int | None, str]:
         return _probe_http(url, timeout)
+
+    def request(self, method: str, url: str, body: bytes | None = None,
+                headers: Mapping[str, str] | None = None,
+                timeout: float = 30.0) -> tuple[int, dict[str, str], bytes]:
+        return http_request(method, url, body, headers, timeout)
 
 
 

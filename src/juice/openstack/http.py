@@ -10,16 +10,14 @@ its own pooled async client; this one opens a connection per request.
 
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from juice.errors import ServiceError
 from juice.openstack.creds import AdminCredentials
-from juice.services.base import Sites, from_site
+from juice.services.base import Sites
 
 
 @dataclass(frozen=True)
@@ -34,25 +32,15 @@ class Response:
 
 def request(lab: Sites, site: int, method: str, url: str, *, body: Any = None,
             headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Response:
-    """One plain HTTP request made from inside ``site`` (so it crosses the emulated WAN)."""
-    u = urllib.parse.urlsplit(url)
-    path = u.path + (f"?{u.query}" if u.query else "")
+    """One plain HTTP request made from inside ``site`` (so it crosses the emulated WAN), at
+    the site's place (a namespace here, an SSH host there). OSError when there is no answer."""
     hdrs = {"Accept": "application/json", **(headers or {})}
     data = None
     if body is not None:
         data = json.dumps(body).encode()
         hdrs["Content-Type"] = "application/json"
-
-    def call() -> Response:
-        conn = http.client.HTTPConnection(u.hostname or "", u.port or 80, timeout=timeout)
-        try:
-            conn.request(method, path, body=data, headers=hdrs)
-            r = conn.getresponse()
-            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
-        finally:
-            conn.close()
-
-    return from_site(lab, site, call, timeout=timeout + 5)
+    status, got, raw = lab.place(site).request(method, url, data, hdrs, timeout)
+    return Response(status, got, raw)
 
 
 def issue_token(lab: Sites, site: int, creds: AdminCredentials, url: str | None = None) -> str:

@@ -266,6 +266,27 @@ class Agent:
         except OSError as e:
             return {"status": None, "error": f"{type(e).__name__}: {e}"}
 
+    def op_request(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One HTTP request from this host (an API call made from inside the site): status,
+        headers (lower case) and the body, base64; status None with the error when none."""
+        import http.client
+        import urllib.parse
+
+        u = urllib.parse.urlsplit(req["url"])
+        body = base64.b64decode(req["body"]) if req.get("body") is not None else None
+        conn = http.client.HTTPConnection(u.hostname or "", u.port or 80,
+                                          timeout=float(req.get("timeout_s", 30)))
+        try:
+            conn.request(req["method"], u.path + (f"?{u.query}" if u.query else ""), body=body,
+                         headers=dict(req.get("headers") or {}))
+            r = conn.getresponse()
+            return {"status": r.status, "headers": {k.lower(): v for k, v in r.getheaders()},
+                    "body": base64.b64encode(r.read()).decode()}
+        except OSError as e:
+            return {"status": None, "error": f"{type(e).__name__}: {e}"}
+        finally:
+            conn.close()
+
     def op_listen(self, req: dict[str, Any]) -> dict[str, Any]:
         """A TCP listener on ``host`` (port chosen by the kernel) that accepts and closes: the
         other hosts measure their RTT to this one against it."""

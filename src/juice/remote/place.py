@@ -15,6 +15,7 @@ through the disk (a key repository, a pre-seeded datadir) travels through ``writ
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -129,3 +130,14 @@ class HostPlace:
 
     def http(self, url: str, timeout: float = 5.0) -> tuple[int | None, str]:
         return self.session.http_status(url, timeout)
+
+    def request(self, method: str, url: str, body: bytes | None = None,
+                headers: Mapping[str, str] | None = None,
+                timeout: float = 30.0) -> tuple[int, dict[str, str], bytes]:
+        msg = self.session.call("request", timeout=timeout + 10, method=method, url=url,
+                                body=base64.b64encode(body).decode() if body is not None else None,
+                                headers=dict(headers or {}), timeout_s=timeout)
+        if msg.get("status") is None:
+            raise OSError(f"{self.label}: {method} {url}: {msg.get('error')}")
+        return int(msg["status"]), {str(k): str(v) for k, v in msg["headers"].items()}, \
+            base64.b64decode(msg["body"])

@@ -47,7 +47,7 @@ from juice.paths import cache_dir
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
-from juice.services.process import Server, port_open, spawn, stop_all
+from juice.services.process import Server, children, port_open, spawn, stop_all
 from juice.services.schema import create_database
 from juice.util import atomic
 
@@ -424,10 +424,7 @@ class Keystone(Service):
 
     def _workers(self, site: int, srv: Server) -> list[int]:
         """The gunicorn workers of ``site`` (children of its master), asked at its place."""
-        if not srv.pid:
-            return []
-        r = self.lab.place(site).run(["ps", "-o", "pid=", "--ppid", str(srv.pid)])
-        return [int(x) for x in r.out.split() if x.isdigit()]
+        return children(self.lab.place(site), srv.pid)
 
     def kill(self, site: int) -> dict[str, Any]:
         """SIGKILL the gunicorn master of ``site`` and its workers (a crashed Keystone)."""

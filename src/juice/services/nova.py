@@ -41,9 +41,9 @@ from juice.openstack.http import issue_token, request
 from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
 from juice.services.keystone import VENV, Keystone, children_of, dist_version
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
-from juice.services.os_api import Catalog, argv_shim, gunicorn_argv, os_env, run_tool, venv_bin, wait_http
+from juice.services.os_api import Catalog, argv_shim, gunicorn_argv, os_env, venv_bin, wait_http
 from juice.services.placement import Placement
-from juice.services.process import Server, port_open, spawn, stop_all
+from juice.services.process import Server, port_open, run_to_end, spawn, stop_all
 from juice.services.rabbitmq import RabbitMQ
 from juice.services.schema import create_database
 from juice.util import atomic, proc
@@ -144,9 +144,9 @@ class Nova(Service):
         """One ``nova-manage`` run in the control site (bounded); returns its duration."""
         home = self.home("juice-manage")
         what = "nova-manage " + " ".join(a for a in args if "://" not in a)  # no password in errors
-        return run_tool(self.lab, self.site, [venv_bin("nova-manage"), "--config-file",
-                                              home / "nova.conf", *args],
-                        log=self.root / "manage.log", what=what, timeout=timeout, env=os_env(home))
+        return run_to_end(self.lab.place(self.site), [venv_bin("nova-manage"), "--config-file",
+                                                      home / "nova.conf", *args],
+                          log=self.root / "manage.log", what=what, timeout=timeout, env=os_env(home))
 
     def _cells(self) -> None:
         steps: list[tuple[str, list[str]]] = [

@@ -1,31 +1,27 @@
 """What the OpenStack services Juice deploys beside Keystone share (placement, nova).
 
-    run_tool(lab, 1, [venv_bin("placement-manage"), ...], log=..., what="placement-manage db sync")
     gunicorn_argv("10.210.1.2:8778", 2, pidfile, "placement.wsgi.api:application", "placement")
     cat = Catalog(lab, ks)                 # admin token from Keystone's first site
     cat.service_user("placement", password)  # user in project "service", role admin (idempotent)
     cat.register("placement", "placement", url)  # service + public/internal/admin endpoints, every region
 
-Every command runs inside a site (``lab.popen``), bounded, its output appended to a log whose
-tail goes into the ServiceError when it fails. Only MySQL-protocol databases are supported
-(MariaDB, Galera): nova and placement are deployed on them in the studies.
+Their tools run at a site's place (``process.run_to_end``, bounded, the output appended to a
+log whose tail goes into the ServiceError when it fails); the catalog calls are made from
+inside Keystone's first site (``openstack.http.request``). Only MySQL-protocol databases are
+supported (MariaDB, Galera): nova and placement are deployed on them in the studies.
 """
 
 from __future__ import annotations
 
-import subprocess
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
-from juice.lab.place import reap
 from juice.openstack.http import issue_token, request
-from juice.services.base import LocalSites, Sites, log_tail
+from juice.services.base import Sites
 from juice.services.keystone import VENV, Keystone
-from juice.util import proc
 
 SERVICE_PROJECT = "service"
 # Catalog changes are look-then-create: two services registering at once (placement and
@@ -63,31 +59,6 @@ def argv_shim(module: str, attr: str = "application") -> str:
     sys.argv when the app initializes, and a gunicorn worker inherits gunicorn's)."""
     return (f"import sys\n\nsys.argv = sys.argv[:1]\n"
             f"from {module} import {attr}  # noqa: E402,F401\n")
-
-
-def run_tool(lab: LocalSites, site: int, argv: Sequence[str | Path], *, log: Path, what: str,
-             timeout: float = 300.0, env: dict[str, str] | None = None) -> float:
-    """Run a command-line tool inside ``site`` to completion (bounded); output appended to
-    ``log``. Returns its duration; ServiceError with the log tail on failure or timeout."""
-    t0 = time.monotonic()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
-        out.write(f"--- {what}\n".encode())
-        out.flush()
-        child = lab.popen(site, [str(a) for a in argv], stdout=out, stderr=out, env=env)
-        try:
-            rc = child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.terminate([child.pid], grace_s=5)
-            reap(child)
-            raise ServiceError(f"{what}: no answer after {timeout:.0f} s (log: {log_tail(log)})") from None
-        except BaseException:  # Ctrl-C: do not leave it running
-            proc.terminate([child.pid], grace_s=5)
-            reap(child)
-            raise
-    if rc != 0:
-        raise ServiceError(f"{what} failed with code {rc} (log: {log_tail(log, 5)})")
-    return time.monotonic() - t0
 
 
 class Catalog:

@@ -21,7 +21,6 @@ manage.log}``.
 from __future__ import annotations
 
 import secrets
-import shutil
 import signal
 import time
 from dataclasses import replace
@@ -29,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
+from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
-from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
-from juice.services.keystone import Keystone, children_of, dist_version
-from juice.services.os_api import Catalog, gunicorn_argv, os_env, run_tool, venv_bin, wait_http
-from juice.services.process import Server, port_open, spawn, stop_all
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.keystone import VENV, Keystone, dist_version
+from juice.services.os_api import Catalog, gunicorn_argv, os_env, wait_http
+from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
 from juice.services.schema import create_database
-from juice.util import atomic, proc
 
 PORT = 8778
 DB_NAME = "placement"
@@ -81,11 +80,10 @@ class Placement(Service):
 
     kind = "placement"
 
-    def __init__(self, lab: LocalSites, db: Service, ks: Keystone, progress: Progress = quiet, *,
+    def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = 2, debug: bool = False,
                  max_pool_size: int = 10, max_overflow: int = 20) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise UserError(f"placement.site: {site} is not a site of this lab (1..{len(lab.sites)})")
         if not 1 <= workers <= 64:
@@ -97,8 +95,12 @@ class Placement(Service):
         self.timings: dict[str, float] = {}
 
     @property
+    def place(self) -> Place:
+        return self.lab.place(self.site)
+
+    @property
     def home(self) -> Path:
-        return self.lab.workdir / f"s{self.site}" / "placement"
+        return self.place.root / f"s{self.site}" / "placement"
 
     @property
     def log(self) -> Path:
@@ -109,22 +111,26 @@ class Placement(Service):
 
     def configure(self) -> None:
         t0 = time.monotonic()
-        venv_bin("placement-manage")
-        if port_open(self.lab.place(self.site), self.lab.site_ip(self.site), PORT):
+        place = self.place
+        for exe in ("placement-manage", "gunicorn"):
+            if not place.run(["test", "-x", str(VENV / "bin" / exe)]).ok:
+                raise ServiceError(f"{place.label}: OpenStack venv incomplete: {VENV / 'bin' / exe} "
+                                   "is missing: run scripts/setup.sh")
+        if port_open(place, place.address, PORT):
             raise ServiceError(f"placement in site {self.site}: port {PORT} is already taken "
                                "(another placement still running?)")
-        shutil.rmtree(self.home, ignore_errors=True)
-        self.home.mkdir(parents=True)
+        place.remove(self.home)
+        place.mkdir(self.home)
         create_database(self.lab, self.db, self.site, DB_NAME, self.progress)
         ep = replace(self.db.endpoint(self.site).write, database=DB_NAME)
-        atomic.write_text(self.home / "placement.conf", render_placement_conf(
+        place.write(self.home / "placement.conf", render_placement_conf(
             db_url=ep.url() + "?charset=utf8mb4", auth_url=self.ks.auth_url(self.site),
             password=self._password, debug=self.debug, max_pool_size=self.pool[0],
             max_overflow=self.pool[1]), mode=0o600)
         self.progress("placement-manage db sync...")
-        self.timings["db_sync_s"] = run_tool(
-            self.lab, self.site, [venv_bin("placement-manage"), "--config-file",
-                                  self.home / "placement.conf", "db", "sync"],
+        self.timings["db_sync_s"] = run_to_end(
+            place, [VENV / "bin" / "placement-manage", "--config-file", self.home / "placement.conf",
+                    "db", "sync"],
             log=self.home / "manage.log", what="placement-manage db sync", timeout=600,
             env=os_env(self.home))
         cat = Catalog(self.lab, self.ks)
@@ -172,16 +178,16 @@ class Placement(Service):
     def stop(self) -> None:
         if self.server is None:
             return
-        workers = children_of(self.server.pid) if self.server.running() and self.server.pid else []
+        workers = children(self.place, self.server.pid) if self.server.running() else []
         stop_all([self.server], grace_s=20, sig=signal.SIGTERM)
-        proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
+        self.place.terminate([(w, None) for w in workers], grace_s=5)
         self.server = None
         self.progress("placement: stopped")
 
     def kill(self, site: int) -> dict[str, Any]:
         if site != self.site or self.server is None or not self.server.running():
             raise ServiceError(f"no running placement in site {site}")
-        workers = children_of(self.server.pid) if self.server.pid else []
+        workers = children(self.place, self.server.pid)
         pid = self.server.kill(workers)
         self.server = None
         return {"pid": pid, "workers": workers}
@@ -200,10 +206,10 @@ class Placement(Service):
         """The gunicorn master and its workers (what a leftover check looks for)."""
         if self.server is None or self.server.pid is None:
             return []
-        return [self.server.pid, *children_of(self.server.pid)]
+        return [self.server.pid, *children(self.place, self.server.pid)]
 
-    def log_files(self) -> list[Path]:
-        return [self.log, self.home / "manage.log"]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.place, self.log), (self.place, self.home / "manage.log")]
 
     def facts(self) -> dict[str, Any]:
         return {"placement_version": dist_version("openstack_placement"), "site": self.site,

@@ -211,6 +211,31 @@ def stop_all(servers: Iterable[Server], grace_s: float = 30.0, sig: int = signal
             s.proc = None
 
 
+def children(place: Place, pid: int | None) -> list[int]:
+    """The direct children of ``pid`` at ``place`` (a gunicorn master's workers), by parent
+    pid (never by name)."""
+    if not pid:
+        return []
+    r = place.run(["ps", "-o", "pid=", "--ppid", str(pid)])
+    return [int(x) for x in r.out.split() if x.isdigit()]
+
+
+def run_to_end(place: Place, argv: Sequence[str | Path], *, log: Path, what: str, timeout: float = 300.0,
+               env: dict[str, str] | None = None) -> float:
+    """Run a command-line tool at ``place`` to completion (bounded); its output appended to
+    ``log`` there. Returns its duration; ServiceError with the output's tail on failure."""
+    t0 = time.monotonic()
+    place.mkdir(log.parent)
+    r = place.run([str(a) for a in argv], timeout=timeout, env=env)
+    place.write(log, (place.read(log) or b"") + f"--- {what}\n{r.out}{r.err}".encode())
+    tail = " | ".join((r.out + r.err).strip().splitlines()[-5:]) or "(no output)"
+    if r.rc is None:
+        raise ServiceError(f"{what}: {r.err or 'no answer'} (log: {tail})")
+    if r.rc != 0:
+        raise ServiceError(f"{what} failed with code {r.rc} (log: {tail})")
+    return time.monotonic() - t0
+
+
 def port_open(place: Place, host: str, port: int, timeout: float = 1.0) -> bool:
     """True when ``host:port`` accepts a TCP connection made from inside ``place``."""
     return place.tcp_open(host, port, timeout)
