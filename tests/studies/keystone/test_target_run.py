@@ -294,12 +294,16 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
         assert set(df["site"]) == {1}
         ks_pids = {p for p, c in _cmdlines().items() if "[keystone]" in c}
         assert ks_pids & set(df[df["component"] == "keystone"]["pid"])  # the lab's gunicorns, by pid
+        from juice.services.registry import load_record
+
+        rec = load_record(Path(str(state.load(cloud["name"]).workdir)))  # type: ignore[union-attr]
+        db_pids = {int(x["pid"]) for x in (rec or {}).get("servers", [])}  # the cloud's mariadbd
         for comp in ("keystone", "mariadbd"):
             rows = df[df["component"] == comp]
             assert {"cpu_user_s", "cpu_system_s", "rss_bytes", "threads", "fds"} <= set(rows["metric"]), comp
             # the servers' own processes (the host is this machine: other tests' short-lived
-            # commands naming keystone, `test -x .../keystone-manage`, are sampled too)
-            own = rows["pid"].isin(ks_pids) | (comp == "mariadbd")
+            # processes, `test -x .../keystone-manage`, a starting mariadbd, are sampled too)
+            own = rows["pid"].isin(ks_pids if comp == "keystone" else db_pids)
             servers = rows[(rows["metric"] == "rss_bytes") & own]
             assert len(servers) and (servers["value"] > 1e6).all(), comp
         actions = pd.read_parquet(run / "actions.parquet")
