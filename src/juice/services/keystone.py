@@ -47,7 +47,7 @@ from juice.paths import cache_dir
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
-from juice.services.process import Server, children, port_open, spawn, stop_all
+from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
 from juice.services.schema import create_database
 from juice.util import atomic
 
@@ -382,15 +382,8 @@ class Keystone(Service):
         argv = [str(VENV / "bin" / "keystone-manage"), "--config-file", str(self.shared / "manage.conf"),
                 *args]
         self.progress(f"keystone-manage {what} (site {self.first}, {self.db.kind})...")
-        t0 = time.monotonic()
-        r = place.run(argv, timeout=timeout, env=self._env(env))
-        place.write(log, (place.read(log) or b"") + f"--- keystone-manage {what}\n{r.out}{r.err}".encode())
-        tail = " | ".join((r.out + r.err).strip().splitlines()[-3:]) or "(no output)"
-        if r.rc is None:
-            raise ServiceError(f"keystone-manage {what}: {r.err or 'no answer'} (log: {tail})")
-        if r.rc != 0:
-            raise ServiceError(f"keystone-manage {what} failed with code {r.rc} (log: {tail})")
-        self.timings[f"{what}_s"] = time.monotonic() - t0
+        self.timings[f"{what}_s"] = run_to_end(place, argv, log=log, what=f"keystone-manage {what}",
+                                               timeout=timeout, env=self._env(env))
         self.progress(f"keystone-manage {what} done in {self.timings[f'{what}_s']:.1f} s")
 
     def _env(self, extra: dict[str, str] | None = None, site: int | None = None) -> dict[str, str]:

@@ -47,8 +47,9 @@ def lab_namespaces(output: str) -> set[str]:
 def test_partition_and_kill_restart_during_a_run(tmp_path: Path) -> None:
     # a timeout well above an iteration's time on a loaded host (the suite's other workers
     # share the cores): site 1's iterations must not fail for want of CPU
-    path = spec(tmp_path, "flt", [{"at_s": 1, "partition": 2, "duration_s": 2},
-                                  {"at_iteration": 40, "kill": "keystone", "site": 1, "restart_after_s": 1}],
+    # the cut at 4 s (both drivers running by then on a loaded host), the kill well after it
+    path = spec(tmp_path, "flt", [{"at_s": 4, "partition": 2, "duration_s": 2},
+                                  {"at_iteration": 100, "kill": "keystone", "site": 1, "restart_after_s": 1}],
                 times=160, timeout_s=20)  # 20 s at 8/s per driver: the run outlasts the restart
     cp = subprocess.run([*JUICE, "run", str(path), "--results", str(tmp_path / "out")], capture_output=True,
                         text=True, timeout=900)
