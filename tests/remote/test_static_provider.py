@@ -38,7 +38,7 @@ def test_remote_lab_shapes_the_wan_on_the_hosts_checks_it_and_leaves_nothing(tmp
         ls = labspec.parse({"name": "rtest", "sites": 3, "delay_ms": 20})
         with RemoteLab.up(ls, hosts, progress=said.append) as rl:
             assert rl.backend == "userspace" and any("no netem" in s for s in said), said
-            rep = rl.check(probes=5)
+            rep = rl.check(probes=10, tol_ms=2.0)  # see below
             assert rep.ok, rep.to_dict()
             assert all(abs((p.median_rtt_ms or 0) - 40.0) < 2.0 for p in rep.pairs), rep.to_dict()
             facts = rl.facts()
@@ -50,7 +50,10 @@ def test_remote_lab_shapes_the_wan_on_the_hosts_checks_it_and_leaves_nothing(tmp
             assert "JUICE-HWAN" in on_host and "agent.json" in on_host
             # a WAN change on the same hosts
             rl.set_wan(labspec.parse({"name": "rtest", "sites": 3, "delay_ms": 5}))
-            assert rl.check(probes=5).ok
+            # judged at 2 ms (1 by default) over 10 probes: the suite's other workers load the
+            # cores the hosts' delayers run on; 10 ms is still told from the 40 ms before
+            rep = rl.check(probes=10, tol_ms=2.0)
+            assert rep.ok, rep.to_dict()
             pids += [int(rl.wan_facts[k]["pid"]) for k in (1, 2, 3)]
         for h in hosts:  # nothing left: files, rules, processes
             left = plain_ssh(
