@@ -519,10 +519,6 @@ class Keystone(Service):
         out += [(first, self.shared / f"manage-{w}.log") for w in MANAGE_COMMANDS]
         return out + (self.memcached.logs() if self.memcached is not None else [])
 
-    def pidfile_pid(self, site: int) -> int | None:
-        raw = self.lab.place(site).read(self.home(site) / "gunicorn.pid")
-        words = raw.decode(errors="replace").split() if raw else []
-        return int(words[0]) if words and words[0].isdigit() else None
 
 
 def children_of(pid: int) -> list[int]:

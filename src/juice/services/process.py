@@ -89,9 +89,7 @@ class Server:
         return tail_at(self.place, self.tail, lines) if self.tail is not None else "(no log)"
 
     def _pidfile_pid(self) -> int | None:
-        raw = self.place.read(self.pidfile) if self.pidfile is not None else None
-        words = raw.decode(errors="replace").split() if raw else []
-        return int(words[0]) if words and words[0].isdigit() else None
+        return pid_in(self.place, self.pidfile) if self.pidfile is not None else None
 
     def wait_ready(self, check: Callable[[], bool], timeout: float, what: str | None = None, *,
                    interval: float = 0.1, fail: Callable[[], str | None] | None = None) -> None:
@@ -153,6 +151,13 @@ class Server:
         return ServerRecord(kind=kind, site=self.site, pid=self.pid or 0, pid_start=self.pid_start,
                             datadir=str(datadir), log=str(self.tail or ""), port=port,
                             extra=dict(extra or {}))
+
+
+def pid_in(place: Place, pidfile: Path) -> int | None:
+    """The pid a server's pid file at ``place`` names (None: no file, or not a pid yet)."""
+    raw = place.read(pidfile)
+    words = raw.decode(errors="replace").split() if raw else []
+    return int(words[0]) if words and words[0].isdigit() else None
 
 
 def tail_at(place: Place, log: Path, lines: int = 3) -> str:
