@@ -3,7 +3,7 @@
     python benchmarks/profile_overhead.py [--sites 45] [--procs 100] [--seconds 30] [--rates 1,10]
 
 Builds an ephemeral lab of ``--sites`` sites, starts ``--procs`` cheap processes (``sleep``)
-spread over them, then for each rate runs the sampler (``juice.runner.profile.Sampler``, as
+spread over them, then for each rate runs the sampler (``juice.profile.sampler.Sampler``, as
 the runner does around every run) for ``--seconds`` and reports its own CPU per second of
 wall time: the CPU time of its thread in the ticks (``tick_cpu_pct``: the steady state), and
 all of it including start and writing profile.parquet (``sampler_cpu_pct``). Also printed:
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.lab import LocalLab, spec
-from juice.runner import profile
+from juice.profile import sampler
 from juice.util import atomic
 
 OUT = Path(__file__).parent / "results"
@@ -35,7 +35,7 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _micro(s: profile.Sampler, n: int = 50) -> dict[str, float]:
+def _micro(s: sampler.Sampler, n: int = 50) -> dict[str, float]:
     """Mean CPU ms of one /proc scan and of one tick (the sampler's own methods, this thread)."""
     s._discover()
     c0 = time.thread_time()
@@ -54,12 +54,12 @@ def one_rate(lab: LocalLab, hz: float, seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         load0 = os.getloadavg()
         cpu0, t0 = _cpu(), time.monotonic()
-        s = profile.start(lab, list, Path(tmp), profile.Settings(interval_s=1.0 / hz), print)
+        s = sampler.start(lab, list, Path(tmp), sampler.Settings(interval_s=1.0 / hz), print)
         assert s is not None
         time.sleep(seconds)
         summ = s.stop()
         wall, cpu = time.monotonic() - t0, _cpu() - cpu0
-        size = (Path(tmp) / profile.PROFILE_TABLE).stat().st_size
+        size = (Path(tmp) / sampler.PROFILE_TABLE).stat().st_size
     row = {"hz": hz, "seconds": round(wall, 2), "processes": summ["processes"], "sites": summ["sites"],
            "ticks": summ["ticks"], "late_ticks": summ["late_ticks"], "rows": summ["rows"],
            "table_bytes": size, "tick_cpu_pct": summ["tick_cpu_pct"],
@@ -90,7 +90,7 @@ def main() -> None:
         kids = [lab.popen(1 + i % a.sites, ["sleep", "3600"]) for i in range(a.procs)]
         try:
             time.sleep(1.0)
-            s = profile.start(lab, list, Path(tempfile.gettempdir()), profile.Settings(interval_s=60), print)
+            s = sampler.start(lab, list, Path(tempfile.gettempdir()), sampler.Settings(interval_s=60), print)
             assert s is not None
             micro = _micro(s)
             s.stop(keep=False)

@@ -121,7 +121,7 @@ def phases(root: Path, out: Path) -> dict[str, float]:
     """In-process timings of the report's steps."""
     from juice.analysis.describe import describe
     from juice.analysis.stats import iteration_totals
-    from juice.report.html import render
+    from juice.studies import report as render
 
     t: dict[str, float] = {}
     s = time.perf_counter()

@@ -166,17 +166,20 @@ def test_no_import_cycle_among_juice_modules() -> None:
 
 
 # ---- layers ------------------------------------------------------------------------------
-# Top to bottom: cli -> studies/<name> -> shared instruments (runner, trace, report, analysis)
-# -> services + openstack -> lab + remote + load + results -> util. A module may import its
-# own layer and the layers below. ``import_module("juice....")`` with a constant counts.
+# Top to bottom (``LAYERS``): cli -> studies (the registry and each study) + the driver process
+# -> shared instruments (runner, profile, faults, trace, report) -> the study contract ->
+# services + openstack + analysis -> lab + remote + load + results + spec -> util. A module
+# may import its own layer and the layers below. ``import_module("juice....")`` with a
+# constant counts.
 
 STUDY = re.compile(r"^juice\.studies\.([a-z_]+)")
 BELOW_STUDIES = ("juice.lab", "juice.remote", "juice.load", "juice.results", "juice.util",
                  "juice.services", "juice.openstack", "juice.spec", "juice.runner", "juice.trace",
-                 "juice.report", "juice.analysis")
+                 "juice.report", "juice.analysis", "juice.contract", "juice.profile", "juice.faults")
 # what the lab and the hosts may use: nothing that runs services, studies or runs
 NOT_FOR_LAB = ("juice.services", "juice.openstack", "juice.studies", "juice.runner", "juice.trace",
-               "juice.report", "juice.analysis", "juice.cli", "juice.load")
+               "juice.report", "juice.analysis", "juice.cli", "juice.load", "juice.contract",
+               "juice.profile", "juice.faults", "juice.driver")
 
 
 def string_imports(path: Path, modules: dict[str, Path]) -> Iterator[str]:
@@ -226,3 +229,38 @@ def test_string_imports_are_seen(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text('import importlib\nx = importlib.import_module("juice.studies.keystone.catalog")\n')
     assert list(string_imports(f, module_files())) == ["juice.studies.keystone.catalog"]
+
+
+# Every module's layer, bottom (0) to top; a module imports its own layer and those below.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("juice.util", "juice.errors", "juice.paths"),
+    ("juice.lab", "juice.remote", "juice.load", "juice.results", "juice.spec"),
+    ("juice.services", "juice.openstack", "juice.analysis"),
+    ("juice.contract",),  # the study contract: below everything that drives a study
+    ("juice.runner", "juice.profile", "juice.faults", "juice.trace", "juice.report"),
+    ("juice.studies", "juice.driver"),
+    ("juice.cli", "juice.cli_analyze", "juice.cli_common", "juice.cli_db", "juice.cli_keystone",
+     "juice.cli_lab", "juice.cli_run", "juice.cli_trace"),
+)
+
+
+def layer(module: str) -> int | None:
+    found = [i for i, names in enumerate(LAYERS) if _under(module, names)]
+    return found[-1] if found else None
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in module_files() if m != ROOT and layer(m) is None] == []
+
+
+def test_no_import_runs_back_up_a_layer() -> None:
+    bad = sorted(f"{m} -> {t}" for m, ts in all_edges().items() for t in ts
+                 if t != ROOT and (layer(m) or 0) < (layer(t) or 0))
+    assert not bad, bad
+
+
+def test_the_registry_is_not_looked_up_from_below() -> None:
+    # the report, the runner and the load engine get studies handed in (no string lookups)
+    bad = [(m, t) for m, ts in all_edges().items() for t in ts
+           if _under(m, BELOW_STUDIES) and t == "juice.studies"]
+    assert not bad, bad

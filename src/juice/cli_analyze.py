@@ -163,7 +163,7 @@ def _print_table(table: Any, title: str) -> None:
 
 
 def _cell(v: Any) -> str:
-    from juice.report.tables import fmt
+    from juice.util.cells import fmt
 
     return fmt(v, 4, "–")
 
@@ -182,7 +182,7 @@ def report(
 
     juice report results/keystone -o keystone.html
     """
-    from juice.report.html import render
+    from juice.studies import report as render
 
     q = parse_percentile(filter_percentile)
     if output is None:

@@ -2,7 +2,7 @@
 
 A spec's ``workload:`` names its study (see ``juice.studies``; default: the Keystone study).
 These commands know no study by name: they read the study's points, plan columns, estimates,
-summary lines and report sections through the study contract (``juice.studies.base``).
+summary lines and report sections through the study contract (``juice.contract``).
 """
 
 from __future__ import annotations
@@ -116,6 +116,6 @@ def cleanup(target: Path = typer.Option(..., "--target", help="The experiment sp
 
 
 def _report(study_dir: Path) -> Path:
-    from juice.report import html
+    from juice import studies
 
-    return html.render([study_dir], study_dir / "report.html")
+    return studies.report([study_dir], study_dir / "report.html")

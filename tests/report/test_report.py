@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from juice.errors import UserError
-from juice.report import figure_html, register_section, render, table_html
+from juice.report import figure_html, register_section, table_html
 from juice.report import html as report_html
+from juice.studies import report as render
 from tests.results.fake_runs import fake_params, write_fake_run
 
 DATA = Path(__file__).parents[1] / "results" / "data"

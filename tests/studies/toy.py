@@ -1,4 +1,4 @@
-"""A toy study written against the study contract only (``juice.studies.base``): it pings
+"""A toy study written against the study contract only (``juice.contract``): it pings
 site 2 from site 1 of a real 2-site lab at each one-way delay of its spec and stores the
 round-trip times. It exists to prove that a study plugs into `juice plan`, `juice run`,
 `juice report` and `juice analyze` without any of them knowing its name.
@@ -26,12 +26,12 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import Field
 
+from juice.contract import Progress, ReportInput, Run, Study
 from juice.errors import JuiceError
 from juice.lab import LocalLab
 from juice.lab import spec as labspec
 from juice.report.tables import table_html
 from juice.spec.base import NAME_RE, Strict
-from juice.studies.base import Progress, ReportInput, Run, Study
 from juice.util.validation import validate
 
 

@@ -196,7 +196,7 @@ def attach(table: pd.DataFrame, cis: GroupCIs, keys: Sequence[str]) -> pd.DataFr
 
 def ci_cell(point: Any, lo: Any, hi: Any, digits: int = 4) -> str:
     """``"0.0272 [0.0251, 0.0296]"``; ``"0.0272"`` when there is no interval."""
-    from juice.report.tables import fmt
+    from juice.util.cells import fmt
 
     if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)):
         return fmt(point, digits, "–")

@@ -1,7 +1,7 @@
 """Run load drivers in sites and gather their results: ``run_drivers(lab, jobs, ui)``.
 
 Light load = one job (one driver in one site); high load = one job per site, all at once.
-Each job becomes a process ``python -m juice.load.driver JOB_FILE`` started with
+Each job becomes a process ``python -m juice.driver JOB_FILE`` started with
 ``lab.popen(site, ...)``, i.e. INSIDE the site's network namespace::
 
     from juice.load.drivers import DriverJob, run_drivers
@@ -24,6 +24,7 @@ benchmarks). ``LoopbackSites(workdir)`` runs real driver processes without names
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import queue
@@ -38,13 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from juice.load.api import DictEnv, Dropped, LoadResult
-from juice.load.driver import resolve_scenario
+from juice.errors import UserError
+from juice.load.api import DictEnv, Dropped, LoadResult, Scenario
 from juice.load.engine import Counters
 from juice.load.progress import NullProgress, ProgressUI
 from juice.load.runner import RunnerSpec, run_scenario
 from juice.util import atomic
 
+# (name, args, contexts, seed, study) -> the scenario object: how jobs run in this process
+# find their scenario (``juice.studies.resolve_scenario`` knows the studies' names)
+Resolve = Callable[[str, dict[str, Any], "dict[str, Any] | None", "int | None", str], Scenario]
 KILL_GRACE_S = 3.0
 POLL_S = 0.1
 
@@ -108,26 +112,40 @@ def _failed_result(job: DriverJob, reason: str) -> LoadResult:
                       failure=reason)
 
 
-def run_drivers(lab: SiteLauncher | None, jobs: Sequence[DriverJob],
-                progress_ui: ProgressUI | None = None) -> list[LoadResult]:
-    """Run ``jobs`` at once (one driver each); one ``LoadResult`` per job, in job order."""
+def import_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] | None = None,
+                    seed: int | None = None, study: str = "") -> Scenario:
+    """The scenario ``"package.module:Class"``: ``Class(**args)`` (tests' and benchmarks' Fake*
+    scenarios). A study's registered names need the study registry: ``juice.studies.resolve_scenario``."""
+    mod_name, sep, cls_name = name.partition(":")
+    if not sep:
+        raise UserError(f"scenario: {name!r} is not 'package.module:Class' (a study's scenario "
+                        "name: pass resolve=juice.studies.resolve_scenario)")
+    scenario: Scenario = getattr(importlib.import_module(mod_name), cls_name)(**args)
+    return scenario
+
+
+def run_drivers(lab: SiteLauncher | None, jobs: Sequence[DriverJob], progress_ui: ProgressUI | None = None,
+                resolve: Resolve = import_scenario) -> list[LoadResult]:
+    """Run ``jobs`` at once (one driver each); one ``LoadResult`` per job, in job order.
+    ``resolve`` finds the scenarios of jobs run in this process (``lab`` None); a driver
+    process resolves through the study registry (``juice.driver``)."""
     ui = progress_ui if progress_ui is not None else NullProgress()
     try:
         if lab is None:
-            return asyncio.run(_in_process(jobs, ui))
+            return asyncio.run(_in_process(jobs, ui, resolve))
         return _with_processes(lab, jobs, ui)
     finally:
         ui.close()
 
 
 # ---- in process (lab=None) ---------------------------------------------------------------
-async def _in_process(jobs: Sequence[DriverJob], ui: ProgressUI) -> list[LoadResult]:
+async def _in_process(jobs: Sequence[DriverJob], ui: ProgressUI, resolve: Resolve) -> list[LoadResult]:
     counters = [Counters() for _ in jobs]
 
     async def one(job: DriverJob, c: Counters) -> LoadResult:
         try:
             async with asyncio.timeout(job.timeout_s):
-                scenario = resolve_scenario(job.scenario, job.args, job.contexts, job.seed, job.study)
+                scenario = resolve(job.scenario, job.args, job.contexts, job.seed, job.study)
                 return await run_scenario(scenario, DictEnv(job.site, job.env), job.runner,
                                           args=job.args, counters=c)
         except TimeoutError:
@@ -225,7 +243,7 @@ def _start(lab: SiteLauncher, idx: int, job: DriverJob,
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(paths)
     with open(log_file, "wb") as log:
-        proc = lab.popen(job.site, [sys.executable, "-m", "juice.load.driver", job_arg],
+        proc = lab.popen(job.site, [sys.executable, "-m", "juice.driver", job_arg],
                          stdout=subprocess.PIPE, stderr=log, env=env)
     assert proc.stdout is not None
     reader = threading.Thread(target=_read_lines, args=(idx, proc.stdout, q), daemon=True)

@@ -1,4 +1,5 @@
-"""Reports re-made from stored results: one self-contained HTML file (see ``html.render``).
+"""Reports re-made from stored results: one self-contained HTML file (see ``html.render``; the
+report of every study's runs is ``juice.studies.report``).
 
 Extra sections: ``render(paths, out, sections=[fn])`` with ``fn(paths) -> str | None``; build
 fragments with ``figure_html(fig)`` and ``table_html(df)``.

@@ -1,12 +1,14 @@
 """The HTML report: ONE self-contained file (inline CSS, figures as base64 SVG ``<img>``, no
 script, no external fetch), re-made from the stored results alone, written atomically.
 
-    from juice.report import render
-    render([Path("results/keystone")], Path("report.html"))
+    from juice import studies
+    studies.report([Path("results/keystone")], Path("report.html"))   # every study's sections
+    render([Path("results/keystone")], Path("report.html"), studies=[STUDY])   # these studies'
 
 Content: a provenance line (what was read, how to re-make the report), then the sections of
-every study whose runs are among the paths (``Study.report_sections``, in registry order:
-see ``juice.studies``), then extra sections. Each study's sections say what they show.
+the ``studies`` given (``Study.report_sections``: each returns [] when the paths hold none of
+its runs), then extra sections. Each study's sections say what they show. The report never
+looks studies up itself: the registry (``juice.studies.report``) hands them in.
 
 Other modules add sections with ``render(..., sections=[fn])`` (or ``register_section(fn)``),
 ``fn(paths) -> str | None`` (``paths``: a list of the paths given) returning an HTML
@@ -20,17 +22,25 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from juice import __version__
+from juice.contract import ReportInput
 from juice.errors import UserError
 from juice.report.figures import figure_html
 from juice.report.tables import table_html
 from juice.results import tidy
-from juice.studies.base import ReportInput
 from juice.util import atomic
 
 Section = Callable[[list[Path]], "str | None"]  # a function taking Sequence[Path] fits too
+
+
+class StudySections(Protocol):
+    """What the report asks of a study (``juice.contract.Study`` has it)."""
+
+    def report_sections(self, inputs: ReportInput) -> list[str]: ...
+
+
 _REGISTERED: list[Section] = []
 
 __all__ = ["Section", "figure_html", "register_section", "render", "render_html", "table_html"]
@@ -67,17 +77,15 @@ def _provenance_short(paths: Sequence[Path], found: tidy.Discovery, out: Path) -
 
 def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
                 filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None,
-                title: str = "Juice report") -> str:
+                title: str = "Juice report", studies: Sequence[StudySections] = ()) -> str:
     """The report's HTML text (see :func:`render`)."""
-    from juice import studies
-
     found = tidy.discover(paths)
     if found.empty:
         raise tidy.no_run_error(paths, found)
     inputs = ReportInput(list(paths), out_html, filter_q, dict(params or {}))
     body = [f"<h1>{escape(title)}</h1>", _provenance_short(paths, found, out_html)]
     parts: list[str] = []
-    for study in studies.all():
+    for study in studies:
         parts += study.report_sections(inputs)
     for fn in [*_REGISTERED, *(sections or [])]:
         frag = fn(list(paths))
@@ -92,9 +100,11 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
 
 
 def render(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
-           filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None) -> Path:
+           filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None,
+           studies: Sequence[StudySections] = ()) -> Path:
     """Write the self-contained report of the runs under ``paths`` to ``out_html``
-    (atomically) and return its path. UserError when no complete run is found."""
-    text = render_html(paths, out_html, sections, filter_q, params)
+    (atomically) and return its path: the sections of ``studies``, then ``sections``.
+    UserError when no complete run is found."""
+    text = render_html(paths, out_html, sections, filter_q, params, studies=studies)
     atomic.write_text(out_html, text)
     return out_html

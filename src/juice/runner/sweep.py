@@ -9,7 +9,7 @@ points are all complete open nothing. A run that raises a JuiceError is kept as 
 and the sweep goes on; anything else (a bug, Ctrl-C) stops it, with the lab removed by the
 context managers. Complete runs are recognised by ``study.key_of(manifest)``.
 
-Every run is profiled (``juice.runner.profile``): a sampler runs around ``study.run_point``
+Every run is profiled (``juice.profile.sampler``): a sampler runs around ``study.run_point``
 and writes ``profile.parquet`` into the run (kept in ``.failed`` runs too), and the
 manifest gets a ``profile`` entry (rate, metrics, processes, the sampler's own CPU). The
 rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PROFILE_HZ``.
@@ -24,11 +24,11 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from juice.contract import Point, Run, Study
 from juice.errors import JuiceError
 from juice.lab.place import Lab
+from juice.profile import sampler
 from juice.results.store import RunDir
-from juice.runner import profile
-from juice.studies.base import Point, Run, Study
 
 Progress = Callable[[str], None]
 
@@ -78,7 +78,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
         progress: Progress, ui: Any = None) -> tuple[int, int, int]:
     """Execute every point not done yet. Returns (done before, run now, failed now)."""
     pl = plan(study, spec, study_dir)
-    conf = profile.settings(spec)  # a bad rate is a UserError before any lab
+    conf = sampler.settings(spec)  # a bad rate is a UserError before any lab
     n = len(pl.points)
     progress(f"{n} runs in the matrix: {n - len(pl.todo)} already complete, "
              f"{len(pl.todo)} to run → {study_dir}")
@@ -104,9 +104,9 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
 
 
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
-         p: Point, lab: Lab | None, dep: Any, conf: profile.Settings, progress: Progress, ui: Any) -> None:
+         p: Point, lab: Lab | None, dep: Any, conf: sampler.Settings, progress: Progress, ui: Any) -> None:
     with RunDir(study_dir, p.dirname) as rd:
-        prof = profile.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
+        prof = sampler.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
         try:
             study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui), dep)
         except BaseException as e:
@@ -118,7 +118,7 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
         if not manifest.exists():
             raise JuiceError(f"study {study.name!r} wrote no manifest for run {p.key} (a bug in the study)")
         if summary is not None:
-            profile.add_to_manifest(manifest, summary)
+            sampler.add_to_manifest(manifest, summary)
 
 
 def plan_rows(study: Study[Any, Any], points: Sequence[Any]) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
@@ -251,3 +251,31 @@ def stop_pid(pid: int | None, started: int | None, sig: int = signal.SIGTERM,
     if pid and proc.alive(pid, started):
         proc.terminate([pid], grace_s=grace_s, sig=sig)
 
+
+def services_in(obj: Any, depth: int = 2) -> list[Any]:
+    """The services (objects with a callable ``records``) in ``obj``, its attributes, mapping
+    values and list items, ``depth`` levels down (a deployment's ``db``, ``ks``, ``sess.svc``)."""
+    found: dict[int, Any] = {}
+
+    def walk(o: Any, d: int) -> None:
+        if o is None or isinstance(o, str | bytes | int | float | bool | Path):
+            return
+        if callable(getattr(o, "records", None)):
+            found.setdefault(id(o), o)
+            return
+        if d <= 0:
+            return
+        if isinstance(o, Mapping):
+            items: list[Any] = list(o.values())
+        elif isinstance(o, list | tuple | set):
+            items = list(o)
+        else:
+            try:
+                items = list(vars(o).values())
+            except TypeError:
+                return
+        for i in items:
+            walk(i, d - 1)
+
+    walk(obj, depth)
+    return list(found.values())

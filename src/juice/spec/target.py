@@ -18,7 +18,7 @@ clouds.yaml search path (as openstacksdk): ``$OS_CLIENT_CONFIG_FILE``, ``./cloud
 it (same places) is merged in.
 
 Resource profiles of the cloud's servers, only when the user gives SSH access (a key or the
-agent, never a password; ``juice.runner.ssh_profile`` samples /proc there)::
+agent, never a password; ``juice.profile.ssh`` samples /proc there)::
 
     target: {cloud: mycloud, ssh: [{host: ctl1.example.org, user: root, key_file: ~/.ssh/id_ed25519},
                                    {host: db1.example.org, port: 2222, site_name: db,

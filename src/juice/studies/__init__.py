@@ -1,6 +1,6 @@
 """The registry of studies: the one place that knows them by name.
 
-    study = studies.get("scheduler-db")           # a juice.studies.base.Study
+    study = studies.get("scheduler-db")           # a juice.contract.Study
     study, spec = studies.load_spec(Path("examples/quickstart.yaml"))
     for s in studies.all(): ...                    # built-in first, then plugins, then registered
 
@@ -13,16 +13,17 @@ belongs to ``DEFAULT`` (the Keystone study, as before studies had names).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from juice.contract import Study
 from juice.errors import UserError
-from juice.studies.base import Study
 
 if TYPE_CHECKING:
     from juice.load.api import Scenario
+    from juice.report.html import Section
 
 BUILTIN: dict[str, str] = {
     "keystone": "juice.studies.keystone:STUDY",
@@ -41,7 +42,7 @@ def _import(target: str) -> Study[Any, Any]:
     mod, _, attr = target.partition(":")
     obj = getattr(importlib.import_module(mod), attr)
     if not isinstance(obj, Study):
-        raise TypeError(f"{target} is not a juice.studies.base.Study instance")
+        raise TypeError(f"{target} is not a juice.contract.Study instance")
     return obj
 
 
@@ -88,6 +89,32 @@ def scenario(name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | N
         if found is not None:
             return found
     raise UserError(f"scenario: unknown {name!r} (no study knows it: {', '.join(names())})")
+
+
+def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] | None = None,
+                     seed: int | None = None, study: str = "") -> Scenario:
+    """The scenario object a load driver runs: ``"package.module:Class"`` is ``Class(**args)``;
+    a name goes to the job's ``study`` first, then to the study that knows it. ``contexts``
+    (Rally's, e.g. ``{"users": {"tenants": 2, "users_per_tenant": 3}}``) and ``seed`` go to
+    registered scenarios only."""
+    if ":" in name:
+        from juice.load.drivers import import_scenario
+
+        return import_scenario(name, args)
+    if study:
+        found = get(study).scenario(name, args, contexts or None, seed)
+        if found is not None:
+            return found
+    return scenario(name, args, contexts or None, seed)
+
+
+def report(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
+           filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None) -> Path:
+    """The HTML report of the runs under ``paths`` with every study's sections (in registry
+    order), then ``sections``: ``juice.report.html.render`` given the studies."""
+    from juice.report.html import render
+
+    return render(paths, out_html, sections, filter_q, params, studies=all())
 
 
 def of(data: Mapping[str, Any], source: str) -> Study[Any, Any]:

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from juice.errors import JuiceError, ServiceError
+from juice.faults.runner import EVENTS, FaultRunner, FaultTarget
 from juice.lab.place import Lab
 from juice.load.api import LoadResult
 from juice.load.drivers import DriverJob, SiteLauncher, run_drivers
@@ -20,7 +21,6 @@ from juice.load.progress import ProgressUI, RichProgress
 from juice.load.rally_json import write_rally
 from juice.load.runner import RunnerSpec
 from juice.results.store import RunDir
-from juice.runner.faults import EVENTS, FaultRunner, FaultTarget
 from juice.services import counters
 from juice.services.base import Progress, Service
 from juice.studies.keystone.matrix import RunPoint

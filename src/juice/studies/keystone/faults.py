@@ -1,4 +1,4 @@
-"""The Keystone study's hands for a fault schedule (``juice.runner.faults.FaultTarget``).
+"""The Keystone study's hands for a fault schedule (``juice.faults.runner.FaultTarget``).
 
 ``partition``/``heal`` cut a site off the lab's WAN and reconnect it; ``set_wan`` applies a
 change (delay, jitter, loss for every pair) on top of the run's WAN point and restores that
@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from juice.errors import UserError
+from juice.faults.spec import WanChange
 from juice.lab.place import Lab
 from juice.services.base import Service
-from juice.spec.faults import WanChange
 from juice.spec.wan import WanPoint
 
 KINDS_HINT = "the database's kind, keystone or memcached"

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from juice.spec.faults import Fault
+from juice.faults.spec import Fault
 from juice.spec.wan import WanPoint, wan_points
 from juice.studies.keystone.spec import Experiment
 

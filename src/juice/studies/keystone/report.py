@@ -23,11 +23,11 @@ import pandas as pd
 
 from juice.analysis.describe import percentile_drop_keys
 from juice.analysis.stats import iteration_key, iteration_totals, operation_order, runs_table, varying
-from juice.report.faults import section as fault_section
+from juice.contract import ReportInput
+from juice.faults.report import section as fault_section
 from juice.report.figures import op_colors
 from juice.report.tables import fmt, table_html
 from juice.results import tidy
-from juice.studies.base import ReportInput
 from juice.studies.keystone import figures as keystone
 
 
@@ -145,7 +145,7 @@ def site_cpu_table(data: Any, windows: Mapping[str, tuple[float, float]]) -> pd.
     """Keystone and database CPU (% of one core, all their processes) per site, light vs high
     load: the mean over the drivers' window and the peak sample, averaged (mean) / maxed (peak)
     over the runs of each (varying parameters, site, load)."""
-    from juice.report.profile import window_mean_peak
+    from juice.profile.report import window_mean_peak
 
     wm = window_mean_peak(data.u, "cpu_pct", windows)
     if wm.empty:
@@ -183,13 +183,13 @@ def site_cpu_table(data: Any, windows: Mapping[str, tuple[float, float]]) -> pd.
 
 
 def _profiles(mine: Sequence[Path], df: pd.DataFrame) -> list[str]:
-    from juice.report import profile
+    from juice.profile import report as profile_report
 
-    data = profile.read(mine)
+    data = profile_report.read(mine)
     if data is None:
         return []
     windows = _windows(df)
-    body = profile.sections(mine, level_key="load", windows=windows, data=data)
+    body = profile_report.sections(mine, level_key="load", windows=windows, data=data)
     table = site_cpu_table(data, windows)
     if not table.empty:
         body += ["<h3>Keystone and database CPU per site, light vs high load</h3>",

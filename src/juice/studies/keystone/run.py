@@ -21,13 +21,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from juice.contract import Run
 from juice.lab import LocalLab
 from juice.lab.place import Lab
 from juice.paths import work_dir
 from juice.results.store import tool_version
 from juice.services.base import Service
 from juice.spec.wan import WanPoint
-from juice.studies.base import Run
 from juice.studies.keystone.faults import KeystoneFaults
 from juice.studies.keystone.matrix import RunPoint
 from juice.studies.keystone.spec import Experiment

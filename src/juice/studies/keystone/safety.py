@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from juice import studies
 from juice.errors import UserError
 from juice.load.drivers import run_drivers
 from juice.load.runner import RunnerSpec
@@ -57,7 +58,7 @@ def simulate(spec: Experiment, points: Sequence[RunPoint]) -> dryrun.Recorder:
                                 warmup_times=int(r.get("warmup") or 0), seed=p.seed)
             jobs = [drive.job(p, k, closed, {**_env(creds, regions[reg], reg, k), "simulated": True})
                     for k, reg in enumerate(dep_regions, 1)]
-            results = run_drivers(None, jobs)
+            results = run_drivers(None, jobs, resolve=studies.resolve_scenario)
             bad = [x.failure for x in results if x.failure]
             if bad:
                 raise UserError(f"--dry-run: run {i} ({p.label}) failed in the simulator: {bad[0]}")

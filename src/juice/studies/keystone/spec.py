@@ -64,8 +64,10 @@ from annotated_types import Interval, Le
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from juice.errors import UserError
+from juice.faults.spec import Fault, check_sites
 from juice.lab.provider import Provider
 from juice.lab.provider import check_sites as check_provider_sites
+from juice.profile.spec import Profile
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -83,8 +85,6 @@ from juice.spec.base import (
     no_duplicates,
     plain_data,
 )
-from juice.spec.faults import Fault, check_sites
-from juice.spec.profile import Profile
 from juice.spec.target import Target
 from juice.spec.wan import Wan, WanPoint, wan_points
 from juice.util.validation import validate
@@ -216,8 +216,8 @@ class Experiment(Strict):
     check_wan: StrictBool = Field(default=True, description="ping every pair after each WAN change")
     results: ResultsPath | None = Field(default=None, description="results root (default results/<name>)")
     faults: list[Fault] = Field(default_factory=list, max_length=100,
-                                description="events applied during every run (see juice.spec.faults)")
-    profile: Profile = Field(default_factory=Profile, description="resource sampling (juice.spec.profile)")
+                                description="events applied during every run (see juice.faults.spec)")
+    profile: Profile = Field(default_factory=Profile, description="resource sampling (juice.profile.spec)")
     provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
                                "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 

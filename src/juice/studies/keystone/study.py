@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from juice.studies.base import Progress, ReportInput, Run, Study
+from juice.contract import Progress, ReportInput, Run, Study
 from juice.studies.keystone import estimate
 from juice.studies.keystone import run as runs
 from juice.studies.keystone.matrix import RunPoint, expand

@@ -21,7 +21,7 @@ every run, whatever happened (Ctrl-C included), Juice deletes what still carries
 prefix; ``juice cleanup --target`` removes leftovers of any Juice run (``s_juice_``).
 
 With ``target.ssh`` (hosts Juice may log into with a key or the agent), the cloud's servers
-are profiled around each run over SSH (``juice.runner.ssh_profile``): ``profile.parquet`` and
+are profiled around each run over SSH (``juice.profile.ssh``): ``profile.parquet`` and
 the manifest's ``profile`` entry, as a lab run's.
 """
 
@@ -140,7 +140,7 @@ def deployment(t: Target, progress: Progress, every_region: bool) -> Iterator[Ta
     with host_sites(progress) as sites:
         regions, home, rtt = asyncio.run(_probe(t, creds, False, every_region))
         if t.ssh:
-            from juice.runner import ssh_profile
+            from juice.profile import ssh as ssh_profile
 
             ssh_profile.check(t.ssh)
         dep = TargetDeployment(t, creds, regions, home, sites, rtt, juice_lab_of(creds), db_probe(t))
@@ -201,9 +201,10 @@ def run_point(run: Any, dep: TargetDeployment) -> None:
     if not dep.target.ssh:
         _run_point(run, dep)
         return
-    from juice.runner import profile, ssh_profile
+    from juice.profile import sampler
+    from juice.profile import ssh as ssh_profile
 
-    with ssh_profile.around(dep.target.ssh, run.rd.partial, profile.settings(run.spec), run.progress):
+    with ssh_profile.around(dep.target.ssh, run.rd.partial, sampler.settings(run.spec), run.progress):
         _run_point(run, dep)
 
 

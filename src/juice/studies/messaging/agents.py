@@ -26,11 +26,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from juice.contract import Progress
 from juice.errors import JuiceError, ServiceError
-from juice.lab import LocalLab
+from juice.lab.place import Lab
 from juice.paths import cache_dir
 from juice.services.process import Server, spawn, stop_all
-from juice.studies.base import Progress
 from juice.util import atomic
 
 
@@ -122,7 +122,7 @@ def pack(agents: Sequence[Agent], per_process: int, rate: float) -> list[ProcPla
 class AgentRun:
     """Agent processes of one run in ``workdir`` (see the module doc)."""
 
-    lab: LocalLab
+    lab: Lab
     workdir: Path
     url_of: Callable[[int], str]        # the transport URL agents in a site use
     conf_text: str                       # oslo.config file for every agent

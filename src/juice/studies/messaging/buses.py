@@ -5,7 +5,7 @@ file they read, the bus's own counters, and the hands of a fault schedule.
     bus.up(timeout)                           # (the study's deployment does it)
     url_for(bus, site)                        # "rabbit://...", "nats://..."
     conf_text(spec_bus, timeout_s)            # [DEFAULT] + [oslo_messaging_rabbit] options
-    MessagingFaults(lab, bus, delay_ms)       # a juice.runner.faults.FaultTarget
+    MessagingFaults(lab, bus, delay_ms)       # a juice.faults.runner.FaultTarget
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from juice.contract import Progress
 from juice.errors import UserError
-from juice.lab import LocalLab
+from juice.faults.spec import WanChange
 from juice.lab import spec as labspec
+from juice.lab.place import Lab
 from juice.services.base import Service
-from juice.spec.faults import WanChange
-from juice.studies.base import Progress
 from juice.studies.messaging.spec import Bus
 
 # [oslo_messaging_rabbit] options per queue flavour (oslo.messaging 18.3.1 option names).
@@ -41,7 +41,7 @@ def node_sites(bus: Bus, sites: int) -> list[int]:
     return [i % sites + 1 for i in range(bus.nodes)]
 
 
-def build(lab: LocalLab, bus: Bus, progress: Progress, topics: Sequence[str] = ()) -> Service:
+def build(lab: Lab, bus: Bus, progress: Progress, topics: Sequence[str] = ()) -> Service:
     """The bus's service (nothing started). ``topics``: the shared topics the deployment's runs
     use, which a federated mesh must declare on every broker (see rabbitmq_federation)."""
     sites = len(lab.sites)
@@ -102,11 +102,11 @@ def counters(svc: Any) -> Any:
 class MessagingFaults:
     """A FaultTarget over a bus deployment in a lab at one one-way delay."""
 
-    def __init__(self, lab: LocalLab, bus: Service, delay_ms: float) -> None:
+    def __init__(self, lab: Lab, bus: Service, delay_ms: float) -> None:
         self.lab, self.bus, self.delay_ms = lab, bus, delay_ms
 
     def _wan(self, delay_ms: float, jitter_ms: float = 0.0, loss_pct: float = 0.0) -> Any:
-        return labspec.parse({"name": self.lab.state.name, "sites": len(self.lab.sites),
+        return labspec.parse({"name": self.lab.name, "sites": len(self.lab.sites),
                               "delay_ms": delay_ms, "jitter_ms": jitter_ms, "loss_pct": loss_pct})
 
     def partition(self, site: int) -> None:

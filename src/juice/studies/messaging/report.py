@@ -284,7 +284,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
     df = load(paths)
     if df.empty:
         return []
-    from juice.report import profile
+    from juice.profile import report as profile_report
 
     df = df.sort_values(["tc", "case", "bus", "delay_ms", "agents", "rate"])
     a = analyze(paths, [])
@@ -310,5 +310,5 @@ def sections(paths: Sequence[Path]) -> list[str]:
     if res:
         body += ["<h3>Resilience (tc5)</h3>", *res]
     body += ["<h3>Agents: processes, memory and CPU</h3>", agents_table(df)]
-    body += profile.sections([Path(d) for d in df["dir"]], level_key="bus")
+    body += profile_report.sections([Path(d) for d in df["dir"]], level_key="bus")
     return [b for b in body if b]

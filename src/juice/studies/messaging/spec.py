@@ -69,8 +69,8 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import Field, field_validator, model_validator
 
+from juice.faults.spec import Fault
 from juice.spec.base import NAME_RE, FiniteFloat, PositiveInt, Seconds, Seed, Strict, no_duplicates
-from juice.spec.faults import Fault
 from juice.spec.wan import uniform_delays
 
 MAX_AGENTS = 20_000

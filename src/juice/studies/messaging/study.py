@@ -26,11 +26,11 @@ from typing import Any
 
 import pandas as pd
 
-from juice.lab import LocalLab
+from juice.contract import Progress, ReportInput, Run, Study
+from juice.faults.runner import EVENTS, FaultRunner
 from juice.lab.local import uniform_lab
-from juice.runner.faults import EVENTS, FaultRunner
+from juice.lab.place import Lab
 from juice.services.base import Service
-from juice.studies.base import Progress, ReportInput, Run, Study
 from juice.studies.messaging import agents as ag
 from juice.studies.messaging import buses, metrics
 from juice.studies.messaging.spec import Bus, Case, MessagingSpec
@@ -110,7 +110,7 @@ class MsgPoint:
 class Deployment:
     """A started bus in a lab, plus what a run needs to know about it."""
 
-    def __init__(self, lab: LocalLab, bus: Bus, svc: Service, delay_ms: float, facts: dict[str, Any]) -> None:
+    def __init__(self, lab: Lab, bus: Bus, svc: Service, delay_ms: float, facts: dict[str, Any]) -> None:
         self.lab, self.bus, self.svc, self.delay_ms, self.facts = lab, bus, svc, delay_ms, facts
 
 
@@ -154,13 +154,14 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
         return pts
 
     @contextmanager
-    def lab(self, spec: MessagingSpec, points: Sequence[MsgPoint], progress: Progress) -> Iterator[LocalLab]:
+    def lab(self, spec: MessagingSpec, points: Sequence[MsgPoint], progress: Progress) -> Iterator[Lab]:
         with uniform_lab("msg", spec.sites, points[0].delay_ms, progress) as lab:
             yield lab
 
     @contextmanager
-    def deployment(self, spec: MessagingSpec, lab: LocalLab, points: Sequence[MsgPoint],
+    def deployment(self, spec: MessagingSpec, lab: Lab | None, points: Sequence[MsgPoint],
                    progress: Progress) -> Iterator[Deployment]:
+        assert lab is not None  # lab() always makes one
         bus = points[0].bus
         topics = sorted({a.topic for p in points for a in p.agents() if a.role == "server"})
         svc = buses.build(lab, bus, progress, topics)
@@ -292,7 +293,7 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     _say(progress, summary)
 
 
-def killed_queues(lab: LocalLab, events: list[dict[str, Any]], start: Any,
+def killed_queues(lab: Lab, events: list[dict[str, Any]], start: Any,
                   topics: set[str]) -> list[dict[str, Any]]:
     """Per kill event: this run's shared queues that the killed site's node held when the run
     started (RabbitMQ counters' ``shared_queues``): a kill of such a node can lose messages."""

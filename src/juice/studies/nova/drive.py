@@ -92,7 +92,7 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
         results = run_drivers(launcher, [job], faults.watch(bar) if faults is not None else bar)
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
-        from juice.runner.faults import EVENTS
+        from juice.faults.runner import EVENTS
 
         atomic_lines(run.rd.file(EVENTS), events)
     copied: list[str] = []

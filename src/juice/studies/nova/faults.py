@@ -1,4 +1,4 @@
-"""The nova study's hands for a fault schedule (``juice.runner.faults.FaultTarget``):
+"""The nova study's hands for a fault schedule (``juice.faults.runner.FaultTarget``):
 ``partition``/``heal`` cut a site off the lab's WAN (e.g. the computes' site during boots) and
 reconnect it; ``set_wan`` changes every pair's delay/jitter/loss on top of the run's uniform
 delay (None restores it); ``kill``/``restart`` act on ``nova-compute`` (every compute process
@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from juice.errors import UserError
-from juice.lab import LocalLab
-from juice.spec.faults import WanChange
+from juice.faults.spec import WanChange
+from juice.lab.place import Lab
 
 
 class NovaFaults:
-    def __init__(self, lab: LocalLab, stack: Any, delay_ms: float) -> None:
+    def __init__(self, lab: Lab, stack: Any, delay_ms: float) -> None:
         self.lab, self.stack, self.delay_ms = lab, stack, delay_ms
 
     def partition(self, site: int) -> None:
@@ -28,7 +28,7 @@ class NovaFaults:
     def set_wan(self, change: WanChange | None) -> None:
         from juice.lab import spec as labspec
 
-        data: dict[str, Any] = {"name": self.lab.state.name, "sites": len(self.lab.sites),
+        data: dict[str, Any] = {"name": self.lab.name, "sites": len(self.lab.sites),
                                 "delay_ms": self.delay_ms}
         if change is not None:
             data.update({k: v for k, v in change.model_dump().items() if v is not None})

@@ -166,7 +166,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
     df = load(paths)
     if df.empty:
         return []
-    from juice.report import profile
+    from juice.profile import report as profile_report
 
     t = table(paths, [])
     body = ["<h2>nova: boots under load (seeds 002, 004)</h2>",
@@ -188,5 +188,5 @@ def sections(paths: Sequence[Path]) -> list[str]:
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]
     body += trace_sections([Path(d) for d in df["dir"]])
-    body += profile.sections([Path(d) for d in df["dir"]], level_key="concurrency")
+    body += profile_report.sections([Path(d) for d in df["dir"]], level_key="concurrency")
     return [b for b in body if b]

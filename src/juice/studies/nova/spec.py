@@ -51,6 +51,8 @@ from annotated_types import Ge, Le
 from pydantic import Field, field_validator, model_validator
 
 from juice.errors import UserError
+from juice.faults.spec import Fault, check_sites
+from juice.profile.spec import Profile
 from juice.spec.base import (
     NAME_RE,
     FiniteFloat,
@@ -61,8 +63,6 @@ from juice.spec.base import (
     no_duplicates,
     plain_data,
 )
-from juice.spec.faults import Fault, check_sites
-from juice.spec.profile import Profile
 from juice.spec.target import Target
 from juice.spec.wan import uniform_delays
 from juice.util.validation import validate
@@ -197,7 +197,7 @@ class NovaSpec(Strict):
     runner: Runner = Field(default_factory=Runner)
     driver_site: Annotated[int, Ge(1), Le(9)] = 1
     faults: list[Fault] = Field(default_factory=list, max_length=100, description=(
-        "events during every run (juice.spec.faults): partition a site, change the WAN, kill and "
+        "events during every run (juice.faults.spec): partition a site, change the WAN, kill and "
         "restart nova-compute, rabbitmq or the database"))
     log_format: Literal["text", "json"] = Field(default="text", description=(
         "the services' logs: oslo.log's text lines or its JSON lines (use_json: message templates)"))

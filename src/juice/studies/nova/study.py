@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from juice.contract import Progress, ReportInput, Run, Study
 from juice.errors import ServiceError
-from juice.lab import LocalLab
 from juice.lab.local import uniform_lab
-from juice.studies.base import Progress, ReportInput, Run, Study
+from juice.lab.place import Lab
 from juice.studies.nova.points import NovaPoint, expand
 from juice.studies.nova.spec import NovaSpec, parse
 
@@ -48,7 +48,7 @@ ALPHABET = string.ascii_lowercase + string.digits
 
 @dataclass
 class Deployment:
-    lab: LocalLab
+    lab: Lab
     stack: NovaDeployment
     flavor_id: str
     running: int = 0           # preload VMs booted and ACTIVE
@@ -122,7 +122,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
 
     @contextmanager
     def lab(self, spec: NovaSpec, points: Sequence[NovaPoint],
-            progress: Progress) -> Iterator[LocalLab | None]:
+            progress: Progress) -> Iterator[Lab | None]:
         if spec.target is not None:  # an existing cloud: no lab
             yield None
             return
@@ -130,7 +130,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             yield lab
 
     @contextmanager
-    def deployment(self, spec: NovaSpec, lab: LocalLab | None, points: Sequence[NovaPoint],
+    def deployment(self, spec: NovaSpec, lab: Lab | None, points: Sequence[NovaPoint],
                    progress: Progress) -> Iterator[Any]:
         from juice.services.nova_deploy import NovaDeployment
 
@@ -179,7 +179,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             probe = None
         faults = None
         if spec.faults:
-            from juice.runner.faults import FaultRunner
+            from juice.faults.runner import FaultRunner
             from juice.studies.nova.faults import NovaFaults
 
             faults = FaultRunner(spec.faults, NovaFaults(dep.lab, dep.stack, p.delay_ms), run.progress)

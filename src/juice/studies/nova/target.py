@@ -125,7 +125,7 @@ def deployment(spec: NovaSpec, progress: Progress) -> Iterator[NovaTarget]:
         rtt[f"{name} TCP connect median (ms)"] = cloud.ms_summary(tcp)["median_ms"]
     progress(f"nova at {url}; flavor {spec.flavor.name} = {flavor}; RTT {rtt}")
     if t.ssh:
-        from juice.runner import ssh_profile
+        from juice.profile import ssh as ssh_profile
 
         ssh_profile.check(t.ssh)
     with cloud.host_sites(progress) as sites:
@@ -179,9 +179,10 @@ def run_point(run: Any, dep: NovaTarget, execute: Callable[[LoopbackSites, dict[
     cleaned: dict[str, int] | str = "not run"
     try:
         if t.ssh:  # the cloud's servers profiled around the run (the generic sampler sees only a lab)
-            from juice.runner import profile, ssh_profile
+            from juice.profile import sampler
+            from juice.profile import ssh as ssh_profile
 
-            with ssh_profile.around(t.ssh, run.rd.partial, profile.settings(run.spec), run.progress):
+            with ssh_profile.around(t.ssh, run.rd.partial, sampler.settings(run.spec), run.progress):
                 execute(dep.sites, env)
         else:
             execute(dep.sites, env)

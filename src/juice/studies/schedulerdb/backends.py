@@ -16,7 +16,8 @@ import dataclasses
 from types import TracebackType
 from typing import Any
 
-from juice.lab import LocalLab
+from juice.errors import UserError
+from juice.lab.place import Lab
 from juice.lab.setns import in_site
 from juice.results.store import tool_version
 from juice.services import deploy
@@ -32,11 +33,20 @@ CACHE_MB = 1024
 class BackendSession:
     """``with BackendSession(lab, "mariadb", progress) as b: b.prepare("historical") ...``"""
 
-    def __init__(self, lab: LocalLab, backend: str, progress: Progress) -> None:
+    def __init__(self, lab: Lab, backend: str, progress: Progress) -> None:
         self.lab, self.backend, self.progress = lab, backend, progress
         self.svc: Service | None = None
         self.prepared: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, int] = {}
+
+    def netns(self, site: int) -> str:
+        """The network namespace of ``site`` on this machine: the study's readers and updaters
+        are processes here that enter it (UserError for a lab whose sites are not here)."""
+        names = {s: ns for ns, s in (self.lab.local_namespaces() or {}).items()}
+        if site not in names:
+            raise UserError(f"scheduler-db: site {site} of lab {self.lab.name} is not a namespace on "
+                            "this machine; the study runs its readers in a local lab (lab: in the spec)")
+        return names[site]
 
     # ---- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> BackendSession:
@@ -88,7 +98,7 @@ class BackendSession:
     def connect(self, family: str, site: int = 1) -> Any:
         """A connection opened inside ``site`` (usable from this process's threads)."""
         ep = self.endpoint(site, family)
-        return in_site(self.lab.site_ns(site), lambda: dbapi.connect(ep))
+        return in_site(self.netns(site), lambda: dbapi.connect(ep))
 
     # ---- data ----------------------------------------------------------------------------
     def prepare(self, family: str) -> dict[str, Any]:
@@ -100,7 +110,7 @@ class BackendSession:
             db = DATABASES[family]
             admin_ep = self.endpoint(1, family)
             admin_ep["database"] = "juice"
-            admin = in_site(self.lab.site_ns(1), lambda: dbapi.connect(admin_ep))
+            admin = in_site(self.netns(1), lambda: dbapi.connect(admin_ep))
             try:
                 if self.driver == "mysql":
                     dbapi.execute(admin, f"DROP DATABASE IF EXISTS {db}")

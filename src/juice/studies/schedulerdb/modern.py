@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
-from juice.lab import LocalLab
+from juice.lab.place import Lab
 from juice.paths import cache_dir
 from juice.studies.schedulerdb import schema_2013 as s13
 
@@ -81,21 +81,21 @@ def render_conf(url: str, state_path: Path) -> str:
             f"[database]\nconnection = {url}\n")
 
 
-def sync(lab: LocalLab, site: int, url: str) -> dict[str, Any]:
+def sync(lab: Lab, site: int, url: str) -> dict[str, Any]:
     """Create nova's cell-DB schema at ``url`` with ``nova-manage db sync --local_cell``
     (its own venv and process, inside ``site``). Returns what ran and how long it took."""
     exe = nova_manage()
     if not exe.exists():
         raise ServiceError(f"{exe} is missing: run scripts/setup.sh (the OpenStack venv)")
-    conf = lab.workdir / "schedulerdb-nova.conf"
-    conf.write_text(render_conf(url, lab.workdir))
+    place = lab.place(site)
+    conf = place.root / "schedulerdb-nova.conf"
+    place.write(conf, render_conf(url, place.root), mode=0o600)
     t0 = time.monotonic()
-    cp = lab.run(site, [str(exe), "--config-file", str(conf), "db", "sync", "--local_cell"],
-                 check=False, timeout=600)
+    cp = place.run([str(exe), "--config-file", str(conf), "db", "sync", "--local_cell"], timeout=600)
     took = time.monotonic() - t0
-    if cp.returncode != 0:
-        tail = " | ".join((cp.stderr or cp.stdout).strip().splitlines()[-3:])
-        raise ServiceError(f"nova-manage db sync failed (exit {cp.returncode}): {tail}")
-    ver = lab.run(site, [str(exe), "--version"], check=False, timeout=120)
+    if not cp.ok:
+        tail = " | ".join((cp.err or cp.out).strip().splitlines()[-3:])
+        raise ServiceError(f"nova-manage db sync in {place.label} failed (exit {cp.rc}): {tail}")
+    ver = place.run([str(exe), "--version"], timeout=120)
     return {"command": "nova-manage db sync --local_cell", "seconds": round(took, 2),
-            "nova_version": ((ver.stdout or ver.stderr).strip().splitlines() or ["?"])[-1]}
+            "nova_version": ((ver.out or ver.err).strip().splitlines() or ["?"])[-1]}

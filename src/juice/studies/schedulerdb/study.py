@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from juice.contract import ReportInput, Run, Study
 from juice.errors import ServiceError
 from juice.lab import LocalLab
 from juice.lab import spec as labspec
 from juice.lab.netns import exec_argv
+from juice.lab.place import Lab
 from juice.results.store import tool_version
-from juice.studies.base import ReportInput, Run, Study
 from juice.studies.schedulerdb import spec as sdb_spec
 from juice.studies.schedulerdb.backends import BackendSession
 from juice.studies.schedulerdb.readers import family
@@ -155,14 +156,14 @@ class Deployment:
         sess, fam = self.sess, str(self.fam)
         mine = [q for q in self.points if q.family == fam]
         ep_r = sess.endpoint(sess.reader_site, fam)
-        in_reader_site = exec_argv(sess.lab.site_ns(sess.reader_site), [])
+        in_reader_site = exec_argv(sess.netns(sess.reader_site), [])
         for client in dict.fromkeys(q.params.get("client") for q in mine):
             ep_c = ep_r if client is None else {**ep_r, "client": client}
             rcfg = {"role": "reader", "endpoint": ep_c, "timeout_s": spec.read_timeout_s}
             self.readers[client] = [WorkerProc(in_reader_site, rcfg, self.logs)
                                     for _ in range(max(q.params["schedulers"] for q in mine))]
         if any(q.params["updates"] for q in mine):
-            self.updaters = [WorkerProc(exec_argv(sess.lab.site_ns(s), []),
+            self.updaters = [WorkerProc(exec_argv(sess.netns(s), []),
                                         {"role": "updater", "endpoint": sess.endpoint(s, fam)}, self.logs)
                              for s in sess.updater_sites]
 
@@ -193,15 +194,16 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
 
     @contextmanager
     def lab(self, spec: SchedulerDbSpec, points: Sequence[SdbPoint],
-            progress: Progress) -> Iterator[LocalLab]:
+            progress: Progress) -> Iterator[Lab]:
         name = f"sdb{os.getpid() % 100000}"
         lab_spec = labspec.parse({"name": name, "sites": spec.lab.sites, "delay_ms": spec.lab.delay_ms})
         with LocalLab.up(lab_spec, ephemeral=True, progress=progress) as lab:
             yield lab
 
     @contextmanager
-    def deployment(self, spec: SchedulerDbSpec, lab: LocalLab, points: Sequence[SdbPoint],
+    def deployment(self, spec: SchedulerDbSpec, lab: Lab | None, points: Sequence[SdbPoint],
                    progress: Progress) -> Iterator[Deployment]:
+        assert lab is not None  # lab() always makes one
         backend = str(points[0].params["backend"])
         with BackendSession(lab, backend, progress) as sess, \
                 open(lab.workdir / f"workers-{backend}.log", "ab") as logs:
@@ -230,14 +232,14 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
         return report.summary_lines(report.summary([study_dir]))
 
     def report_sections(self, inputs: ReportInput) -> list[str]:
-        from juice.report import profile
+        from juice.profile import report as profile_report
         from juice.studies.schedulerdb import report
 
         html = report.section(inputs.paths)
         if not html:
             return []
         # resource profiles of the runs (juice 0.1 runs have none): levels = scheduler count
-        return [html, *profile.sections(report.run_dirs(inputs.paths), level_key="schedulers")]
+        return [html, *profile_report.sections(report.run_dirs(inputs.paths), level_key="schedulers")]
 
     def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
                 filter_q: float | None) -> pd.DataFrame | None:
@@ -266,7 +268,7 @@ def _measure(run: Run[SchedulerDbSpec, SdbPoint], dep: Deployment, pop_s: float)
                                                "redis-py": _pkg_version("redis"),
                                                "iproute2": tool_version(["ip", "-V"])},
                 lab={"sites": spec.lab.sites, "delay_ms_one_way": spec.lab.delay_ms,
-                     "wan_backend": sess.lab.state.backend, "reader_site": sess.reader_site,
+                     "wan_backend": sess.lab.backend, "reader_site": sess.reader_site,
                      "updater_sites": sess.updater_sites if p["updates"] else []},
                 layout=facts, populate_s=round(pop_s, 2), cpu_count=os.cpu_count(),
                 load_avg_before=list(os.getloadavg()))

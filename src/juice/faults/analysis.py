@@ -5,7 +5,7 @@ fault, and the recovery time.
     table = fault_windows(it, events)         # one row per (fault, site, window)
     rec = recovery(it, events)                # one row per (fault, site): first success after the fault
 
-``events`` are the rows of a run's ``events.jsonl`` (``juice.runner.faults.FaultEvent``):
+``events`` are the rows of a run's ``events.jsonl`` (``juice.faults.runner.FaultEvent``):
 ``index``, ``description``, ``t_start`` and ``t_end`` in epoch seconds, the iterations' clock.
 Windows of a fault lasting D = t_end - t_start: *before* = [t_start - D, t_start), *during* =
 [t_start, t_end), *after* = [t_end, t_end + D), each clipped to the run; a fault never undone

@@ -5,7 +5,7 @@ server (over its unix socket: no network namespace, no WAN), one cheap query per
     src.sample()                    # {"db_reads": 1234.0, "db_writes": 56.0, ...} cumulative
     src.close()
 
-Metrics (cumulative: rates come from differences, see ``juice.results.profile``):
+Metrics (cumulative: rates come from differences, see ``juice.profile.frames``):
 
 - ``db_reads`` / ``db_writes``: statements this server executed, the counters of
   ``juice.services.counters`` taken per server. MariaDB/Galera: ``Com_select`` and the write

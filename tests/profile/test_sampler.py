@@ -15,8 +15,8 @@ import pytest
 
 from juice.lab import LocalLab, netns
 from juice.lab import spec as labspec
-from juice.results.profile import load_profile, per_component, utilisation
-from juice.runner import profile
+from juice.profile import sampler
+from juice.profile.frames import load_profile, per_component, utilisation
 from juice.services.base import ServerRecord
 from juice.util import proc
 from tests.conftest import lab_capable
@@ -45,7 +45,7 @@ def test_sampler_profiles_lab_processes_and_links(lab_name: str, tmp_path: Path)
             before = lab_pids(lab)
             rec = ServerRecord(kind="sink", site=2, pid=server.pid, pid_start=proc.start_time(server.pid),
                                datadir="", log="", port=9000)
-            prof = profile.start(lab, lambda: [_Svc([rec])], tmp_path, profile.Settings(interval_s=0.25),
+            prof = sampler.start(lab, lambda: [_Svc([rec])], tmp_path, sampler.Settings(interval_s=0.25),
                                  print)
             assert prof is not None
             assert lab_pids(lab) == before  # the sampler starts no process (no holder)
@@ -64,7 +64,7 @@ def test_sampler_profiles_lab_processes_and_links(lab_name: str, tmp_path: Path)
     assert summary["errors"] == 0, summary["error_samples"]
     assert summary["table"] == "profile.parquet" and summary["ticks"] >= 8
     assert summary["network"] and summary["sites"] == 2 and summary["tick_cpu_s"] > 0
-    df = pq.read_table(tmp_path / profile.PROFILE_TABLE).to_pandas()
+    df = pq.read_table(tmp_path / sampler.PROFILE_TABLE).to_pandas()
     df[["component", "metric"]] = df[["component", "metric"]].astype(str)
     pids = set(df["pid"].unique())
     assert {busy.pid, server.pid, short.pid, client.pid} <= pids
@@ -98,7 +98,7 @@ class _Svc:
 
 def test_interrupted_sampler_writes_nothing(lab_name: str, tmp_path: Path) -> None:
     with LocalLab.up(labspec.parse({"name": lab_name, "sites": 1}), ephemeral=True) as lab:
-        prof = profile.start(lab, list, tmp_path, profile.Settings(interval_s=0.1), print)
+        prof = sampler.start(lab, list, tmp_path, sampler.Settings(interval_s=0.1), print)
         assert prof is not None
         time.sleep(0.3)
         summary = prof.stop(keep=False)
@@ -106,6 +106,6 @@ def test_interrupted_sampler_writes_nothing(lab_name: str, tmp_path: Path) -> No
 
 
 def test_no_lab_no_sampler(tmp_path: Path) -> None:
-    assert profile.start(None, list, tmp_path, profile.Settings(), print) is None
-    assert profile.start(None, list, tmp_path, profile.Settings(enabled=False), print) is None
+    assert sampler.start(None, list, tmp_path, sampler.Settings(), print) is None
+    assert sampler.start(None, list, tmp_path, sampler.Settings(enabled=False), print) is None
     assert load_profile([tmp_path]).empty

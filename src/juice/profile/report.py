@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from juice.profile.frames import load_profile, per_component, utilisation
 from juice.report.figures import LINESTYLES, PALETTE, figure_html, new_figure
 from juice.report.tables import table_html
-from juice.results.profile import load_profile, per_component, utilisation
 
 LINK = "link"
 MIB = 1024.0 * 1024.0

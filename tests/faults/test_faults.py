@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from juice.analysis.faults import fault_iterations, fault_windows, recovery
-from juice.runner.faults import FaultRunner
-from juice.spec.faults import Fault, WanChange, check_sites
+from juice.faults.analysis import fault_iterations, fault_windows, recovery
+from juice.faults.runner import FaultRunner
+from juice.faults.spec import Fault, WanChange, check_sites
 
 
 class RecordingTarget:
@@ -146,7 +146,7 @@ def test_windows_and_recovery_per_site() -> None:
 def test_report_section_shows_events_windows_recovery_and_timeline(tmp_path: Any) -> None:
     import json
 
-    from juice.report.faults import section
+    from juice.faults.report import section
 
     rows = [(s, float(t), s == 3 and 10 <= t < 20, 0.2) for t in range(30) for s in (1, 3)]
     df = tidy(rows)

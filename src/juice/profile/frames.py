@@ -1,4 +1,4 @@
-"""Resource profiles of runs (``profile.parquet``, written by ``juice.runner.profile``) as
+"""Resource profiles of runs (``profile.parquet``, written by ``juice.profile.sampler``) as
 pandas tables: load them, turn cumulative counters into rates, sum them per component.
 
     df = load_profile([Path("results/quickstart")])   # run, time, site, component, pid, metric, value

@@ -96,7 +96,7 @@ def site_links(core_devs: dict[str, NetDev]) -> dict[int, NetDev]:
 
 
 _PYTHON = re.compile(r"^python[0-9.]*$")
-_KNOWN = {"juice.load.driver": "load-driver", "juice-wan-delay": "wan-delay"}
+_KNOWN = {"juice.driver": "load-driver", "juice-wan-delay": "wan-delay"}
 
 
 def component_of(argv: Sequence[str], comm: str = "") -> str:

@@ -1,5 +1,5 @@
 """The faults section of a report: for every run with an ``events.jsonl`` (a fault schedule,
-``juice.runner.faults``), what was done and when, λ and latency per site before / during /
+``juice.faults.runner``), what was done and when, λ and latency per site before / during /
 after each fault, the recovery time, and a timeline of every iteration (latency per site, failed
 ones marked) with the fault windows shaded.
 
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from juice.analysis.faults import fault_iterations, fault_windows, recovery
+from juice.faults.analysis import fault_iterations, fault_windows, recovery
+from juice.faults.runner import EVENTS
 from juice.report.figures import PALETTE, figure_html, new_figure
 from juice.report.tables import table_html
-from juice.runner.faults import EVENTS
 
 
 def read_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -74,7 +74,7 @@ def section(run_dirs: list[Path], df: pd.DataFrame) -> list[str]:
 
 def _cluster_sizes(run_dir: Path) -> pd.DataFrame:
     """time, site, value of the ``cluster_size`` gauge of a run's profile (empty without)."""
-    from juice.results.profile import load_profile
+    from juice.profile.frames import load_profile
 
     prof = load_profile([run_dir])
     if prof.empty:

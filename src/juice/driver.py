@@ -1,5 +1,7 @@
-"""One load driver: ``python -m juice.load.driver JOB_FILE``, run by ``run_drivers`` inside a
-site's network namespace (so its sockets are the site's).
+"""One load driver process: ``python -m juice.driver JOB_FILE``, started by
+``juice.load.drivers.run_drivers`` inside a site's network namespace (so its sockets are the
+site's) or on a host. It sits above the studies: it resolves a scenario's name through the study
+registry, so the load engine below never imports a study.
 
 The job file (JSON, mode 0600, deleted as soon as it is read because ``env`` may hold
 credentials)::
@@ -9,11 +11,10 @@ credentials)::
      "env": {"auth_url": ..., "password": ...}, "runner": {RunnerSpec fields},
      "result_path": "/.../driver-2.result.json", "progress_interval_s": 0.25, "nice": 0}
 
-``scenario`` is resolved by ``resolve_scenario``: a registered name goes to the job's
-``study`` (through the study registry), else to the study that knows it
-(``juice.studies.scenario``);
-``"package.module:Class"`` imports the class and
-calls ``Class(**args)`` (tests and benchmarks use this for their Fake* scenarios).
+``scenario`` is resolved by ``juice.studies.resolve_scenario``: a registered name goes to the
+job's ``study``, else to the study that knows it; ``"package.module:Class"`` imports the class
+and calls ``Class(**args)`` (``juice.load.drivers.import_scenario``: tests and benchmarks use
+this for their Fake* scenarios).
 
 Protocol: one JSON object per line on stdout — ``{"event": "started", "pid": ...}``, then
 ``{"event": "progress", "total", "done", "errors", "in_flight", "dropped"}`` every
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import importlib
 import json
 import os
 import signal
@@ -38,32 +38,13 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from juice.load.api import DictEnv, Dropped, LoadResult, Scenario
+from juice import studies
+from juice.load.api import DictEnv, Dropped, LoadResult
 from juice.load.engine import Counters
 from juice.load.runner import RunnerSpec, run_scenario
 from juice.util import atomic
 
 PR_SET_PDEATHSIG = 1
-
-
-def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] | None = None,
-                     seed: int | None = None, study: str = "") -> Scenario:
-    """The scenario object for ``name`` (see the module docstring for the two forms).
-    ``contexts`` (Rally's, e.g. ``{"users": {"tenants": 2, "users_per_tenant": 3}}``) and
-    ``seed`` go to registered scenarios only; ``study`` (the job's) is asked first, through
-    the study registry, without importing the others."""
-    if ":" in name:
-        mod_name, _, cls_name = name.partition(":")
-        cls = getattr(importlib.import_module(mod_name), cls_name)
-        scenario: Scenario = cls(**args)
-        return scenario
-    from juice import studies
-
-    if study:
-        found = studies.get(study).scenario(name, args, contexts or None, seed)
-        if found is not None:
-            return found
-    return studies.scenario(name, args, contexts or None, seed)
 
 
 def _die_with_parent() -> None:
@@ -93,7 +74,7 @@ async def _drive(job: dict[str, Any], proto: IO[str]) -> LoadResult:
             await asyncio.sleep(interval)
             _emit(proto, "progress", **counters.snapshot())
 
-    scenario = resolve_scenario(str(job["scenario"]), args, job.get("contexts"), job.get("seed"),
+    scenario = studies.resolve_scenario(str(job["scenario"]), args, job.get("contexts"), job.get("seed"),
                                 str(job.get("study") or ""))
     me = asyncio.current_task()
     if me is not None:  # SIGTERM (run_drivers stopping us): cancel, so cleanup still runs
@@ -110,7 +91,7 @@ async def _drive(job: dict[str, Any], proto: IO[str]) -> LoadResult:
 def main(argv: list[str]) -> int:
     _die_with_parent()
     if len(argv) != 1:
-        print("usage: python -m juice.load.driver JOB_FILE", file=sys.stderr)
+        print("usage: python -m juice.driver JOB_FILE", file=sys.stderr)
         return 2
     job_path = Path(argv[0])
     job = json.loads(job_path.read_text())

@@ -1,4 +1,4 @@
-"""Apply a fault schedule (``juice.spec.faults``) during a run's measured window.
+"""Apply a fault schedule (``juice.faults.spec``) during a run's measured window.
 
     target = ...                                   # a FaultTarget: the deployment's hands
     with FaultRunner(spec.faults, target, progress) as fr:
@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
+from juice.faults.spec import Fault, WanChange
 from juice.load.progress import ProgressUI
-from juice.spec.faults import Fault, WanChange
 
 Progress = Callable[[str], None]
 TICK_S = 0.05

@@ -1,4 +1,4 @@
-"""The ``profile.parquet`` format and its writer (used by ``juice.runner.profile``).
+"""The ``profile.parquet`` format and its writer (used by ``juice.profile.sampler``).
 
 One row per (tick, process | site link | database server, metric)::
 

@@ -1,5 +1,5 @@
 """The ``profile:`` section every study's spec may carry: how often the resource sampler
-(``juice.runner.profile``) reads the processes and sites of a run.
+(``juice.profile.sampler``) reads the processes and sites of a run.
 
     profile: {interval_s: 1.0}     # default 1 Hz; 0.1 s (10 Hz) .. 60 s
     profile: {enabled: false}      # no sampling

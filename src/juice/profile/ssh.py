@@ -29,7 +29,7 @@ Host keys: accepted on first use (``StrictHostKeyChecking=accept-new``) into a k
 private to this run (a private temp dir, removed at stop; the system's
 ``/etc/ssh/ssh_known_hosts`` is still checked); the key's SHA256 fingerprint is in the summary.
 
-The table is ``juice.runner.profile_table``'s (``profile.parquet``): ``site`` = the host's
+The table is ``juice.profile.table``'s (``profile.parquet``): ``site`` = the host's
 index in ``target.ssh`` (1-based), ``component`` = the pattern's name (``keystone``,
 ``mariadbd``, ``nova-conductor``...), ``pid`` = the remote pid; metrics ``cpu_user_s``,
 ``cpu_system_s`` (cumulative), ``rss_bytes``, ``threads``, ``fds`` (-1 rows skipped: fds
@@ -52,8 +52,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from juice.errors import UserError
-from juice.remote.ssh import boot_command, fingerprint, ssh_argv
-from juice.runner.profile_table import (
+from juice.profile.table import (
     CUMULATIVE,
     FLUSH_ROWS,
     METRIC_INDEX,
@@ -62,6 +61,7 @@ from juice.runner.profile_table import (
     PROFILE_VERSION,
     Writer,
 )
+from juice.remote.ssh import boot_command, fingerprint, ssh_argv
 
 Progress = Callable[[str], None]
 PINGS = 5
@@ -467,7 +467,7 @@ def around(hosts: Sequence[Any], run_dir: Path, conf: Any,
            progress: Progress) -> Iterator[SshProfiler | None]:
     """Profile ``hosts`` around a run writing into ``run_dir``; its manifest gets the summary
     (a failed run keeps its profile, an interrupted one none)."""
-    from juice.runner.profile import add_to_manifest
+    from juice.profile.sampler import add_to_manifest
 
     prof = start(hosts, run_dir, conf, progress)
     try:

@@ -22,21 +22,21 @@ clock: the wall clock anchored once, then ``perf_counter``):
 - per process (``/proc/<pid>/stat``, kept open and re-read with ``pread``, so a pid reused
   by another process is never mixed up): ``cpu_user_s``, ``cpu_system_s`` (CUMULATIVE CPU
   seconds since the process started, all its threads, 10 ms resolution; utilisation is
-  derived: ``juice.results.profile.utilisation``), ``rss_bytes``, ``threads``, ``fds``;
+  derived: ``juice.profile.frames.utilisation``), ``rss_bytes``, ``threads``, ``fds``;
 - per site (component ``link``, pid 0): ``net_in_bytes``, ``net_out_bytes``,
   ``net_in_packets``, ``net_out_packets`` of the site's one link (cumulative; "in" = towards
   the site). Every link ends in the core namespace, so ONE read of the core's ``net/dev``
   per tick gives every site: a short-lived thread joins the core namespace (setns) once to
   open ``/proc/thread-self/net/dev``; the open file keeps reading that namespace's counters
   after the thread has ended. No helper process is started at all;
-- per database server (``juice.runner.dbstats``): ``db_reads``, ``db_writes`` (cumulative
+- per database server (``juice.profile.dbstats``): ``db_reads``, ``db_writes`` (cumulative
   statements), on Galera ``fc_paused_s`` (cumulative seconds paused by flow control) and
   ``fc_paused`` (``wsrep_flow_control_paused``).
 
 The sampler is one daemon thread with bounded work per tick (database queries time out after
 2 s, late ticks are skipped and counted); it never fails a run: errors are counted and the
 first few stored in the manifest; a process that ends is simply no longer sampled. The table
-(``juice.runner.profile_table``) is spilled in row groups and renamed into place when
+(``juice.profile.table``) is spilled in row groups and renamed into place when
 complete. Its own CPU time (``time.thread_time`` of its thread) is in the manifest:
 ``tick_cpu_s`` (sampling) and ``sampler_cpu_s`` (plus start and writing the table).
 
@@ -57,8 +57,8 @@ from typing import Any
 
 from juice.errors import UserError
 from juice.lab.place import Lab
-from juice.runner import procfs
-from juice.runner.profile_table import (
+from juice.profile import procfs
+from juice.profile.table import (
     CUMULATIVE,
     DB_METRICS,
     FLUSH_ROWS,
@@ -144,35 +144,6 @@ def lab_namespaces(lab: Lab | None) -> dict[str, int] | None:
     return lab.local_namespaces() if lab is not None else None
 
 
-def services_in(obj: Any, depth: int = 2) -> list[Any]:
-    """The services (objects with a callable ``records``) in ``obj``, its attributes, mapping
-    values and list items, ``depth`` levels down (a deployment's ``db``, ``ks``, ``sess.svc``)."""
-    found: dict[int, Any] = {}
-
-    def walk(o: Any, d: int) -> None:
-        if o is None or isinstance(o, str | bytes | int | float | bool | Path):
-            return
-        if callable(getattr(o, "records", None)):
-            found.setdefault(id(o), o)
-            return
-        if d <= 0:
-            return
-        if isinstance(o, Mapping):
-            items: list[Any] = list(o.values())
-        elif isinstance(o, list | tuple | set):
-            items = list(o)
-        else:
-            try:
-                items = list(vars(o).values())
-            except TypeError:
-                return
-        for i in items:
-            walk(i, d - 1)
-
-    walk(obj, depth)
-    return list(found.values())
-
-
 def records_of(services: Sequence[Any]) -> tuple[list[ServerRecord], list[str]]:
     """Every ServerRecord of ``services`` (those failing to answer are reported, not fatal)."""
     recs: list[ServerRecord] = []
@@ -252,7 +223,7 @@ class Sampler:
             except Exception as e:
                 self._error(f"network counters of {self.core_ns}: {e}")
         if any(procfs_db(r) for r in self.records.values()):
-            from juice.runner import dbstats
+            from juice.profile import dbstats
 
             for r in self.records.values():
                 src = dbstats.source_for(r)

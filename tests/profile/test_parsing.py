@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from juice.errors import UserError
-from juice.results.profile import per_component, utilisation
-from juice.runner import dbstats, procfs, profile
+from juice.profile import dbstats, procfs, sampler
+from juice.profile.frames import per_component, utilisation
+from juice.services.base import services_in
 
 # captured on Debian 12 (a mariadbd and a process whose name holds ") (" and spaces)
 STAT_MARIADBD = (
@@ -57,7 +58,7 @@ def test_net_dev_and_the_sites_view_of_core_links() -> None:
 
 def test_component_names_from_command_lines() -> None:
     c = procfs.component_of
-    assert c(["/usr/bin/python3", "-m", "juice.load.driver", "/tmp/job.json"]) == "load-driver"
+    assert c(["/usr/bin/python3", "-m", "juice.driver", "/tmp/job.json"]) == "load-driver"
     assert c(["/opt/juice/native/bin/juice-wan-delay", "--table", "t"]) == "wan-delay"
     assert c(["python3.11", "-u", "-m", "juice.studies.schedulerdb.worker"]) == "schedulerdb.worker"
     assert c(["python3", "-c", "while True: pass"]) == "python"
@@ -82,18 +83,18 @@ class _Spec:
 
 
 def test_settings_from_env_and_spec() -> None:
-    assert profile.settings(object(), env={}) == profile.Settings()
-    assert profile.settings(_Spec({"interval_s": 0.5}), env={}).interval_s == 0.5
-    assert profile.settings(_Spec({"hz": 10}), env={}).interval_s == pytest.approx(0.1)
-    assert not profile.settings(_Spec({"enabled": False}), env={}).enabled
-    env = profile.settings(_Spec({"hz": 2}), env={"JUICE_PROFILE_HZ": "10"})
+    assert sampler.settings(object(), env={}) == sampler.Settings()
+    assert sampler.settings(_Spec({"interval_s": 0.5}), env={}).interval_s == 0.5
+    assert sampler.settings(_Spec({"hz": 10}), env={}).interval_s == pytest.approx(0.1)
+    assert not sampler.settings(_Spec({"enabled": False}), env={}).enabled
+    env = sampler.settings(_Spec({"hz": 2}), env={"JUICE_PROFILE_HZ": "10"})
     assert env.interval_s == pytest.approx(0.1) and env.source == "JUICE_PROFILE_HZ"
-    assert not profile.settings(None, env={"JUICE_PROFILE_HZ": "off"}).enabled
+    assert not sampler.settings(None, env={"JUICE_PROFILE_HZ": "off"}).enabled
     for bad in ("20", "abc", "-1"):
         with pytest.raises(UserError, match="JUICE_PROFILE_HZ"):
-            profile.settings(None, env={"JUICE_PROFILE_HZ": bad})
+            sampler.settings(None, env={"JUICE_PROFILE_HZ": bad})
     with pytest.raises(UserError, match="profile"):
-        profile.settings(_Spec({"interval_s": 0.01}), env={})
+        sampler.settings(_Spec({"interval_s": 0.01}), env={})
 
 
 def test_services_in_finds_records_two_levels_deep() -> None:
@@ -109,7 +110,7 @@ def test_services_in_finds_records_two_levels_deep() -> None:
         def __init__(self) -> None:
             self.db, self.sess, self.name, self.more = Svc(), Sess(), "x", {"k": Svc()}
 
-    found = profile.services_in(Dep())
+    found = services_in(Dep())
     assert len(found) == 3 and all(isinstance(s, Svc) for s in found)
 
 
@@ -142,7 +143,7 @@ def test_utilisation_turns_counters_into_rates_and_sums_per_component() -> None:
 
 
 def test_peak_table_has_idle_and_a_peak_per_load_level() -> None:
-    from juice.report.profile import peak_table
+    from juice.profile.report import peak_table
 
     a, b = _profile_rows(), _profile_rows()
     b["run"] = "s"

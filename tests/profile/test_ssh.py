@@ -18,9 +18,9 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from juice.errors import UserError
+from juice.profile import ssh as ssh_profile
+from juice.profile.sampler import Settings
 from juice.remote import ssh
-from juice.runner import ssh_profile
-from juice.runner.profile import Settings
 from juice.spec.target import DEFAULT_PROCESSES, SshHost, Target
 
 FAKE_SSH = '#!/bin/sh\n# FAKE ssh: runs the remote command on this host\n' \
