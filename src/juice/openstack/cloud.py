@@ -6,7 +6,6 @@ probe of a read-only database URL, and what Juice cannot measure there."""
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import shutil
 import socket
@@ -16,7 +15,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from juice import paths
@@ -24,7 +22,7 @@ from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
 from juice.openstack.keystone import Credentials as KsCredentials
 from juice.openstack.keystone import KeystoneClient, KeystoneError
-from juice.spec.target import Credentials, Target
+from juice.spec.target import Credentials
 
 Progress = Callable[[str], None]
 TCP_PROBES = 10
@@ -98,25 +96,6 @@ def tcp_rtt(url: str, n: int = TCP_PROBES, timeout: float = 5.0, gap_s: float = 
 def ms_summary(xs: list[float]) -> dict[str, float]:
     return {"n": len(xs), "min_ms": round(min(xs) * 1e3, 3),
             "median_ms": round(statistics.median(xs) * 1e3, 3), "max_ms": round(max(xs) * 1e3, 3)}
-
-
-def db_probe(t: Target) -> Any:
-    """The statement-counter probe of ``target.db_url_env`` (checked now), or None."""
-    if t.db_url_env is None:
-        return None
-    from juice.errors import ServiceError
-    from juice.services.counters import RemoteMySQLProbe
-
-    url = os.environ.get(t.db_url_env)
-    if not url:
-        raise UserError(f"target.db_url_env: the environment variable {t.db_url_env} is not set "
-                        "(mysql://user:password@host:port of a read-only account)")
-    try:
-        probe = RemoteMySQLProbe(url)
-        probe.snapshot()
-    except ServiceError as e:
-        raise UserError(f"target.db_url_env: {e}") from None
-    return probe
 
 
 def new_run_prefix() -> str:

@@ -27,16 +27,18 @@ probe reports ``exact = False`` when that happened in the window.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from juice.errors import ServiceError
+from juice.errors import ServiceError, UserError
 from juice.services.base import Service
 from juice.services.galera import Galera
 from juice.services.mariadb import MariaDBCentral, MariaDBServer
 from juice.services.postgres import PgServer, Postgres
+from juice.spec.target import Target
 
 MYSQL_READS = ("Com_select",)
 MYSQL_WRITES = ("Com_insert", "Com_insert_select", "Com_update", "Com_update_multi", "Com_delete",
@@ -237,3 +239,19 @@ def probe_for(service: Service) -> Probe:
     if isinstance(service, Postgres):
         return PgProbe(service.servers())
     raise ServiceError(f"no statement counter probe for {service.kind!r}")
+
+
+def target_probe(t: Target) -> RemoteMySQLProbe | None:
+    """The statement-counter probe of ``target.db_url_env`` (checked now), or None."""
+    if t.db_url_env is None:
+        return None
+    url = os.environ.get(t.db_url_env)
+    if not url:
+        raise UserError(f"target.db_url_env: the environment variable {t.db_url_env} is not set "
+                        "(mysql://user:password@host:port of a read-only account)")
+    try:
+        probe = RemoteMySQLProbe(url)
+        probe.snapshot()
+    except ServiceError as e:
+        raise UserError(f"target.db_url_env: {e}") from None
+    return probe

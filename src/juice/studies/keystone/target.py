@@ -40,7 +40,6 @@ from juice.openstack import cloud
 from juice.openstack.cloud import (
     NOT_MEASURED,
     PREFIX,
-    db_probe,
     host_sites,
     juice_lab_of,
     ks_credentials,
@@ -49,6 +48,7 @@ from juice.openstack.cloud import (
     tcp_rtt,
 )
 from juice.openstack.keystone import KeystoneClient, KeystoneError
+from juice.services.counters import target_probe
 from juice.spec.target import Credentials, Target, resolve
 
 Progress = Callable[[str], None]
@@ -143,7 +143,7 @@ def deployment(t: Target, progress: Progress, every_region: bool) -> Iterator[Ta
             from juice.profile import ssh as ssh_profile
 
             ssh_profile.check(t.ssh)
-        dep = TargetDeployment(t, creds, regions, home, sites, rtt, juice_lab_of(creds), db_probe(t))
+        dep = TargetDeployment(t, creds, regions, home, sites, rtt, juice_lab_of(creds), target_probe(t))
         for region, r in rtt.items():
             if region == "catalog":
                 continue

@@ -25,6 +25,7 @@ from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
 from juice.openstack import cloud
 from juice.openstack.keystone import KeystoneClient, KeystoneError
+from juice.services.counters import target_probe
 from juice.spec.target import Credentials, resolve
 from juice.studies.nova.points import NovaPoint
 from juice.studies.nova.scenarios import NovaApi, NovaError, delete_by_prefix
@@ -130,7 +131,7 @@ def deployment(spec: NovaSpec, progress: Progress) -> Iterator[NovaTarget]:
         ssh_profile.check(t.ssh)
     with cloud.host_sites(progress) as sites:
         yield NovaTarget(spec, creds, creds.auth_url, url, flavor, sites, rtt, cloud.juice_lab_of(creds),
-                         cloud.db_probe(t))
+                         target_probe(t))
 
 
 def cleanup_now(dep_creds: Credentials, identity_url: str, compute_url: str, max_rps: float, prefix: str,
