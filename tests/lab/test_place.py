@@ -194,6 +194,16 @@ def test_partition_and_heal(lab: object) -> None:
         assert not two.tcp_open(one.address, 8098, timeout=1.0)
         lab.heal(2)  # type: ignore[attr-defined]
         assert two.tcp_open(one.address, 8098, timeout=5.0)
+        # a WAN change (what a study does between points) then a cut again; a cut in effect
+        # survives a WAN change
+        name = lab.name  # type: ignore[attr-defined]
+        lab.set_wan(labspec.parse({"name": name, "sites": 2, "delay_ms": 1}))  # type: ignore[attr-defined]
+        lab.partition(2)  # type: ignore[attr-defined]
+        assert not two.tcp_open(one.address, 8098, timeout=1.0)
+        lab.set_wan(labspec.parse({"name": name, "sites": 2, "delay_ms": 0}))  # type: ignore[attr-defined]
+        assert not two.tcp_open(one.address, 8098, timeout=1.0)
+        lab.heal(2)  # type: ignore[attr-defined]
+        assert two.tcp_open(one.address, 8098, timeout=5.0)
     finally:
         lab.heal()  # type: ignore[attr-defined]
         srv.stop(grace_s=5)

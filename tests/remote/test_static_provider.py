@@ -77,6 +77,10 @@ def _spec(path: Path, provider: dict | None, results: Path) -> Path:
         "runner": {"times": 8, "concurrency": 2},
         "keystone": {"cache": [True], "workers": 1, "password_hash_rounds": 4},
         "results": str(results),
+        # faults on the hosts as locally: a kill by recorded pid and its restart, a short cut
+        # (site 3 serves no iteration of the light load: the run stays error-free)
+        "faults": [{"at_iteration": 0, "kill": "memcached", "site": 3, "restart_after_s": 0},
+                   {"at_iteration": 0, "partition": 3, "duration_s": 0.2}],
     }
     if provider is not None:
         data["provider"] = provider
@@ -121,8 +125,13 @@ def test_keystone_on_galera_over_ssh_gives_results_like_a_local_run(tmp_path: Pa
         assert prov["provider"] == "enoslib-static" and len(prov["hosts"]) == 3, prov
         assert man["wan"]["check"]["ok"], man["wan"]["check"]
         assert man["failed_iterations"] == 0 and man["iterations"] == 8, man
-        for f in ("iterations.jsonl", "rally.json", "actions.parquet"):
+        for f in ("iterations.jsonl", "rally.json", "actions.parquet", "events.jsonl"):
             assert (run / f).exists(), f
+        kill, cut = man["faults"]
+        assert (kill["action"], cut["action"]) == ("kill", "partition"), man["faults"]
+        for e in (kill, cut):
+            assert e["error"] is None and e["undo_error"] is None and e["t_end"] > e["t_start"], e
+        assert kill["detail"]["pid"] != kill["detail"]["restart"]["pid"], kill
     delays = sorted(json.loads((r / "manifest.json").read_text())["wan"]["point"] for r in runs)
     assert len(set(delays)) == 2
 

@@ -225,10 +225,13 @@ class RemoteLab:
                 s.kill([pid], grace_s=5)
 
         self.hosts.each("WAN: clear", clear)
+        self._part_chain.clear()  # the undo commands removed the partition chains too
         self.spec = spec
         self.links = links(spec)
         self.wan_facts = {}
         self._apply_wan(self.netem, progress)
+        if self.partitioned:  # a cut in effect stays in effect under the new WAN
+            self._apply_partitions()
 
     # ---- partitions ------------------------------------------------------------------------------
     def partition(self, site: int) -> None:

@@ -272,8 +272,6 @@ class Experiment(Strict):
         if bad:
             raise ValueError(f"rdbms: {bad[0]} is not deployed on SSH hosts yet (provider kind enoslib "
                              f"supports {', '.join(REMOTE_RDBMS)})")
-        if self.faults:
-            raise ValueError("faults: not on SSH hosts yet (provider kind enoslib); run them locally")
         return self
 
     @model_validator(mode="after")
