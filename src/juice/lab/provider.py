@@ -290,6 +290,20 @@ def check_sites(p: Provider, sites: int, where: str = "provider") -> None:
                         "one host per site (site k = the k-th host)")
 
 
+def hosts_fit(p: Provider, sites: int, study: str, on_hosts: bool = True) -> None:
+    """For a study spec's ``provider:`` (ValueError naming the field, for pydantic): at least
+    one static host per site; ``on_hosts`` False: the study runs in a local lab only so far."""
+    if p.kind == "local":
+        return
+    if not on_hosts:
+        raise ValueError(f"provider.kind: the {study} study runs in a local lab only so far (leave "
+                         "provider: out); docs/multi-host.md lists what runs on hosts")
+    try:
+        check_sites(p, sites)
+    except UserError as e:
+        raise ValueError(str(e)) from None
+
+
 def parse_provider(data: Any, sites: int, where: str = "provider") -> Provider:
     """The validated ``provider:`` mapping (None: kind local), or a one-line UserError (exit 2)
     naming the field under ``where`` and the fix."""

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from juice.contract import Run
-from juice.lab import LocalLab
+from juice.lab.open import open_lab
 from juice.lab.place import Lab
-from juice.paths import work_dir
 from juice.results.store import tool_version
 from juice.services.base import Service
 from juice.spec.wan import WanPoint
@@ -39,19 +38,8 @@ Progress = Callable[[str], None]
 def lab(exp: Experiment, sites: int, wan: WanPoint, progress: Progress) -> Iterator[Lab]:
     """A local lab, or the provider's hosts (``RemoteLab``) when ``provider.kind`` is enoslib."""
     name = "run" + secrets.token_hex(3)
-    lab_spec = wan.lab_spec(name, sites, exp.wan.jitter_ms, exp.wan.loss_pct)
-    if exp.provider.kind != "local":
-        from juice.lab.provider import reserve
-        from juice.lab.remote import RemoteLab
-
-        progress(f"lab {name}: {sites} sites on hosts ({exp.provider.kind}, "
-                 f"{'static' if exp.provider.static else 'g5k' if exp.provider.g5k else 'vagrant'})")
-        with reserve(exp.provider, sites, work_dir() / name, progress) as hosts, \
-                RemoteLab.up(lab_spec, hosts, netem=exp.provider.netem, progress=progress) as remote:
-            yield remote
-        return
-    progress(f"lab {name}: {sites} sites")
-    with LocalLab.up(lab_spec, ephemeral=True, progress=progress) as the_lab:
+    with open_lab(exp.provider, wan.lab_spec(name, sites, exp.wan.jitter_ms, exp.wan.loss_pct),
+                  progress) as the_lab:
         yield the_lab
 
 

@@ -70,6 +70,7 @@ from annotated_types import Ge, Le
 from pydantic import Field, field_validator, model_validator
 
 from juice.faults.spec import Fault
+from juice.lab.provider import Provider, hosts_fit
 from juice.spec.base import NAME_RE, FiniteFloat, PositiveInt, Seconds, Seed, Strict, no_duplicates
 from juice.spec.wan import uniform_delays
 
@@ -220,7 +221,8 @@ class MessagingSpec(Strict):
     warmup_s: Annotated[Seconds, Le(60)] = 1.0
     arrivals: Literal["poisson", "uniform"] = "poisson"
     seed: Seed = 1
-
+    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
+                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
     @model_validator(mode="before")
     @classmethod
@@ -237,6 +239,11 @@ class MessagingSpec(Strict):
     def _once(cls, v: list[float]) -> list[float]:
         no_duplicates(v)
         return v
+
+    @model_validator(mode="after")
+    def _hosts(self) -> MessagingSpec:
+        hosts_fit(self.provider, self.sites, "messaging", on_hosts=False)
+        return self
 
     @model_validator(mode="after")
     def _sites(self) -> MessagingSpec:

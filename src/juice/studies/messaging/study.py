@@ -28,7 +28,7 @@ import pandas as pd
 
 from juice.contract import Progress, ReportInput, Run, Study
 from juice.faults.runner import EVENTS, FaultRunner
-from juice.lab.local import uniform_lab
+from juice.lab.open import open_lab, uniform_spec
 from juice.lab.place import Lab
 from juice.services.base import Service
 from juice.studies.messaging import agents as ag
@@ -155,7 +155,7 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
 
     @contextmanager
     def lab(self, spec: MessagingSpec, points: Sequence[MsgPoint], progress: Progress) -> Iterator[Lab]:
-        with uniform_lab("msg", spec.sites, points[0].delay_ms, progress) as lab:
+        with open_lab(spec.provider, uniform_spec("msg", spec.sites, points[0].delay_ms), progress) as lab:
             yield lab
 
     @contextmanager

@@ -52,6 +52,7 @@ from pydantic import Field, field_validator, model_validator
 
 from juice.errors import UserError
 from juice.faults.spec import Fault, check_sites
+from juice.lab.provider import Provider, hosts_fit
 from juice.profile.spec import Profile
 from juice.spec.base import (
     NAME_RE,
@@ -68,9 +69,9 @@ from juice.spec.wan import uniform_delays
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
-TARGET_FORBIDS = ("faults", "sites", "delay_ms", "db", "galera_writers", "schedulers", "host_subset_size",
-                  "concurrency_backend",
-                  "max_pool_size", "preload", "computes", "driver_site", "allow_over_capacity")
+TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
+                  "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
+                  "driver_site", "allow_over_capacity")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -215,6 +216,8 @@ class NovaSpec(Strict):
         "boot more servers than the nodes hold (an accuracy test: capacity K, K+1 requests)"))
     results: StrictStr | None = Field(default=None, min_length=1, max_length=4096)
     profile: Profile = Field(default_factory=Profile)
+    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
+                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
 
     @model_validator(mode="before")
@@ -255,6 +258,7 @@ class NovaSpec(Strict):
     def _fits(self) -> NovaSpec:
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
+        hosts_fit(self.provider, self.sites, "nova", on_hosts=False)
         check_sites(self.faults, self.sites)
         if self.driver_site > self.sites:
             raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from juice.contract import Progress, ReportInput, Run, Study
 from juice.errors import ServiceError
-from juice.lab.local import uniform_lab
+from juice.lab.open import open_lab, uniform_spec
 from juice.lab.place import Lab
 from juice.studies.nova.points import NovaPoint, expand
 from juice.studies.nova.spec import NovaSpec, parse
@@ -126,7 +126,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         if spec.target is not None:  # an existing cloud: no lab
             yield None
             return
-        with uniform_lab("nova", spec.sites, points[0].delay_ms, progress) as lab:
+        with open_lab(spec.provider, uniform_spec("nova", spec.sites, points[0].delay_ms), progress) as lab:
             yield lab
 
     @contextmanager

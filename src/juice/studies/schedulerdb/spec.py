@@ -61,6 +61,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Interval, Le
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from juice.lab.provider import Provider, hosts_fit
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -181,6 +182,8 @@ class SchedulerDbSpec(Strict):
     read_timeout_s: Annotated[Seconds, Interval(ge=1, le=86_400)] = Field(
         default=600.0, description="a read slower than this fails, 1..86,400 s")
     seed: Seed = Field(default=1, description="0..2**31-1")
+    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
+                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
 
     @model_validator(mode="before")
@@ -210,6 +213,11 @@ class SchedulerDbSpec(Strict):
     @classmethod
     def _clients(cls, v: list[Client]) -> list[Client]:
         return list(dict.fromkeys(v))
+
+    @model_validator(mode="after")
+    def _hosts(self) -> SchedulerDbSpec:
+        hosts_fit(self.provider, self.lab.sites, "scheduler-db", on_hosts=False)
+        return self
 
     @model_validator(mode="after")
     def _galera_sites(self) -> SchedulerDbSpec:

@@ -38,9 +38,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from juice.contract import ReportInput, Run, Study
 from juice.errors import ServiceError
-from juice.lab import LocalLab
-from juice.lab import spec as labspec
 from juice.lab.netns import exec_argv
+from juice.lab.open import open_lab, uniform_spec
 from juice.lab.place import Lab
 from juice.results.store import tool_version
 from juice.studies.schedulerdb import spec as sdb_spec
@@ -195,9 +194,7 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
     @contextmanager
     def lab(self, spec: SchedulerDbSpec, points: Sequence[SdbPoint],
             progress: Progress) -> Iterator[Lab]:
-        name = f"sdb{os.getpid() % 100000}"
-        lab_spec = labspec.parse({"name": name, "sites": spec.lab.sites, "delay_ms": spec.lab.delay_ms})
-        with LocalLab.up(lab_spec, ephemeral=True, progress=progress) as lab:
+        with open_lab(spec.provider, uniform_spec("sdb", spec.lab.sites, spec.lab.delay_ms), progress) as lab:
             yield lab
 
     @contextmanager
