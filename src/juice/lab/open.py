@@ -13,7 +13,7 @@ the one ``juice.lab.place.Lab`` interface. Every study opens its labs here, so a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from juice.lab import spec as labspec
@@ -56,3 +56,15 @@ def open_lab(provider: Provider, spec: labspec.LabSpec, progress: Progress = _qu
     with reserve(provider, spec.sites, work_dir() / spec.name, progress) as hosts, \
             RemoteLab.up(spec, hosts, netem=provider.netem, progress=progress) as remote:
         yield remote
+
+
+def plan(provider: Provider, spec: labspec.LabSpec, roles: Mapping[int, Sequence[str]] | None = None) -> list[str]:
+    """``--dry-run`` lines for a lab on hosts: the provider (EnOSlib configuration or the host
+    list), site -> host with ``roles`` (what the study runs there), the WAN commands per host.
+    Nothing is reserved or contacted."""
+    from juice.lab.provider import render_plan
+
+    lk = labspec.links(spec)
+    n = spec.sites
+    matrix = [[0.0 if a == b else lk[(a, b)].delay_ms for b in range(1, n + 1)] for a in range(1, n + 1)]
+    return render_plan(provider, n, matrix, spec.jitter_ms or 0.0, spec.loss_pct or 0.0, roles).splitlines()

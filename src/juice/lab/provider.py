@@ -48,7 +48,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -366,9 +366,10 @@ def wan_dst(host: StaticHost | None, site: int) -> str:
 
 
 def render_plan(p: Provider, sites: int, matrix: Sequence[Sequence[float]], jitter_ms: float = 0.0,
-                loss_pct: float = 0.0) -> str:
-    """A dry run as text: the provider, the EnOSlib conf or the hosts, site -> role/host, and per
-    site the tc commands ``hosttc`` would apply. No network, no EnOSlib."""
+                loss_pct: float = 0.0, roles: Mapping[int, Sequence[str]] | None = None) -> str:
+    """A dry run as text: the provider, the EnOSlib conf or the hosts, site -> host and the
+    study's ``roles`` there (what runs in each site), and per site the tc commands ``hosttc``
+    would apply. No network, no EnOSlib."""
     if len(matrix) != sites or any(len(r) != sites for r in matrix):
         raise ValueError(f"render_plan: matrix must be {sites}x{sites}")
     if p.kind == "local":
@@ -391,12 +392,14 @@ def render_plan(p: Provider, sites: int, matrix: Sequence[Sequence[float]], jitt
                                                          default_flow_style=False).splitlines())]
     out.append("sites:")
     for k, h in enumerate(hosts, 1):
+        runs = (roles or {}).get(k)
+        there = "" if roles is None else "; runs " + (", ".join(runs) if runs else "nothing")
         if h is None:
             out.append(f"  site {k}: role {role(k)} (the {which} machine EnOSlib gives), WAN on "
-                       f"network {p.wan_network!r}")
+                       f"network {p.wan_network!r}{there}")
         else:
             out.append(f"  site {k}: {h.user}@{h.address}:{h.port} WAN "
-                       f"{h.known_wan() or '<resolved address>'} on {h.wan_interface or '<detected>'}")
+                       f"{h.known_wan() or '<resolved address>'} on {h.wan_interface or '<detected>'}{there}")
     subnets = {k: wan_dst(h, k) for k, h in enumerate(hosts, 1)}
     out.append("WAN (ONE-WAY delays: each host delays what it sends; RTT = both directions):")
     for k, h in enumerate(hosts, 1):

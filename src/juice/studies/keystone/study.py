@@ -136,9 +136,9 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
 
 def provider_plan(spec: Experiment, points: Sequence[RunPoint]) -> list[str]:
     """What a run on hosts would reserve and apply, per lab (site count) and WAN point: the
-    provider's plan (EnOSlib conf or host list, site -> role/host, tc commands per site)."""
-    from juice.lab.provider import render_plan
-    from juice.lab.spec import links
+    provider's plan (EnOSlib conf or host list, site -> host and what runs there, the WAN
+    commands per site)."""
+    from juice.lab.open import plan
 
     lines = [f"{len(points)} runs on hosts (provider kind {spec.provider.kind}); nothing is reserved "
              "or contacted by this dry run"]
@@ -148,10 +148,20 @@ def provider_plan(spec: Experiment, points: Sequence[RunPoint]) -> list[str]:
             continue
         seen.add((p.sites, p.wan.label))
         ls = p.wan.lab_spec("plan", p.sites, spec.wan.jitter_ms, spec.wan.loss_pct)
-        lk = links(ls)
-        matrix = [[0.0 if a == b else lk[(a, b)].delay_ms for b in range(1, p.sites + 1)]
-                  for a in range(1, p.sites + 1)]
         lines += ["", f"== {p.sites} sites, WAN {p.wan.label} one-way =="]
-        plan = render_plan(spec.provider, p.sites, matrix, spec.wan.jitter_ms, spec.wan.loss_pct)
-        lines += plan.splitlines()
+        lines += plan(spec.provider, ls, roles(spec, p.sites))
     return lines
+
+
+def roles(spec: Experiment, sites: int) -> dict[int, list[str]]:
+    """What runs in each site: the database (``mariadb``: site 1; else a node per site), a
+    Keystone and its memcached per site, the load drivers (light load: site 1; high: all)."""
+    out: dict[int, list[str]] = {}
+    for k in range(1, sites + 1):
+        db = sorted({r for r in spec.rdbms if r != "mariadb" or k == 1})
+        here = [f"database ({' or '.join(db)})"] if db else []
+        here += ["keystone"] + (["memcached"] if True in spec.keystone.cache else [])
+        if "high" in spec.load or k == 1:
+            here.append("load driver")
+        out[k] = here
+    return out
