@@ -58,7 +58,8 @@ def open_lab(provider: Provider, spec: labspec.LabSpec, progress: Progress = _qu
         yield remote
 
 
-def plan(provider: Provider, spec: labspec.LabSpec, roles: Mapping[int, Sequence[str]] | None = None) -> list[str]:
+def plan(provider: Provider, spec: labspec.LabSpec,
+         roles: Mapping[int, Sequence[str]] | None = None) -> list[str]:
     """``--dry-run`` lines for a lab on hosts: the provider (EnOSlib configuration or the host
     list), site -> host with ``roles`` (what the study runs there), the WAN commands per host.
     Nothing is reserved or contacted."""
