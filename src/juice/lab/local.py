@@ -241,12 +241,12 @@ class LocalLab:
 
     def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
               stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.Popen[bytes]:
+              cwd: Path | None = None, stdin: IO[Any] | int | None = None) -> subprocess.Popen[bytes]:
         """Start a process inside ``site``. It dies with the lab (teardown kills every
         process in the site's namespace)."""
         return subprocess.Popen(netns.exec_argv(self.topo.site_ns(site), argv), stdout=stdout,
-                                stderr=stderr, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
-                                start_new_session=True)
+                                stderr=stderr, stdin=subprocess.DEVNULL if stdin is None else stdin,
+                                env=env, cwd=cwd, start_new_session=True)
 
     def health(self) -> dict[str, Any]:
         """What exists now versus what the state file says should."""

@@ -387,7 +387,9 @@ class Lab(Protocol):
 
     def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
               stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.Popen[bytes]: ...  # a load driver, streamed
+              cwd: Path | None = None, stdin: IO[Any] | int | None = None,
+              ) -> subprocess.Popen[bytes]: ...  # a load driver or a worker, streamed (stdin: PIPE
+    # to talk to it; default none)
 
     def check(self, probes: int = 10) -> Any: ...   # a juice.lab.check.CheckReport
 

@@ -196,18 +196,21 @@ class RemoteLab:
         stderr: IO[Any] | int | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        stdin: IO[Any] | int | None = None,
     ) -> subprocess.Popen[bytes]:
         """``argv`` on the host of ``site`` through its own ssh connection, its output streamed
         back (a load driver's progress lines). ``-tt``: when this ssh ends (the driver is
-        stopped here), the remote process gets SIGHUP. Only PYTHONPATH and PYTHONUNBUFFERED of
-        ``env`` travel: the host has its own environment."""
+        stopped here), the remote process gets SIGHUP. With ``stdin`` (a pipe to talk to the
+        process, e.g. a worker reading commands), ``-T`` instead: no terminal that would echo
+        the input; the process sees EOF when this ssh ends. Only PYTHONPATH and
+        PYTHONUNBUFFERED of ``env`` travel: the host has its own environment."""
         keep = {k: v for k, v in (env or {}).items() if k in ("PYTHONPATH",)}
         remote_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**keep, "PYTHONUNBUFFERED": "1"}.items())
         command = f"cd {shlex.quote(self.root)} && exec env {remote_env} {shlex.join(argv)}"
         sess = self.hosts[site]
         return subprocess.Popen(
-            [*sess.argv(command)[:1], "-tt", *sess.argv(command)[1:]],
-            stdin=subprocess.DEVNULL,
+            [*sess.argv(command)[:1], "-tt" if stdin is None else "-T", *sess.argv(command)[1:]],
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,

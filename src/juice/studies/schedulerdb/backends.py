@@ -13,18 +13,17 @@ Each layout lives in its own database: ``nova_2013`` (historical, Juice's DDL) a
 from __future__ import annotations
 
 import dataclasses
+import time
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
-from juice.errors import UserError
 from juice.lab.place import Lab
-from juice.lab.setns import in_site
-from juice.results.store import tool_version
 from juice.services import deploy
 from juice.services.base import Progress, Service
-from juice.studies.schedulerdb import dbapi, modern, populate
+from juice.studies.schedulerdb import modern
 from juice.studies.schedulerdb import schema_2013 as s13
 from juice.studies.schedulerdb.spec import CACHE_BACKENDS
+from juice.studies.schedulerdb.worker import WorkerProc
 
 DATABASES = {"historical": "nova_2013", "modern": "nova"}
 CACHE_MB = 1024
@@ -38,15 +37,7 @@ class BackendSession:
         self.svc: Service | None = None
         self.prepared: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, int] = {}
-
-    def netns(self, site: int) -> str:
-        """The network namespace of ``site`` on this machine: the study's readers and updaters
-        are processes here that enter it (UserError for a lab whose sites are not here)."""
-        names = {s: ns for ns, s in (self.lab.local_namespaces() or {}).items()}
-        if site not in names:
-            raise UserError(f"scheduler-db: site {site} of lab {self.lab.name} is not a namespace on "
-                            "this machine; the study runs its readers in a local lab (lab: in the spec)")
-        return names[site]
+        self.log: IO[bytes] | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> BackendSession:
@@ -65,6 +56,9 @@ class BackendSession:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
         if self.svc is not None:
             self.svc.stop()
             self.svc = None
@@ -95,10 +89,25 @@ class BackendSession:
             ep["database"] = DATABASES[family]
         return ep
 
-    def connect(self, family: str, site: int = 1) -> Any:
-        """A connection opened inside ``site`` (usable from this process's threads)."""
-        ep = self.endpoint(site, family)
-        return in_site(self.netns(site), lambda: dbapi.connect(ep))
+    def admin(self, family: str, database: str | None = None) -> WorkerProc:
+        """A worker in site 1 connected to ``family``'s store (``database`` overrides the
+        database name: the server's own, to create or drop one). Close it after use."""
+        ep = self.endpoint(1, family)
+        if database is not None:
+            ep["database"] = database
+        return WorkerProc(self.lab, 1, {"role": "admin", "endpoint": ep, "timeout_s": 3600}, self._log())
+
+    def _log(self) -> IO[bytes]:
+        if self.log is None:
+            self.log = open(self.lab.workdir / f"admin-{self.backend}.log", "ab")  # noqa: SIM115
+        return self.log
+
+    def _admin_exec(self, family: str, statements: list[str], database: str | None = None) -> None:
+        w = self.admin(family, database)
+        try:
+            w.call({"cmd": "exec", "statements": statements}, timeout=600)
+        finally:
+            w.close()
 
     # ---- data ----------------------------------------------------------------------------
     def prepare(self, family: str) -> dict[str, Any]:
@@ -108,25 +117,11 @@ class BackendSession:
         facts: dict[str, Any] = {"family": family}
         if family in DATABASES:
             db = DATABASES[family]
-            admin_ep = self.endpoint(1, family)
-            admin_ep["database"] = "juice"
-            admin = in_site(self.netns(1), lambda: dbapi.connect(admin_ep))
-            try:
-                if self.driver == "mysql":
-                    dbapi.execute(admin, f"DROP DATABASE IF EXISTS {db}")
-                    dbapi.execute(admin, f"CREATE DATABASE {db} CHARACTER SET utf8")
-                else:
-                    dbapi.execute(admin, f"DROP DATABASE IF EXISTS {db}")
-                    dbapi.execute(admin, f"CREATE DATABASE {db} OWNER juice")
-            finally:
-                admin.close()
+            create = (f"CREATE DATABASE {db} CHARACTER SET utf8" if self.driver == "mysql"
+                      else f"CREATE DATABASE {db} OWNER juice")
+            self._admin_exec(family, [f"DROP DATABASE IF EXISTS {db}", create], database="juice")
             if family == "historical":
-                conn = self.connect(family)
-                try:
-                    for stmt in s13.ddl(self.driver):
-                        dbapi.execute(conn, stmt)
-                finally:
-                    conn.close()
+                self._admin_exec(family, list(s13.ddl(self.driver)))
                 facts["schema"] = "juice DDL modelled on nova 2013.1 models (schema_2013.py)"
             else:
                 ep = self.endpoint(1, family)
@@ -136,44 +131,50 @@ class BackendSession:
                 self.progress(f"{self.backend}: nova schema by nova-manage db sync in "
                               f"{facts['schema']['seconds']} s ({facts['schema']['nova_version']})")
         else:
-            conn = self.connect(family)
+            w = self.admin(family)
             try:
-                conn.flush_all() if self.backend == "memcached" else conn.flushall()
+                w.call({"cmd": "flush"}, timeout=120)
             finally:
-                conn.close()
+                w.close()
             facts["schema"] = "one entry per node (JSON: node + service + stats) and an index entry"
         self.prepared[family] = facts
         self.nodes[family] = 0
         return facts
 
     def grow(self, family: str, nodes: int, seed: int, k: int) -> float:
-        """Populate ``family`` up to ``nodes`` nodes (inserting only the delta); seconds taken."""
-        import time
-
+        """Populate ``family`` up to ``nodes`` nodes (inserting only the delta), by a worker in
+        site 1; seconds taken."""
         have = self.nodes.get(family, 0)
         if nodes <= have:
             return 0.0
         t0 = time.monotonic()
-        conn = self.connect(family)
+        w = self.admin(family)
         try:
-            populate.grow(family, conn, self.driver, seed, k, have, nodes)
-            if family in DATABASES and self.driver == "postgresql":
-                dbapi.execute(conn, "ANALYZE")
+            w.call({"cmd": "grow", "family": family, "seed": seed, "k": k, "have": have, "want": nodes,
+                    "analyze": family in DATABASES and self.driver == "postgresql"}, timeout=3600)
         finally:
-            conn.close()
+            w.close()
         self.nodes[family] = nodes
         took = time.monotonic() - t0
         self.progress(f"{self.backend}/{family}: {have} → {nodes} nodes in {took:.1f} s")
         return took
 
     def versions(self) -> dict[str, str]:
+        """The servers' versions, asked where they run (site 1)."""
         if self.backend in ("mariadb", "galera"):
-            v = {"mariadbd": tool_version(["mariadbd", "--version"])}
+            v = {"mariadbd": self._version(["mariadbd", "--version"])}
             if self.backend == "galera":
-                v["galera"] = tool_version(["sh", "-c", "dpkg-query -W galera-4"])
+                v["galera"] = self._version(["sh", "-c", "dpkg-query -W galera-4"])
             return v
         if self.backend == "postgres":
-            return {"postgres": tool_version(["/usr/lib/postgresql/15/bin/postgres", "--version"])}
+            return {"postgres": self._version(["/usr/lib/postgresql/15/bin/postgres", "--version"])}
         if self.backend == "memcached":
-            return {"memcached": tool_version(["memcached", "-V"])}
-        return {"redis": tool_version(["redis-server", "--version"])}
+            return {"memcached": self._version(["memcached", "-V"])}
+        return {"redis": self._version(["redis-server", "--version"])}
+
+    def _version(self, argv: list[str]) -> str:
+        """First line of ``argv``'s output at site 1's place, or 'absent' (as ``tool_version``)."""
+        r = self.lab.place(1).run(argv, timeout=30)
+        if r.rc in (None, 127):
+            return "absent"
+        return ((r.out or r.err).strip().splitlines() or ["?"])[0]

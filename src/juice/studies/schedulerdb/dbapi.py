@@ -4,9 +4,8 @@ the scheduler and updater workers): ``{"driver": "mysql"|"postgresql"|"memcached
 ``"pymysql"`` (default, pure Python) or ``"mysqlclient"`` (the C MySQLdb).
 
 SQL identifiers that are reserved words (``binary``, ``key``) go through ``qi``.
-Connections are opened eagerly (caches too), and must be opened inside the client's site
-(a worker process started in the site's namespace, or ``juice.lab.setns.in_site``):
-a socket made in the host's namespace would leave through the host's default route.
+Connections are opened eagerly (caches too), by a worker process started in the client's
+site (``worker.WorkerProc``: the site's namespace here, its host over ssh).
 """
 
 from __future__ import annotations

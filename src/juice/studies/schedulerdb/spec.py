@@ -216,7 +216,7 @@ class SchedulerDbSpec(Strict):
 
     @model_validator(mode="after")
     def _hosts(self) -> SchedulerDbSpec:
-        hosts_fit(self.provider, self.lab.sites, "scheduler-db", on_hosts=False)
+        hosts_fit(self.provider, self.lab.sites, "scheduler-db")
         return self
 
     @model_validator(mode="after")

@@ -38,7 +38,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from juice.contract import ReportInput, Run, Study
 from juice.errors import ServiceError
-from juice.lab.netns import exec_argv
 from juice.lab.open import open_lab, uniform_spec
 from juice.lab.place import Lab
 from juice.results.store import tool_version
@@ -155,14 +154,13 @@ class Deployment:
         sess, fam = self.sess, str(self.fam)
         mine = [q for q in self.points if q.family == fam]
         ep_r = sess.endpoint(sess.reader_site, fam)
-        in_reader_site = exec_argv(sess.netns(sess.reader_site), [])
         for client in dict.fromkeys(q.params.get("client") for q in mine):
             ep_c = ep_r if client is None else {**ep_r, "client": client}
             rcfg = {"role": "reader", "endpoint": ep_c, "timeout_s": spec.read_timeout_s}
-            self.readers[client] = [WorkerProc(in_reader_site, rcfg, self.logs)
+            self.readers[client] = [WorkerProc(sess.lab, sess.reader_site, rcfg, self.logs)
                                     for _ in range(max(q.params["schedulers"] for q in mine))]
         if any(q.params["updates"] for q in mine):
-            self.updaters = [WorkerProc(exec_argv(sess.netns(s), []),
+            self.updaters = [WorkerProc(sess.lab, s,
                                         {"role": "updater", "endpoint": sess.endpoint(s, fam)}, self.logs)
                              for s in sess.updater_sites]
 
@@ -266,7 +264,8 @@ def _measure(run: Run[SchedulerDbSpec, SdbPoint], dep: Deployment, pop_s: float)
                                                "iproute2": tool_version(["ip", "-V"])},
                 lab={"sites": spec.lab.sites, "delay_ms_one_way": spec.lab.delay_ms,
                      "wan_backend": sess.lab.backend, "reader_site": sess.reader_site,
-                     "updater_sites": sess.updater_sites if p["updates"] else []},
+                     "updater_sites": sess.updater_sites if p["updates"] else [],
+                     "provider": sess.lab.facts()},  # where the sites ran (hosts: each host's facts)
                 layout=facts, populate_s=round(pop_s, 2), cpu_count=os.cpu_count(),
                 load_avg_before=list(os.getloadavg()))
     if rate > 0:

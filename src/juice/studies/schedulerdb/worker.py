@@ -1,9 +1,15 @@
-"""A scheduler or updater process, started inside a lab site (``ip netns exec``) by the study
-and driven over stdin/stdout, one JSON object per line (``WorkerProc`` is the study's side).
+"""A scheduler, updater or admin process, started in a lab site (``lab.popen``: the site's
+namespace here, its host over ssh) by the study and driven over stdin/stdout, one JSON object
+per line (``WorkerProc`` is the study's side). Every connection to the store is made by a
+worker at its site, so the study runs the same in a local lab and on hosts.
 
     python -m juice.studies.schedulerdb.worker
-    > {"role": "reader"|"updater", "endpoint": {...}, "timeout_s": 600}   (first line)
+    > {"role": "reader"|"updater"|"admin", "endpoint": {...}, "timeout_s": 600}   (first line)
     < {"ok": true, "pid": ...}                                          (connected)
+    admin:   > {"cmd": "exec", "statements": [...]}   < {"ok": true}     (DDL, one connection)
+             > {"cmd": "grow", "family", "seed", "k", "have", "want", "analyze"}
+             < {"ok": true, "written"}                                  (populate, see populate.py)
+             > {"cmd": "flush"}  < {"ok": true}                         (a cache emptied)
     reader:  > {"cmd": "read", "track", "nodes", "candidates", "seed", "rep"}
              < {"ok", "seconds", "fetch_s", "hydrate_s", "rows", "objects", "error", "t_start"}
     updater: > {"cmd": "start", "family", "nodes", "rate", "seed", "k", "workers", "part", "parts"}
@@ -23,10 +29,10 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from typing import IO, Any
 
 from juice.errors import ServiceError
+from juice.lab.place import Lab
 
 
 def _reply(obj: dict[str, Any]) -> None:
@@ -46,7 +52,7 @@ def main() -> int:
     timeout = float(cfg.get("timeout_s", 600))
     driver = ep["driver"]
     try:
-        conn = dbapi.connect(ep, timeout=timeout) if role == "reader" else None
+        conn = dbapi.connect(ep, timeout=timeout) if role in ("reader", "admin") else None
     except Exception as e:
         _reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
         return 1
@@ -83,6 +89,11 @@ def main() -> int:
                 _reply({"ok": True})
             except Exception as e:
                 _reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
+        elif cmd in ("exec", "grow", "flush"):
+            try:
+                _reply({"ok": True, **_admin(conn, driver, msg)})
+            except Exception as e:
+                _reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
         elif cmd == "stop":
             rep = updater.stop() if updater else {"count": 0, "elapsed_s": 0.0, "achieved_rate": 0.0}
             updater = None
@@ -92,14 +103,33 @@ def main() -> int:
     return 0
 
 
-class WorkerProc:
-    """The study's handle on one worker process (bounded waits on every reply)."""
+def _admin(conn: Any, driver: str, msg: dict[str, Any]) -> dict[str, Any]:
+    """One admin command on the admin worker's connection."""
+    from juice.studies.schedulerdb import dbapi, populate
 
-    def __init__(self, argv_prefix: Sequence[str], cfg: dict[str, Any], log: IO[bytes],
+    if msg["cmd"] == "exec":
+        for stmt in msg["statements"]:
+            dbapi.execute(conn, stmt)
+        return {}
+    if msg["cmd"] == "flush":
+        conn.flush_all() if driver == "memcached" else conn.flushall()
+        return {}
+    written = populate.grow(msg["family"], conn, driver, int(msg["seed"]), int(msg["k"]),
+                            int(msg["have"]), int(msg["want"]))
+    if msg.get("analyze"):
+        dbapi.execute(conn, "ANALYZE")
+    return {"written": written}
+
+
+class WorkerProc:
+    """The study's handle on one worker process in ``site`` of ``lab`` (bounded waits on every
+    reply; its stderr goes to ``log``)."""
+
+    def __init__(self, lab: Lab, site: int, cfg: dict[str, Any], log: IO[bytes],
                  timeout: float = 60.0) -> None:
-        argv = [*argv_prefix, sys.executable, "-m", "juice.studies.schedulerdb.worker"]
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                  start_new_session=True)
+        argv = [sys.executable, "-m", "juice.studies.schedulerdb.worker"]
+        self.p = lab.popen(site, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                           env=dict(os.environ))
         self.buf = b""
         self.send(cfg)
         hello = self.recv(timeout)
@@ -131,6 +161,14 @@ class WorkerProc:
         line, self.buf = self.buf.split(b"\n", 1)
         out: dict[str, Any] = json.loads(line)
         return out
+
+    def call(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one command and wait (bounded) for its reply; ServiceError when it failed."""
+        self.send(msg)
+        got = self.recv(timeout)
+        if not got.get("ok"):
+            raise ServiceError(f"scheduler-db worker {msg.get('cmd')}: {got.get('error')}")
+        return got
 
     def close(self) -> None:
         try:
