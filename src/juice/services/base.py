@@ -22,13 +22,12 @@ pid, bounded health wait, stop by recorded pid); client code reaches a site with
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, ThisHost
@@ -56,19 +55,6 @@ class Sites(Protocol):
 
     @property
     def workdir(self) -> Path: ...  # the lab's files on THIS machine (records, openrc)
-
-
-class LocalSites(Sites, Protocol):
-    """A lab on this machine (``LocalLab``): what the services not yet written against
-    places also use (commands and processes in a site's namespace, files under ``workdir``).
-    They run in a local lab only (``registry.build`` says so for the others)."""
-
-    def run(self, site: int, argv: Sequence[str], *, check: bool = True,
-            timeout: float = 60.0) -> subprocess.CompletedProcess[str]: ...
-
-    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
-              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.Popen[bytes]: ...
 
 
 @dataclass(frozen=True)
