@@ -41,6 +41,10 @@ from juice.services.process import Server, rss, spawn, stop_all
 from juice.util import atomic
 
 NODES_FILE = "juice-nodes.json"  # juice_nova.virt.NODES_FILE
+# The plugin's source in this repository: shipped to every compute's place and put first on
+# its PYTHONPATH, so the driver that runs is the one of this Juice (an SSH host needs only the
+# OpenStack venv with nova). Without it (Juice installed from a wheel), the venv's own install.
+PLUGIN = Path(__file__).resolve().parents[3] / "plugins" / "juice-nova" / "src" / "juice_nova"
 
 
 class NovaComputes(Service):
@@ -82,7 +86,8 @@ class NovaComputes(Service):
 
     def configure(self) -> None:
         for s in sorted(set(self.opts.sites)):
-            check_venv(self.lab.place(s), "juice-nova-compute")
+            check_venv(self.lab.place(s), "juice-nova-compute", "python3")
+            self._ship_plugin(s)
         for host, site in self.opts.hosts():
             place, home = self.lab.place(site), self.home(host)
             place.remove(home)  # a fresh deployment: no state of an earlier one
@@ -96,6 +101,22 @@ class NovaComputes(Service):
         self.progress(f"nova-compute: {len(self.opts.sites)} process(es) x "
                       f"{self.opts.nodes_per_process} node(s) configured")
 
+    def plugin_dir(self, site: int) -> Path:
+        """Where the juice-nova plugin's source goes at ``site``'s place (on PYTHONPATH)."""
+        return self.nova.state_root(site) / "juice-nova"
+
+    def _ship_plugin(self, site: int) -> None:
+        place, dest = self.lab.place(site), self.plugin_dir(site)
+        place.remove(dest)
+        if PLUGIN.is_dir():
+            for f in sorted(PLUGIN.glob("*.py")):
+                place.write(dest / "juice_nova" / f.name, f.read_bytes())
+            return
+        r = place.run([str(venv_bin("python3")), "-c", "import juice_nova.compute"], timeout=120)
+        if not r.ok:
+            raise ServiceError(f"{place.label}: the juice-nova plugin is not importable in the OpenStack "
+                               f"venv ({(r.err.strip().splitlines() or ['?'])[-1]}): run scripts/setup.sh")
+
     def start(self) -> None:
         self._t_start = time.monotonic()
         for host, site in self.opts.hosts():
@@ -105,9 +126,9 @@ class NovaComputes(Service):
     def _start(self, host: str, site: int) -> None:
         home = self.home(host)
         argv = [str(venv_bin("juice-nova-compute")), "--config-file", str(home / "nova.conf")]
+        env = os_env(home, {**backend_env(self.nova.opts), "PYTHONPATH": str(self.plugin_dir(site))})
         self.servers[host] = spawn(self.lab.place(site), argv, log=self.log(host),
-                                   what=f"nova-compute {host} in site {site}",
-                                   env=os_env(home, backend_env(self.nova.opts)), cwd=home)
+                                   what=f"nova-compute {host} in site {site}", env=env, cwd=home)
 
     def wait_healthy(self, timeout: float = 600.0) -> None:
         """Services up, discover_hosts once, every node a resource provider (bounded)."""
