@@ -3,16 +3,17 @@
 Contract (one ``Service`` per deployment of a component, possibly many servers)::
 
     svc = SomeService(lab, **options)  # pure: nothing started
-    svc.configure()                    # data dirs + config files under lab.workdir
-    svc.start()                        # servers started inside their sites
+    svc.configure()                    # data dirs + config files at each site's place
+    svc.start()                        # servers started at their sites' places
     svc.wait_healthy(timeout=60)       # bounded; raises ServiceError with the log tail
     svc.endpoint(site)                 # where a client IN ``site`` should connect
     svc.collect_logs(dest)             # copy server logs (e.g. into a run's results dir)
     svc.stop()                         # graceful shutdown of every server it started
 
-``Sites`` is the part of a lab a service needs; ``juice.lab.LocalLab`` provides it. Data
-dirs, logs and sockets live under ``lab.workdir`` so lab teardown removes them, and server
-processes run inside the site namespaces so teardown (or the crash sweep) kills them.
+``Sites`` is the part of a lab a service needs (``LocalLab`` and ``RemoteLab`` provide it):
+every service works through ``lab.place(site)`` (``juice.lab.place``). Data dirs, logs and
+sockets live under the place's ``root`` (the lab's directory there) so lab teardown removes
+them, and server processes run in the sites so teardown (or the crash sweep) kills them.
 
 Servers are started with ``juice.services.process.spawn`` (one way for every service: log,
 pid, bounded health wait, stop by recorded pid); client code reaches a site with
