@@ -3,16 +3,17 @@
 Contract (one ``Service`` per deployment of a component, possibly many servers)::
 
     svc = SomeService(lab, **options)  # pure: nothing started
-    svc.configure()                    # data dirs + config files under lab.workdir
-    svc.start()                        # servers started inside their sites
+    svc.configure()                    # data dirs + config files at each site's place
+    svc.start()                        # servers started at their sites' places
     svc.wait_healthy(timeout=60)       # bounded; raises ServiceError with the log tail
     svc.endpoint(site)                 # where a client IN ``site`` should connect
     svc.collect_logs(dest)             # copy server logs (e.g. into a run's results dir)
     svc.stop()                         # graceful shutdown of every server it started
 
-``Sites`` is the part of a lab a service needs; ``juice.lab.LocalLab`` provides it. Data
-dirs, logs and sockets live under ``lab.workdir`` so lab teardown removes them, and server
-processes run inside the site namespaces so teardown (or the crash sweep) kills them.
+``Sites`` is the part of a lab a service needs (``LocalLab`` and ``RemoteLab`` provide it):
+every service works through ``lab.place(site)`` (``juice.lab.place``). Data dirs, logs and
+sockets live under the place's ``root`` (the lab's directory there) so lab teardown removes
+them, and server processes run in the sites so teardown (or the crash sweep) kills them.
 
 Servers are started with ``juice.services.process.spawn`` (one way for every service: log,
 pid, bounded health wait, stop by recorded pid); client code reaches a site with
@@ -22,13 +23,12 @@ pid, bounded health wait, stop by recorded pid); client code reaches a site with
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, ThisHost
@@ -56,19 +56,6 @@ class Sites(Protocol):
 
     @property
     def workdir(self) -> Path: ...  # the lab's files on THIS machine (records, openrc)
-
-
-class LocalSites(Sites, Protocol):
-    """A lab on this machine (``LocalLab``): what the services not yet written against
-    places also use (commands and processes in a site's namespace, files under ``workdir``).
-    They run in a local lab only (``registry.build`` says so for the others)."""
-
-    def run(self, site: int, argv: Sequence[str], *, check: bool = True,
-            timeout: float = 60.0) -> subprocess.CompletedProcess[str]: ...
-
-    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
-              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.Popen[bytes]: ...
 
 
 @dataclass(frozen=True)

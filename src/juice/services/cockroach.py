@@ -1,9 +1,11 @@
 """CockroachDB: one node per site, ``--locality=region=s<k>``, joined, then ``init``.
 
-Only when a ``cockroach`` binary is on PATH: CockroachDB is not packaged for Debian and is
-not downloadable from this machine, so ``Cockroach(...)`` raises a clear UserError naming
-what to install when it is missing. Clients speak the PostgreSQL protocol (port 26257,
-user root, insecure mode — lab only).
+Every node runs at its site's PLACE (``juice.lab.place``: a namespace here or an SSH host):
+its store and log under ``<root>/s<k>/cockroach/``, ``cockroach init`` and ``node status`` run
+there. Only when a ``cockroach`` binary is on the PATH of every node's place: CockroachDB is not
+packaged for Debian and is not downloadable from this machine, so ``configure`` raises a clear
+UserError naming the site and what to install when it is missing. Clients speak the PostgreSQL
+protocol (port 26257, user root, insecure mode — lab only).
 """
 
 from __future__ import annotations
@@ -12,16 +14,8 @@ import shutil
 from pathlib import Path
 
 from juice.errors import ServiceError, UserError
-from juice.services.base import (
-    Endpoint,
-    Endpoints,
-    LocalSites,
-    Progress,
-    ServerRecord,
-    Service,
-    quiet,
-    wait_for,
-)
+from juice.lab.place import Place
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.process import Server, spawn, stop_all
 
 SQL_PORT = 26257
@@ -32,10 +26,19 @@ MISSING = ("cockroach binary not found on PATH: CockroachDB is not packaged for 
 
 
 def binary() -> str:
-    """Path of ``cockroach``; UserError (exit 2) with what to do when it is missing."""
+    """Path of ``cockroach`` on this machine; UserError (exit 2) with what to do when it is missing."""
     path = shutil.which("cockroach")
     if path is None:
         raise UserError(MISSING)
+    return path
+
+
+def binary_at(place: Place) -> str:
+    """Path of ``cockroach`` at ``place`` (its PATH); UserError naming the site when missing."""
+    r = place.run(["sh", "-c", "command -v cockroach"], timeout=30)
+    path = r.out.strip().splitlines()[0] if r.ok and r.out.strip() else ""
+    if not path:
+        raise UserError(f"{place.label}: {MISSING}")
     return path
 
 
@@ -52,46 +55,61 @@ class Cockroach(Service):
 
     kind = "cockroach"
 
-    def __init__(self, lab: LocalSites, progress: Progress = quiet, *,
+    def __init__(self, lab: Sites, progress: Progress = quiet, *,
                  sites: list[int] | None = None) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
-        self.exe = binary()
         self.node_sites = sites or list(lab.sites)
+        for s in self.node_sites:
+            if s not in lab.sites:
+                raise UserError(f"cockroach: sites: {s} is not a site of this lab (1..{len(lab.sites)})")
+        self.exes: dict[int, str] = {}     # site -> the binary there (found by ``configure``)
         self.servers: dict[int, Server] = {}
 
+    def place(self, site: int) -> Place:
+        return self.lab.place(site)
+
     def home(self, site: int) -> Path:
-        return self.lab.workdir / f"s{site}" / "cockroach"
+        return self.place(site).root / f"s{site}" / "cockroach"
 
     def log(self, site: int) -> Path:
         return self.home(site) / "cockroach.log"
 
     def configure(self) -> None:
+        self.exes = {s: binary_at(self.place(s)) for s in self.node_sites}
         for s in self.node_sites:
-            shutil.rmtree(self.home(s), ignore_errors=True)
-            self.home(s).mkdir(parents=True)
+            self.place(s).remove(self.home(s))
+            self.place(s).mkdir(self.home(s))
+
+    def _cli(self, site: int, *args: str, timeout: float = 60.0) -> tuple[bool, str]:
+        """``cockroach <args> --insecure --host=<site's node>`` at ``site``'s place."""
+        r = self.place(site).run([self.exes[site], *args, "--insecure",
+                                  f"--host={self.lab.site_ip(site)}:{SQL_PORT}"], timeout=timeout)
+        return r.ok, (r.out + r.err).strip()
 
     def start(self) -> None:
         join = [self.lab.site_ip(s) for s in self.node_sites[:3]]
         for s in self.node_sites:
-            argv = start_args(self.exe, self.home(s), self.lab.site_ip(s), s, join)
-            self.servers[s] = spawn(self.lab.place(s), argv, log=self.log(s), what=f"cockroach in site {s}")
+            argv = start_args(self.exes[s], self.home(s), self.lab.site_ip(s), s, join)
+            self.servers[s] = spawn(self.place(s), argv, log=self.log(s), what=f"cockroach in site {s}")
         first = self.node_sites[0]
-        self.lab.run(first, [self.exe, "init", "--insecure",
-                             f"--host={self.lab.site_ip(first)}:{SQL_PORT}"], timeout=120)
+        ok, out = self._cli(first, "init", timeout=120)
+        if not ok and "already been initialized" not in out:
+            last = out.splitlines()[-1] if out else "no output"
+            raise ServiceError(f"cockroach init in site {first} failed: {last}")
         self.progress(f"cockroach cluster of {len(self.node_sites)} initialized")
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         first = self.node_sites[0]
 
         def live() -> bool:
-            cp = self.lab.run(first, [self.exe, "node", "status", "--insecure", "--format=tsv",
-                                      f"--host={self.lab.site_ip(first)}:{SQL_PORT}"], check=False)
-            return cp.returncode == 0 and cp.stdout.count("\ttrue\t") >= len(self.node_sites)
+            ok, out = self._cli(first, "node", "status", "--format=tsv")
+            return ok and out.count("\ttrue\t") >= len(self.node_sites)
+
         def exited() -> str | None:
             return next((f"node in site {s} {why}" for s, srv in self.servers.items()
                          if (why := srv.exited())), None)
-        wait_for(live, timeout, "cockroach nodes live", self.log(first), interval=1.0, fail=exited)
+
+        self.servers[first].wait_ready(live, timeout, "cockroach nodes live", interval=1.0, fail=exited)
 
     def stop(self) -> None:
         stop_all(self.servers.values(), grace_s=30)
@@ -106,8 +124,8 @@ class Cockroach(Service):
         return [srv.record(self.kind, port=SQL_PORT, datadir=self.home(s))
                 for s, srv in self.servers.items()]
 
-    def log_files(self) -> list[Path]:
-        return [self.log(s) for s in self.node_sites]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.place(s), self.log(s)) for s in self.node_sites]
 
     def describe(self) -> str:
         if not self.servers:

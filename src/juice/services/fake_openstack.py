@@ -27,114 +27,33 @@ microversion 2.37 with no network asked for (what Rally 4.1.0's ``NovaServers.bo
 sends: it cannot pass ``nics: none``) makes nova-api list the project's and the shared
 networks (none) and read the project's port quota.
 
-Run as ``python -m juice.services.fake_openstack glance|neutron IP PORT`` (Juice's venv).
+The server is ``juice.services.fake_server`` (stdlib only): its source is written to the site's
+place (``<root>/s<site>/fake-openstack/juice_fake_server.py``) and run there with the place's
+``python3`` (``python3 juice_fake_server.py glance|neutron IP PORT``), so the fakes run in a
+namespace here and on an SSH host (no Juice venv there) alike.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import signal
-import sys
-import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
-from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
+from juice.lab.place import Place
+from juice.services import fake_server
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.fake_server import IMAGE_ID, STAMP, answer, image, image_schema
 from juice.services.keystone import Keystone
 from juice.services.os_api import Catalog, wait_http
 from juice.services.process import Server, spawn, stop_all
 
+__all__ = ["IMAGE_ID", "PORTS", "STAMP", "FakeServices", "answer", "image", "image_schema"]
+
 PORTS = {"glance": 9292, "neutron": 9696}
 TYPES = {"glance": "image", "neutron": "network"}
-IMAGE_ID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "juice.fake-glance.image"))
-STAMP = "2026-01-01T00:00:00Z"
 LOG_RE = re.compile(r"juice-fake (\w+) (\w+) (\S+) -> (\d+)")
-
-
-def image(base: str) -> dict[str, Any]:
-    return {"id": IMAGE_ID, "name": "juice-fake-image", "status": "active", "visibility": "public",
-            "container_format": "bare", "disk_format": "raw", "size": 1 << 30, "virtual_size": 1 << 30,
-            "min_disk": 0, "min_ram": 0, "protected": False, "os_hidden": False, "tags": [],
-            "checksum": "0" * 32, "os_hash_algo": "sha512", "os_hash_value": "0" * 128,
-            "owner": "juice", "created_at": STAMP, "updated_at": STAMP,
-            "self": f"/v2/images/{IMAGE_ID}", "file": f"/v2/images/{IMAGE_ID}/file",
-            "schema": "/v2/schemas/image"}
-
-
-def image_schema() -> dict[str, Any]:
-    props: dict[str, Any] = {k: {"type": ["null", "string"]} for k in
-             ("id", "name", "status", "visibility", "container_format", "disk_format", "checksum",
-              "owner", "created_at", "updated_at", "self", "file", "schema", "os_hash_algo",
-              "os_hash_value")}
-    props.update({"size": {"type": ["null", "integer"]}, "virtual_size": {"type": ["null", "integer"]},
-                  "min_disk": {"type": "integer"}, "min_ram": {"type": "integer"},
-                  "protected": {"type": "boolean"}, "os_hidden": {"type": "boolean"},
-                  "tags": {"type": "array", "items": {"type": "string"}}})
-    return {"name": "image", "properties": props, "additionalProperties": {"type": "string"},
-            "links": [{"rel": "self", "href": "{self}"}, {"rel": "enclosure", "href": "{file}"},
-                      {"rel": "describedby", "href": "{schema}"}]}
-
-
-def answer(kind: str, method: str, path: str, base: str) -> tuple[int, Any]:
-    """(status, JSON body) of the fake ``kind`` for one request (pure)."""
-    route = path.split("?", 1)[0].rstrip("/")
-    if method != "GET":
-        return 404, {"error": f"fake-{kind} answers GET only"}
-    if kind == "glance":
-        if route == "":
-            return 200, {"versions": [{"id": "v2.16", "status": "CURRENT",
-                                       "links": [{"rel": "self", "href": f"{base}/v2/"}]}]}
-        if route == "/v2/schemas/image":
-            return 200, image_schema()
-        if route == f"/v2/images/{IMAGE_ID}":
-            return 200, image(base)
-        if route == "/v2/images":
-            return 200, {"images": [image(base)], "schema": "/v2/schemas/images", "first": "/v2/images"}
-        return 404, {"error": f"fake-glance knows only image {IMAGE_ID}"}
-    if route == "":
-        return 200, {"versions": [{"id": "v2.0", "status": "CURRENT",
-                                   "links": [{"rel": "self", "href": f"{base}/v2.0/"}]}]}
-    if re.fullmatch(r"/v2\.0/quotas/[0-9a-zA-Z_-]+(?:\.json)?", route):  # unlimited (-1): nova's port check
-        return 200, {"quota": {k: -1 for k in ("network", "subnet", "port", "router", "floatingip",
-                                                "security_group", "security_group_rule")}}
-    m = re.fullmatch(r"/v2\.0/([a-z0-9_-]+?)(?:\.json)?", route)
-    if m:  # every collection is empty (no ports: servers boot with networks none)
-        return 200, {m.group(1).replace("-", "_"): []}
-    return 404, {"NeutronError": {"type": "NotFound", "message": "fake-neutron: not found", "detail": ""}}
-
-
-def serve(kind: str, ip: str, port: int) -> None:
-    base = f"http://{ip}:{port}"
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _reply(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            status, body = answer(kind, self.command, self.path, base)
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            print(f"juice-fake {kind} {self.command} {self.path} -> {status}", flush=True)
-
-        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _reply
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    srv = ThreadingHTTPServer((ip, port), Handler)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"juice-fake {kind} listening on {base}", flush=True)
-    srv.serve_forever()
+SCRIPT = "juice_fake_server.py"  # fake_server's source, written to the place
 
 
 class FakeServices(Service):
@@ -142,17 +61,20 @@ class FakeServices(Service):
 
     kind = "fake-openstack"
 
-    def __init__(self, lab: LocalSites, ks: Keystone, progress: Progress = quiet, *, site: int = 1) -> None:
+    def __init__(self, lab: Sites, ks: Keystone, progress: Progress = quiet, *, site: int = 1) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         if site not in lab.sites:
             raise UserError(f"fakes.site: {site} is not a site of this lab (1..{len(lab.sites)})")
         self.ks, self.site = ks, site
         self.servers: dict[str, Server] = {}
 
     @property
+    def place(self) -> Place:
+        return self.lab.place(self.site)
+
+    @property
     def home(self) -> Path:
-        return self.lab.workdir / f"s{self.site}" / "fake-openstack"
+        return self.place.root / f"s{self.site}" / "fake-openstack"
 
     def log(self, kind: str) -> Path:
         return self.home / f"fake-{kind}.log"
@@ -161,14 +83,18 @@ class FakeServices(Service):
         return f"http://{self.lab.site_ip(self.site)}:{PORTS[kind]}"
 
     def configure(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
-        self.home.mkdir(parents=True)
+        place = self.place
+        if not place.run(["python3", "-c", "import http.server"]).ok:
+            raise ServiceError(f"{place.label}: fake-glance/fake-neutron need python3 there "
+                               "(install python3 on the host)")
+        place.remove(self.home)
+        place.mkdir(self.home)
+        place.write(self.home / SCRIPT, Path(fake_server.__file__).read_bytes())
 
     def start(self) -> None:
         for kind, port in PORTS.items():
-            argv = [sys.executable, "-m", "juice.services.fake_openstack", kind,
-                    self.lab.site_ip(self.site), str(port)]
-            self.servers[kind] = spawn(self.lab.place(self.site), argv, log=self.log(kind),
+            argv = ["python3", str(self.home / SCRIPT), kind, self.lab.site_ip(self.site), str(port)]
+            self.servers[kind] = spawn(self.place, argv, log=self.log(kind), cwd=self.home,
                                        what=f"fake-{kind} in site {self.site}")
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
@@ -182,10 +108,10 @@ class FakeServices(Service):
 
     def requests(self, kind: str) -> list[tuple[str, str, int]]:
         """(method, path, status) of every request the fake ``kind`` answered."""
-        try:
-            text = self.log(kind).read_text(errors="replace")
-        except FileNotFoundError:
+        raw = self.place.read(self.log(kind))
+        if raw is None:
             return []
+        text = raw.decode(errors="replace")
         return [(m.group(2), m.group(3), int(m.group(4))) for m in LOG_RE.finditer(text)]
 
     def stop(self) -> None:
@@ -210,9 +136,5 @@ class FakeServices(Service):
     def records(self) -> list[ServerRecord]:
         return [srv.record(f"fake-{k}", port=PORTS[k], datadir=self.home) for k, srv in self.servers.items()]
 
-    def log_files(self) -> list[Path]:
-        return [self.log(k) for k in PORTS]
-
-
-if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.place, self.log(k)) for k in PORTS]

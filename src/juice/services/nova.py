@@ -8,8 +8,12 @@ nova-schedulers, placed in lab sites, with cell0 + cell1 set up as nova-manage d
     nova.discover_hosts()     # nova-manage cell_v2 discover_hosts --by-service (never in parallel)
     nova.stop()               # every process by recorded pid (TERM, then KILL)
 
+Every piece runs at its site's PLACE (``juice.lab.place``: a namespace of a local lab or an SSH
+host; the OpenStack venv is expected there): files are written and read there, tools run there,
+processes are spawned and stopped there, logs are fetched from there.
+
 Set-up (``configure``), from the control site, each step a bounded ``nova-manage`` run whose
-output goes to ``<workdir>/nova/manage.log``: databases ``nova_api``, ``nova_cell0`` and
+output goes to ``<root>/s<control>/nova/manage.log``: databases ``nova_api``, ``nova_cell0`` and
 ``nova_cell1`` on Juice's database service; ``api_db sync``; ``cell_v2 map_cell0``;
 ``cell_v2 create_cell --name cell1`` (the RabbitMQ transport URL); ``db sync`` (cell1 and cell0).
 Keystone gets the service user ``nova`` (project ``service``, role admin; it also talks to
@@ -22,14 +26,14 @@ Processes (each ``process.spawn``-ed in its site, stopped by pid):
 - nova-conductor, and nova-scheduler x k (``NovaOptions.scheduler_placement``), each with its
   own nova.conf and service host name (``juice-conductor``, ``juice-sched-<i>``).
 
-Files: ``<workdir>/nova/<host>/{nova.conf, <host>.log, ...}`` per process (its state_path).
+Files: ``<root>/s<site>/nova/<host>/{nova.conf, <host>.log, ...}`` per process (its state_path),
+at the place of its site (``root``: the lab's directory there).
 Compute hosts are ``nova_compute.NovaComputes``; the whole stack is ``nova_deploy.NovaDeployment``.
 """
 
 from __future__ import annotations
 
 import secrets
-import shutil
 import signal
 import time
 from dataclasses import replace
@@ -37,16 +41,16 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
+from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
-from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, quiet
-from juice.services.keystone import VENV, Keystone, children_of, dist_version
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.keystone import VENV, Keystone, dist_version
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
-from juice.services.os_api import Catalog, argv_shim, gunicorn_argv, os_env, venv_bin, wait_http
+from juice.services.os_api import Catalog, argv_shim, check_venv, gunicorn_argv, os_env, venv_bin, wait_http
 from juice.services.placement import Placement
-from juice.services.process import Server, port_open, run_to_end, spawn, stop_all
+from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
 from juice.services.rabbitmq import RabbitMQ
 from juice.services.schema import create_database
-from juice.util import atomic, proc
 
 API_PORT = 8774
 DATABASES = ("nova_api", "nova_cell0", "nova_cell1")
@@ -58,10 +62,9 @@ class Nova(Service):
 
     kind = "nova"
 
-    def __init__(self, lab: LocalSites, db: Service, mq: RabbitMQ, ks: Keystone, placement: Placement,
+    def __init__(self, lab: Sites, db: Service, mq: RabbitMQ, ks: Keystone, placement: Placement,
                  progress: Progress = quiet, options: NovaOptions | None = None) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         self.db, self.mq, self.ks, self.placement = db, mq, ks, placement
         self.opts = options or NovaOptions()
         for s in sorted(self.opts.sites_used()):
@@ -73,15 +76,26 @@ class Nova(Service):
         self.timings: dict[str, float] = {}
 
     # ---- names -----------------------------------------------------------------------------
-    @property
-    def root(self) -> Path:
-        return self.lab.workdir / "nova"
+    def place(self, site: int) -> Place:
+        return self.lab.place(site)
+
+    def state_root(self, site: int) -> Path:
+        """nova's directory at ``site``'s place: the state paths of the processes there."""
+        return self.place(site).root / f"s{site}" / "nova"
+
+    def site_of(self, host: str) -> int:
+        """The site of a control-plane process (``juice-manage``: the control site)."""
+        return next((s for _, h, s in self.roles() if h == host), self.site)
 
     def home(self, host: str) -> Path:
-        return self.root / host
+        return self.state_root(self.site_of(host)) / host
 
     def log(self, host: str) -> Path:
         return self.home(host) / f"{host}.log"
+
+    @property
+    def manage_log(self) -> Path:
+        return self.state_root(self.site) / "manage.log"
 
     def api_url(self) -> str:
         return f"http://{self.lab.site_ip(self.opts.api)}:{API_PORT}/v2.1"
@@ -93,10 +107,10 @@ class Nova(Service):
                 for i, s in enumerate(self.opts.scheduler_placement, start=1)]
         return out
 
-    def context(self, site: int | None = None) -> ConfContext:
-        """The shared config values; ``site``: the database node a role in that site writes to
-        (``db_writers: local``), default the control site's."""
-        ep = self.db.endpoint(site if site is not None else self.site).write
+    def context(self, site: int, db_site: int | None = None) -> ConfContext:
+        """The config values of a process in ``site`` (its state paths there); ``db_site``: the
+        database node it writes to (``db_writers: local``), default the control site's."""
+        ep = self.db.endpoint(db_site if db_site is not None else self.site).write
 
         def url(name: str) -> str:
             return replace(ep, database=name).url() + "?charset=utf8mb4"
@@ -104,7 +118,7 @@ class Nova(Service):
         return ConfContext(transport_url=self.mq.url(self.site), api_db_url=url("nova_api"),
                            cell_db_url=url("nova_cell1"), auth_url=self.ks.auth_url(self.site),
                            region=self.ks.region(self.site), password=self.password,
-                           state_root=str(self.root),
+                           state_root=str(self.state_root(site)),
                            api_paste=str(self.home("juice-api") / "api-paste.ini"))
 
     def cell0_url(self) -> str:
@@ -114,25 +128,30 @@ class Nova(Service):
     # ---- configure: databases, cells, catalog, files ----------------------------------------
     def configure(self) -> None:
         t0 = time.monotonic()
-        for exe in ("gunicorn", "nova-manage", "nova-conductor", "nova-scheduler"):
-            venv_bin(exe)
-        if port_open(self.lab.place(self.opts.api), self.lab.site_ip(self.opts.api), API_PORT):
+        for s in sorted(self.opts.sites_used()):
+            check_venv(self.place(s), "gunicorn", "nova-manage", "nova-conductor", "nova-scheduler")
+        if port_open(self.place(self.opts.api), self.lab.site_ip(self.opts.api), API_PORT):
             raise ServiceError(f"nova-api in site {self.opts.api}: port {API_PORT} is already taken "
                                "(another nova still running?)")
-        shutil.rmtree(self.root, ignore_errors=True)
-        self.root.mkdir(parents=True)
+        for s in sorted(self.opts.sites_used()):
+            self.place(s).remove(self.state_root(s))
+            self.place(s).mkdir(self.state_root(s))
         for name in DATABASES:
             create_database(self.lab, self.db, self.site, name, self.progress)
         local = self.opts.db_writers == "local"
         for role, host, site in [("manage", "juice-manage", self.site), *self.roles()]:
-            home = self.home(host)
-            (home / "locks").mkdir(parents=True, exist_ok=True)
-            ctx = self.context(site if local else None)
-            atomic.write_text(home / "nova.conf", render_nova_conf(
+            place, home = self.place(site), self.home(host)
+            place.mkdir(home / "locks")
+            ctx = self.context(site, site if local else None)
+            place.write(home / "nova.conf", render_nova_conf(
                 role, ctx, self.opts, host=host, my_ip=self.lab.site_ip(site)), mode=0o600)
-        api = self.home("juice-api")
-        shutil.copyfile(VENV / "etc" / "nova" / "api-paste.ini", api / "api-paste.ini")
-        (api / "juice_nova_api_wsgi.py").write_text(argv_shim("nova.wsgi.osapi_compute"))
+        api, at = self.home("juice-api"), self.place(self.opts.api)
+        paste = VENV / "etc" / "nova" / "api-paste.ini"
+        r = at.run(["cp", str(paste), str(api / "api-paste.ini")])
+        if not r.ok:
+            raise ServiceError(f"{at.label}: copying {paste} failed: {r.err.strip() or r.rc} "
+                               "(is the OpenStack venv complete there? run scripts/setup.sh)")
+        at.write(api / "juice_nova_api_wsgi.py", argv_shim("nova.wsgi.osapi_compute"))
         self._cells()
         cat = Catalog(self.lab, self.ks)
         cat.service_user("nova", self.password)
@@ -144,16 +163,16 @@ class Nova(Service):
         """One ``nova-manage`` run in the control site (bounded); returns its duration."""
         home = self.home("juice-manage")
         what = "nova-manage " + " ".join(a for a in args if "://" not in a)  # no password in errors
-        return run_to_end(self.lab.place(self.site), [venv_bin("nova-manage"), "--config-file",
-                                                      home / "nova.conf", *args],
-                          log=self.root / "manage.log", what=what, timeout=timeout, env=os_env(home))
+        return run_to_end(self.place(self.site), [venv_bin("nova-manage"), "--config-file",
+                                                  home / "nova.conf", *args],
+                          log=self.manage_log, what=what, timeout=timeout, env=os_env(home))
 
     def _cells(self) -> None:
         steps: list[tuple[str, list[str]]] = [
             ("api_db_sync", ["api_db", "sync"]),
             ("map_cell0", ["cell_v2", "map_cell0", "--database_connection", self.cell0_url()]),
             ("create_cell", ["cell_v2", "create_cell", "--name", "cell1", "--database_connection",
-                             self.context().cell_db_url, "--transport-url", self.mq.url(self.site)]),
+                             self.context(self.site).cell_db_url, "--transport-url", self.mq.url(self.site)]),
             ("db_sync", ["db", "sync"]),
         ]
         for name, args in steps:
@@ -177,7 +196,7 @@ class Nova(Service):
             env.update({"OS_NOVA_CONFIG_DIR": str(home)})
         else:
             argv = [str(venv_bin(f"nova-{role}")), "--config-file", str(home / "nova.conf")]
-        self.servers[host] = spawn(self.lab.place(site), argv, log=self.log(host),
+        self.servers[host] = spawn(self.place(site), argv, log=self.log(host),
                                    what=f"nova-{role} {host} in site {site}", env=env, cwd=home)
 
     def wait_healthy(self, timeout: float = 180.0) -> None:
@@ -222,21 +241,25 @@ class Nova(Service):
         return self.manage("cell_v2", "discover_hosts", "--by-service", timeout=timeout)
 
     # ---- stop / kill / records --------------------------------------------------------------
+    def _workers(self, srv: Server) -> list[int]:
+        """The forked workers of a running process (gunicorn's, the conductor's), at its place."""
+        return children(srv.place, srv.pid) if srv.pid and srv.running() else []
+
     def pids(self) -> list[int]:
-        """Every process of the control plane, forked workers included."""
+        """Every process of the control plane, forked workers included (pids at their places)."""
         out: list[int] = []
         for srv in self.servers.values():
             if srv.pid is not None and srv.running():
-                out += [srv.pid, *children_of(srv.pid)]
+                out += [srv.pid, *self._workers(srv)]
         return out
 
     def stop(self) -> None:
         if not self.servers:
             return
-        workers = [p for srv in self.servers.values() if srv.pid and srv.running()
-                   for p in children_of(srv.pid)]
+        workers = [(srv.place, self._workers(srv)) for srv in self.servers.values()]
         stop_all(self.servers.values(), grace_s=20, sig=signal.SIGTERM)
-        proc.terminate([w for w in workers if proc.alive(w)], grace_s=5)
+        for place, pids in workers:
+            place.terminate([(w, None) for w in pids], grace_s=5)  # only those still alive
         self.servers.clear()
         self.progress("nova: api, conductor and schedulers stopped")
 
@@ -248,8 +271,7 @@ class Nova(Service):
         killed = {}
         for h in hosts:
             srv = self.servers.pop(h)
-            workers = children_of(srv.pid) if srv.pid and srv.running() else []
-            killed[h] = srv.kill(workers)
+            killed[h] = srv.kill(self._workers(srv))
         return {"pid": next(iter(killed.values())), "killed": killed}
 
     def endpoint(self, site: int) -> Endpoints:
@@ -263,11 +285,12 @@ class Nova(Service):
                            datadir=self.home(h), extra={"host": h})
                 for h, srv in self.servers.items()]
 
-    def log_files(self) -> list[Path]:
-        return [self.log(h) for _, h, _ in self.roles()] + [self.root / "manage.log"]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.place(s), self.log(h)) for _, h, s in self.roles()] + \
+            [(self.place(self.site), self.manage_log)]
 
     def collect_logs(self, dest: Path) -> list[Path]:
-        return copy_logs(self.log_files(), dest)
+        return copy_logs(self.logs(), dest)
 
     def facts(self) -> dict[str, Any]:
         o = self.opts
@@ -281,13 +304,13 @@ class Nova(Service):
                 "timings": dict(self.timings)}
 
 
-def copy_logs(logs: list[Path], dest: Path) -> list[Path]:
-    """Copy nova logs into ``dest`` as ``nova-<name>`` (names are unique per process)."""
+def copy_logs(logs: list[tuple[Place, Path]], dest: Path) -> list[Path]:
+    """Fetch nova logs from their places into ``dest`` as ``nova-<name>`` (names are unique
+    per process)."""
     dest.mkdir(parents=True, exist_ok=True)
     out = []
-    for log in logs:
-        if log.exists():
-            target = dest / f"nova-{log.name}"
-            shutil.copyfile(log, target)
+    for place, log in logs:
+        target = dest / f"nova-{log.name}"
+        if place.fetch(log, target):
             out.append(target)
     return out

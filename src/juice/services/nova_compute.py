@@ -7,7 +7,8 @@ through Juice's multi-node fake driver (``plugins/juice-nova``), placed in lab s
     comp.rss()               # {"juice-c1": bytes, ...}
     comp.stop()              # every nova-compute by recorded pid (TERM, then KILL)
 
-Per process (service host ``juice-c<i>``), under ``<workdir>/nova/juice-c<i>/`` (its state_path):
+Per process (service host ``juice-c<i>``), under ``<root>/s<site>/nova/juice-c<i>/`` at its site's
+place (its state_path; a namespace here or an SSH host, ``juice.lab.place``):
 ``nova.conf`` (role compute: ``compute_driver = juice_fake.MultiNodeFakeDriver``, reserved
 resources 0, allocation ratios 1.0, so placement's capacity is exactly the nodes' sizes),
 ``juice-nodes.json`` (its nodes, ``nova_conf.render_nodes``), ``compute_id`` (written before the
@@ -31,25 +32,19 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
-from juice.services.base import Endpoints, LocalSites, Progress, ServerRecord, Service, quiet, wait_for
+from juice.lab.place import Place
+from juice.services.base import Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.nova import Nova, copy_logs
 from juice.services.nova_conf import ComputeOptions, backend_env, render_nodes, render_nova_conf, service_id
-from juice.services.os_api import os_env, venv_bin
-from juice.services.process import Server, spawn, stop_all
+from juice.services.os_api import check_venv, os_env, venv_bin
+from juice.services.process import Server, rss, spawn, stop_all
 from juice.util import atomic
 
 NODES_FILE = "juice-nodes.json"  # juice_nova.virt.NODES_FILE
-
-
-def rss_bytes(pid: int) -> int:
-    """Resident set size of ``pid`` from /proc (0 when it is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+# The plugin's source in this repository: shipped to every compute's place and put first on
+# its PYTHONPATH, so the driver that runs is the one of this Juice (an SSH host needs only the
+# OpenStack venv with nova). Without it (Juice installed from a wheel), the venv's own install.
+PLUGIN = Path(__file__).resolve().parents[3] / "plugins" / "juice-nova" / "src" / "juice_nova"
 
 
 class NovaComputes(Service):
@@ -57,10 +52,9 @@ class NovaComputes(Service):
 
     kind = "nova-compute"
 
-    def __init__(self, lab: LocalSites, nova: Nova, progress: Progress = quiet,
+    def __init__(self, lab: Sites, nova: Nova, progress: Progress = quiet,
                  options: ComputeOptions | None = None) -> None:
         super().__init__(lab, progress)
-        self.lab: LocalSites = lab  # not yet written against places: a local lab only
         self.nova = nova
         self.opts = options or ComputeOptions()
         for s in self.opts.sites:
@@ -71,8 +65,14 @@ class NovaComputes(Service):
         self._t_start = 0.0
         self._discovered = False
 
+    def site_of(self, host: str) -> int:
+        return dict(self.opts.hosts())[host]
+
+    def place(self, host: str) -> Place:
+        return self.lab.place(self.site_of(host))
+
     def home(self, host: str) -> Path:
-        return self.nova.home(host)
+        return self.nova.state_root(self.site_of(host)) / host
 
     def log(self, host: str) -> Path:
         return self.home(host) / f"{host}.log"
@@ -85,20 +85,37 @@ class NovaComputes(Service):
         return [n["uuid"] for h, _ in self.opts.hosts() for n in self.nodes(h)]
 
     def configure(self) -> None:
-        venv_bin("juice-nova-compute")
-        ctx = self.nova.context()
+        for s in sorted(set(self.opts.sites)):
+            check_venv(self.lab.place(s), "juice-nova-compute", "python3")
+            self._ship_plugin(s)
         for host, site in self.opts.hosts():
-            home = self.home(host)
-            (home / "locks").mkdir(parents=True, exist_ok=True)
-            atomic.write_text(home / "nova.conf", render_nova_conf(
-                "compute", ctx, self.nova.opts, host=host, my_ip=self.lab.site_ip(site),
-                comp=self.opts), mode=0o600)
-            atomic.write_json(home / NODES_FILE, render_nodes(host, self.opts.nodes_per_process, self.opts))
-            idfile = home / "compute_id"
-            if not idfile.exists():
-                idfile.write_text(service_id(host) + "\n")
+            place, home = self.lab.place(site), self.home(host)
+            place.remove(home)  # a fresh deployment: no state of an earlier one
+            place.mkdir(home / "locks")
+            place.write(home / "nova.conf", render_nova_conf(
+                "compute", self.nova.context(site), self.nova.opts, host=host,
+                my_ip=self.lab.site_ip(site), comp=self.opts), mode=0o600)
+            place.write(home / NODES_FILE, json.dumps(
+                render_nodes(host, self.opts.nodes_per_process, self.opts), indent=1))
+            place.write(home / "compute_id", service_id(host) + "\n")
         self.progress(f"nova-compute: {len(self.opts.sites)} process(es) x "
                       f"{self.opts.nodes_per_process} node(s) configured")
+
+    def plugin_dir(self, site: int) -> Path:
+        """Where the juice-nova plugin's source goes at ``site``'s place (on PYTHONPATH)."""
+        return self.nova.state_root(site) / "juice-nova"
+
+    def _ship_plugin(self, site: int) -> None:
+        place, dest = self.lab.place(site), self.plugin_dir(site)
+        place.remove(dest)
+        if PLUGIN.is_dir():
+            for f in sorted(PLUGIN.glob("*.py")):
+                place.write(dest / "juice_nova" / f.name, f.read_bytes())
+            return
+        r = place.run([str(venv_bin("python3")), "-c", "import juice_nova.compute"], timeout=120)
+        if not r.ok:
+            raise ServiceError(f"{place.label}: the juice-nova plugin is not importable in the OpenStack "
+                               f"venv ({(r.err.strip().splitlines() or ['?'])[-1]}): run scripts/setup.sh")
 
     def start(self) -> None:
         self._t_start = time.monotonic()
@@ -109,9 +126,9 @@ class NovaComputes(Service):
     def _start(self, host: str, site: int) -> None:
         home = self.home(host)
         argv = [str(venv_bin("juice-nova-compute")), "--config-file", str(home / "nova.conf")]
+        env = os_env(home, {**backend_env(self.nova.opts), "PYTHONPATH": str(self.plugin_dir(site))})
         self.servers[host] = spawn(self.lab.place(site), argv, log=self.log(host),
-                                   what=f"nova-compute {host} in site {site}",
-                                   env=os_env(home, backend_env(self.nova.opts)), cwd=home)
+                                   what=f"nova-compute {host} in site {site}", env=env, cwd=home)
 
     def wait_healthy(self, timeout: float = 600.0) -> None:
         """Services up, discover_hosts once, every node a resource provider (bounded)."""
@@ -126,8 +143,8 @@ class NovaComputes(Service):
             return want <= {s["host"] for s in svcs if s["binary"] == "nova-compute" and s["state"] == "up"}
 
         first = self.servers[next(iter(want))]
-        wait_for(up, max(1.0, deadline - time.monotonic()), "nova-compute services up",
-                 first.tail, interval=1.0, fail=self._dead)
+        first.wait_ready(up, max(1.0, deadline - time.monotonic()), "nova-compute services up",
+                         interval=1.0, fail=self._dead)
         self.timings["services_up_s"] = time.monotonic() - self._t_start
         self.progress(f"nova-compute: {len(want)} service(s) up ({self.timings['services_up_s']:.1f} s)")
         self.discover()
@@ -158,8 +175,7 @@ class NovaComputes(Service):
 
         first = next(iter(self.servers.values()))
         try:
-            wait_for(done, timeout, "compute nodes in placement", first.tail, interval=2.0,
-                     fail=self._dead)
+            first.wait_ready(done, timeout, "compute nodes in placement", interval=2.0, fail=self._dead)
         except ServiceError as e:
             raise ServiceError(f"{e} ({seen['n']}/{len(want)} nodes registered)") from None
         self.timings["registered_s"] = time.monotonic() - self._t_start
@@ -174,7 +190,12 @@ class NovaComputes(Service):
         return None
 
     def rss(self) -> dict[str, int]:
-        return {h: rss_bytes(srv.pid) for h, srv in self.servers.items() if srv.pid}
+        """Resident set size (bytes) of each running nova-compute, read at its place."""
+        out: dict[str, int] = {}
+        for h, srv in self.servers.items():
+            if srv.pid:
+                out[h] = rss(srv.place, [srv.pid]).get(srv.pid, 0)
+        return out
 
     def pids(self) -> list[int]:
         return [srv.pid for srv in self.servers.values() if srv.pid is not None and srv.running()]
@@ -218,8 +239,8 @@ class NovaComputes(Service):
                      and x["host"] in names and x["updated_at"] != before.get(x["host"])}
             return fresh == names
 
-        wait_for(up, timeout, f"nova-compute in site {site} restarted", self.log(hosts[0][0]),
-                 interval=1.0, fail=self._dead)
+        self.servers[hosts[0][0]].wait_ready(up, timeout, f"nova-compute in site {site} restarted",
+                                             interval=1.0, fail=self._dead)
         return {"pids": [self.servers[h].pid for h, _ in hosts], "restart_s": round(time.monotonic() - t0, 3)}
 
     def endpoint(self, site: int) -> Endpoints:
@@ -230,11 +251,11 @@ class NovaComputes(Service):
                            extra={"host": h, "nodes": self.opts.nodes_per_process})
                 for h, srv in self.servers.items()]
 
-    def log_files(self) -> list[Path]:
-        return [self.log(h) for h, _ in self.opts.hosts()]
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [(self.lab.place(s), self.log(h)) for h, s in self.opts.hosts()]
 
     def collect_logs(self, dest: Path) -> list[Path]:
-        return copy_logs(self.log_files(), dest)
+        return copy_logs(self.logs(), dest)
 
     def facts(self) -> dict[str, Any]:
         o = self.opts

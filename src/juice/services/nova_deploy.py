@@ -28,7 +28,7 @@ from typing import Any
 from juice.errors import UserError
 from juice.openstack.nova import NovaClient
 from juice.services import registry
-from juice.services.base import LocalSites, Progress, Service, quiet
+from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.fake_openstack import IMAGE_ID, FakeServices
 from juice.services.keystone import Keystone, KeystoneOptions
 from juice.services.nova import Nova
@@ -101,7 +101,7 @@ def run_in_order(step: Callable[[str], None], needs: dict[str, tuple[str, ...]],
 class NovaDeployment:
     """Composes the services of ``NovaStack`` (see the module doc)."""
 
-    def __init__(self, lab: LocalSites, progress: Progress = quiet, stack: NovaStack | None = None) -> None:
+    def __init__(self, lab: Sites, progress: Progress = quiet, stack: NovaStack | None = None) -> None:
         self.lab, self.progress = lab, progress
         self.stack = s = stack or NovaStack()
         self.db: Service = registry.build(lab, s.db, progress)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Sites
 from juice.services.keystone import VENV, Keystone
@@ -30,11 +31,20 @@ _CATALOG_LOCK = threading.Lock()
 
 
 def venv_bin(name: str) -> Path:
-    """An executable of the OpenStack venv; ServiceError naming setup.sh when it is missing."""
-    path = VENV / "bin" / name
-    if not path.exists():
-        raise ServiceError(f"OpenStack venv incomplete: {path} is missing: run scripts/setup.sh")
-    return path
+    """An executable of the OpenStack venv (its path at any place; ``check_venv`` checks it)."""
+    return VENV / "bin" / name
+
+
+def check_venv(place: Place, *names: str) -> None:
+    """Every ``names`` executable of the OpenStack venv is at ``place`` (one command);
+    ServiceError naming the place and the first missing one otherwise."""
+    paths = [str(venv_bin(n)) for n in names]
+    r = place.run(["sh", "-c", 'for f in "$@"; do test -x "$f" || { echo "$f"; exit 1; }; done', "sh",
+                   *paths])
+    if not r.ok:
+        missing = r.out.strip() or paths[0]
+        raise ServiceError(f"{place.label}: OpenStack venv incomplete: {missing} is missing: "
+                           "run scripts/setup.sh (on a host: provision the venv there)")
 
 
 def os_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -32,7 +32,7 @@ from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.keystone import VENV, Keystone, dist_version
-from juice.services.os_api import Catalog, gunicorn_argv, os_env, wait_http
+from juice.services.os_api import Catalog, check_venv, gunicorn_argv, os_env, wait_http
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
 from juice.services.schema import create_database
 
@@ -112,10 +112,7 @@ class Placement(Service):
     def configure(self) -> None:
         t0 = time.monotonic()
         place = self.place
-        for exe in ("placement-manage", "gunicorn"):
-            if not place.run(["test", "-x", str(VENV / "bin" / exe)]).ok:
-                raise ServiceError(f"{place.label}: OpenStack venv incomplete: {VENV / 'bin' / exe} "
-                                   "is missing: run scripts/setup.sh")
+        check_venv(place, "placement-manage", "gunicorn")
         if port_open(place, place.address, PORT):
             raise ServiceError(f"placement in site {self.site}: port {PORT} is already taken "
                                "(another placement still running?)")

@@ -225,6 +225,24 @@ def children(place: Place, pid: int | None) -> list[int]:
     return [int(x) for x in r.out.split() if x.isdigit()]
 
 
+def rss(place: Place, pids: Iterable[int]) -> dict[int, int]:
+    """Resident set size (bytes) of each of ``pids`` at ``place``, from its ``/proc/<pid>/status``
+    (read there, one command); a pid that is gone is left out."""
+    want = sorted({p for p in pids if p})
+    if not want:
+        return {}
+    r = place.run(["cat", *(f"/proc/{p}/status" for p in want)])  # rc 1 when one is gone
+    out: dict[int, int] = {}
+    pid = None
+    for line in r.out.splitlines():
+        key, _, value = line.partition(":")
+        if key == "Pid":
+            pid = int(value.strip())
+        elif key == "VmRSS" and pid in want:
+            out[pid] = int(value.split()[0]) * 1024
+    return out
+
+
 def run_to_end(place: Place, argv: Sequence[str | Path], *, log: Path, what: str, timeout: float = 300.0,
                env: dict[str, str] | None = None) -> float:
     """Run a command-line tool at ``place`` to completion (bounded); its output appended to

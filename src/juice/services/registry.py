@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from juice.errors import UserError
-from juice.services.base import Endpoint, Endpoints, LocalSites, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.util import atomic
 
 KINDS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
@@ -57,17 +57,8 @@ def _site_list(kind: str, key: str, value: Any) -> list[int]:
     return out
 
 
-# Written against places (``juice.lab.place``): they run in a local lab and on SSH hosts alike.
-# (memcached, redis and Keystone too, built by the studies themselves)
-ON_ANY_PLACE = ("mariadb", "galera", "postgres", "postgres-readlocal", "rabbitmq", "rabbitmq-federation",
-                "nats")
-
-
-def _local(lab: Sites, kind: str) -> LocalSites:
-    """``lab`` for a service that still needs a lab on this machine (UserError on hosts)."""
-    if not all(lab.place(s).shared_disk for s in lab.sites):
-        raise UserError(f"{kind}: runs in a local lab only so far; on SSH hosts: {', '.join(ON_ANY_PLACE)}")
-    return cast(LocalSites, lab)
+# Every kind is written against places (``juice.lab.place``): it runs in a local lab and on SSH
+# hosts alike (memcached, redis, Keystone, placement and nova too, built by the studies themselves).
 
 
 def _build_bus(lab: Sites, kind: str, progress: Progress, opts: dict[str, Any]) -> Service:
@@ -112,7 +103,7 @@ def build(lab: Sites, kind: str, progress: Progress = quiet, **opts: Any) -> Ser
             return Postgres(lab, progress, read_local=kind == "postgres-readlocal",
                             options=PgOptions(**popts), **opts)
         if kind == "cockroach":
-            return Cockroach(_local(lab, kind), progress, **opts)
+            return Cockroach(lab, progress, **opts)
         if kind in BUSES:
             return _build_bus(lab, kind, progress, dict(opts))
     except TypeError as e:
