@@ -114,10 +114,15 @@ def tar_argv(source: Path) -> list[str]:
 
 def setup_command(dest: str, cache: Path, timeout_s: float, command: str | None = None) -> str:
     """On the host: ``setup.sh`` (or ``command`` run by bash) in ``dest`` with ``JUICE_CACHE``,
-    killed by the host's ``timeout`` after ``timeout_s`` (plus KILL_AFTER_S for SIGKILL)."""
+    bounded by the host's ``timeout`` (``timeout_s``, SIGKILL KILL_AFTER_S later), and stopped
+    (SIGTERM to ``timeout``, which passes it to its process group) as soon as ssh's stdin
+    closes, i.e. when the ssh here is stopped: an ssh session without a tty gets no SIGHUP."""
     run = SETUP if command is None else f"bash -c {shlex.quote(command)}"
-    return (f"cd -- {shlex.quote(dest)} && JUICE_CACHE={shlex.quote(str(cache))} exec timeout "
-            f"-k {KILL_AFTER_S} {max(1, math.ceil(timeout_s))} {run} </dev/null")
+    return (f"cd -- {shlex.quote(dest)} || exit 3; exec 3<&0; "
+            f"JUICE_CACHE={shlex.quote(str(cache))} timeout -k {KILL_AFTER_S} "
+            f"{max(1, math.ceil(timeout_s))} {run} </dev/null & job=$!; "
+            '{ cat <&3; kill -TERM "$job"; } >/dev/null 2>&1 & watch=$!; '
+            'exec 3<&-; wait "$job"; rc=$?; kill "$watch" 2>/dev/null; exit "$rc"')
 
 
 Stat = tuple[int, int, int]  # permission bits, size, mtime (s)
@@ -211,6 +216,11 @@ class Runner:
 
     def finish(self, p: subprocess.Popen[bytes]) -> None:
         """Stop ``p`` if it still runs (SIGTERM, SIGKILL after GRACE_S) and forget it."""
+        if p.stdin is not None and not p.stdin.closed:
+            try:
+                p.stdin.close()  # a setup's watchdog on the host: ssh's stdin closed
+            except OSError:
+                pass
         if p.poll() is None:
             p.terminate()  # by the recorded pid (Popen knows whether it was reaped)
             try:
@@ -340,7 +350,8 @@ def _copy(t: Target, ctx: Context, log: IO[bytes]) -> int:
 def _setup(t: Target, ctx: Context, log: IO[bytes]) -> None:
     cmd = setup_command(str(ctx.source), ctx.cache, ctx.setup_timeout_s, ctx.command)
     _note(log, f"{ctx.step_name}: {cmd}")
-    p = ctx.runner.spawn(ctx.argv(t, cmd), stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    # stdin: a pipe left open while it runs (closed: the host stops it, see setup_command)
+    p = ctx.runner.spawn(ctx.argv(t, cmd), stdin=subprocess.PIPE, stdout=log, stderr=log)
     try:
         rc = ctx.runner.reap(p, ctx.setup_timeout_s + KILL_AFTER_S + 30.0)
     except subprocess.TimeoutExpired:
