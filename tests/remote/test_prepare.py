@@ -339,7 +339,7 @@ def _editables_elsewhere(clone: Path) -> str | None:
 
 
 @real
-def test_prepare_runs_setup_sh_on_a_host(host1: tuple[StaticHost, Path], tmp_path: Path) -> None:
+def test_prepare_runs_setup_sh_on_a_host(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """The real thing: scripts/setup.sh of this clone, on a test host. The host shares this
     machine's disk (but /var/tmp/juice-host), so this re-runs setup.sh HERE, on the shared
     JUICE_CACHE: harmless only because setup.sh is idempotent (every venv kept when its lock
@@ -352,7 +352,7 @@ def test_prepare_runs_setup_sh_on_a_host(host1: tuple[StaticHost, Path], tmp_pat
     if why and os.environ.get("JUICE_TEST_PREPARE_SETUP") != "1":
         pytest.skip(f"setup.sh would re-point the shared venvs at this clone ({why}); run from that clone, "
                     "or set JUICE_TEST_PREPARE_SETUP=1")
-    h, _keys = host1
+    h, _keys = request.getfixturevalue("host1")  # after the skip: no sshd for nothing
     spec = _spec(tmp_path / "s.yaml", _static(h))
     start = time.monotonic()
     cp = _cli(str(spec), "--log-dir", str(tmp_path / "logs"), "--timeout", "15", timeout=1200)

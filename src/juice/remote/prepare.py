@@ -383,6 +383,8 @@ def prepare_host(t: Target, ctx: Context) -> Outcome:
                          f"(log: {log_path})")
             _setup(t, ctx, log)
         except _Failed as e:
+            if ctx.runner.stopping:
+                e.why = f"stopped (Ctrl-C) ({e.why})"
             _note(log, f"FAILED at {e.step}: {e.why}")
             ctx.progress(f"{t.name}: FAILED at {e.step}: {e.why}")
             return Outcome(t, False, e.step, time.monotonic() - start, log_path, e.why, sent)
