@@ -10,7 +10,8 @@ import pytest
 COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["lab", "down"],
             ["lab", "sweep"], ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
             ["db"], ["db", "up"], ["quickstart"], ["run"], ["plan"], ["analyze"], ["report"],
-            ["keystone"], ["keystone", "up"], ["keystone", "status"], ["keystone", "down"]]
+            ["keystone"], ["keystone", "up"], ["keystone", "status"], ["keystone", "down"],
+            ["hosts"], ["hosts", "prepare"]]
 
 
 def juice(*args: str) -> subprocess.CompletedProcess[str]:
