@@ -360,7 +360,7 @@ def test_prepare_runs_setup_sh_on_a_host(request: pytest.FixtureRequest, tmp_pat
     assert cp.returncode == 0, cp.stdout + cp.stderr
     [log] = (tmp_path / "logs").glob("*/host-1.log")
     text = log.read_text()
-    assert "[setup] ready: juice" in text and "exit 0" in text, text[-3000:]
+    assert "ready: juice" in text and "exit 0" in text, text[-3000:]
     assert "copied 0 of" in " ".join(cp.stderr.split()), cp.stderr  # the same disk: nothing differs
     print(f"juice hosts prepare (setup.sh, idempotent) took {took:.1f} s")
     if why is None:
