@@ -60,7 +60,9 @@ class Sites(Protocol):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A database address. ``driver`` is ``mysql`` or ``postgresql`` (wire protocol)."""
+    """A server's address for a client of a database, cache or bus: ``driver`` is the wire
+    protocol (``mysql``, ``postgresql``, ``memcached``, ``redis``, ``rabbit``, ``nats``);
+    ``database`` the database (or vhost) when the protocol has one. HTTP services have URLs."""
 
     driver: str
     host: str
@@ -123,8 +125,10 @@ class Service(ABC):
     @abstractmethod
     def stop(self) -> None: ...
 
-    @abstractmethod
-    def endpoint(self, site: int) -> Endpoints: ...
+    def endpoint(self, site: int) -> Endpoints:
+        """Where a client in ``site`` reads and writes: databases, caches and buses. HTTP
+        services give URLs instead (``url()``, ``api_url()``, ``auth_url(site)``)."""
+        raise ServiceError(f"{self.kind}: not a database, cache or bus (no endpoint); use its URL")
 
     @abstractmethod
     def records(self) -> list[ServerRecord]: ...

@@ -42,7 +42,7 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services import fake_server
-from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.fake_server import IMAGE_ID, STAMP, answer, image, image_schema
 from juice.services.keystone import Keystone
 from juice.services.os_api import Catalog, wait_http
@@ -128,10 +128,6 @@ class FakeServices(Service):
 
     def pids(self) -> list[int]:
         return [s.pid for s in self.servers.values() if s.pid is not None and s.running()]
-
-    def endpoint(self, site: int) -> Endpoints:
-        ep = Endpoint("http", self.lab.site_ip(self.site), PORTS["glance"], "", site=self.site)
-        return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
         return [srv.record(f"fake-{k}", port=PORTS[k], datadir=self.home) for k, srv in self.servers.items()]

@@ -44,7 +44,7 @@ from juice.lab.place import Place
 from juice.openstack.creds import ADMIN_PROJECT, AdminCredentials, render_openrc
 from juice.openstack.creds import read_openrc as read_openrc  # re-exported
 from juice.paths import cache_dir
-from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Endpoint, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
@@ -500,12 +500,6 @@ class Keystone(Service):
         self.servers.clear()
         if self.memcached is not None:
             self.memcached.stop()
-
-    def endpoint(self, site: int) -> Endpoints:
-        """Keystone's HTTP address for ``site`` (driver ``http``; user = the admin name)."""
-        s = self._served(site)
-        ep = Endpoint("http", self.lab.site_ip(s), PORT, ADMIN_USER, database="v3", site=s)
-        return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
         recs = [srv.record(self.kind, port=PORT, datadir=self.home(s),

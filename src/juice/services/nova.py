@@ -43,7 +43,7 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
-from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.keystone import VENV, Keystone, dist_version
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
 from juice.services.os_api import Catalog, argv_shim, check_venv, gunicorn_argv, os_env, venv_bin, wait_http
@@ -273,11 +273,6 @@ class Nova(Service):
             srv = self.servers.pop(h)
             killed[h] = srv.kill(self._workers(srv))
         return {"pid": next(iter(killed.values())), "killed": killed}
-
-    def endpoint(self, site: int) -> Endpoints:
-        ep = Endpoint("http", self.lab.site_ip(self.opts.api), API_PORT, "nova", database="v2.1",
-                      site=self.opts.api)
-        return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
         roles = {h: r for r, h, _ in self.roles()}

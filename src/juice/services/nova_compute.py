@@ -33,7 +33,7 @@ from typing import Any
 
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
-from juice.services.base import Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.nova import Nova, copy_logs
 from juice.services.nova_conf import ComputeOptions, backend_env, render_nodes, render_nova_conf, service_id
 from juice.services.os_api import check_venv, os_env, venv_bin
@@ -242,9 +242,6 @@ class NovaComputes(Service):
         self.servers[hosts[0][0]].wait_ready(up, timeout, f"nova-compute in site {site} restarted",
                                              interval=1.0, fail=self._dead)
         return {"pids": [self.servers[h].pid for h, _ in hosts], "restart_s": round(time.monotonic() - t0, 3)}
-
-    def endpoint(self, site: int) -> Endpoints:
-        return self.nova.endpoint(site)
 
     def records(self) -> list[ServerRecord]:
         return [srv.record(self.kind, port=0, datadir=self.home(h),

@@ -30,7 +30,7 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
-from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.keystone import VENV, Keystone, dist_version
 from juice.services.os_api import Catalog, check_venv, gunicorn_argv, os_env, wait_http
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
@@ -188,10 +188,6 @@ class Placement(Service):
         pid = self.server.kill(workers)
         self.server = None
         return {"pid": pid, "workers": workers}
-
-    def endpoint(self, site: int) -> Endpoints:
-        ep = Endpoint("http", self.lab.site_ip(self.site), PORT, USER, site=self.site)
-        return Endpoints(read=ep, write=ep)
 
     def records(self) -> list[ServerRecord]:
         if self.server is None:
