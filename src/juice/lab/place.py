@@ -356,9 +356,25 @@ class ThisHost(_Here):
 
 
 
-class Lab(Protocol):
+class Sites(Protocol):
+    """What a service uses of a lab (``LocalLab`` and ``RemoteLab`` satisfy it): its sites,
+    each a place where servers run. ``Lab`` is the whole interface studies use."""
+
+    def place(self, site: int) -> Place: ...
+
+    def site_ip(self, site: int) -> str: ...
+
+    @property
+    def sites(self) -> range: ...
+
+    @property
+    def workdir(self) -> Path: ...  # the lab's files on THIS machine (records, openrc)
+
+
+class Lab(Sites, Protocol):
     """A lab, whatever its sites are (``LocalLab``: namespaces here; ``RemoteLab``: SSH
-    hosts): studies, the fault runner and the resource sampler use only this."""
+    hosts): studies, the fault runner and the resource sampler use only this (its sites and
+    places as ``Sites``, and the rest below)."""
 
     @property
     def name(self) -> str: ...
@@ -368,16 +384,6 @@ class Lab(Protocol):
 
     @property
     def spec(self) -> LabSpec: ...     # the WAN applied now
-
-    @property
-    def sites(self) -> range: ...
-
-    @property
-    def workdir(self) -> Path: ...     # this lab's files on THIS machine
-
-    def site_ip(self, site: int) -> str: ...
-
-    def place(self, site: int) -> Place: ...
 
     def set_wan(self, spec: LabSpec, progress: Callable[[str], None] = ...) -> None: ...
 

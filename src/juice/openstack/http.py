@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.lab.place import Sites
 from juice.openstack.creds import AdminCredentials
-from juice.services.base import Sites
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from juice.errors import ServiceError
+from juice.lab.place import Sites
 from juice.openstack.creds import AdminCredentials
 from juice.openstack.http import Response, issue_token, request
-from juice.services.base import Sites
 
 MICROVERSION = "2.37"  # the first with "networks": "none"
 

@@ -28,10 +28,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, ThisHost
+from juice.lab.place import Sites as Sites  # re-exported: what a service uses of a lab
 from juice.lab.setns import in_site
 from juice.util import proc
 
@@ -41,21 +42,6 @@ T = TypeVar("T")
 
 def quiet(_: str) -> None:
     pass
-
-
-class Sites(Protocol):
-    """What a service uses of a lab (``LocalLab`` and ``RemoteLab`` satisfy it): its sites,
-    each a place where servers run (``juice.lab.place``)."""
-
-    def place(self, site: int) -> Place: ...
-
-    def site_ip(self, site: int) -> str: ...
-
-    @property
-    def sites(self) -> range: ...
-
-    @property
-    def workdir(self) -> Path: ...  # the lab's files on THIS machine (records, openrc)
 
 
 @dataclass(frozen=True)
