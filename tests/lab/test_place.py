@@ -23,7 +23,6 @@ from tests.services.conftest import needs_lab
 
 pytestmark = [
     *needs_lab,
-    pytest.mark.xdist_group("ssh-hosts"),  # the hosts' mount point is one directory here
     pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)"),
 ]
 SLEEPER = "import sys, time; print('up', flush=True); time.sleep(120)"

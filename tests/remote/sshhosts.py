@@ -9,6 +9,7 @@ reached from here through a loopback forwarder (the 'control network').
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 from collections.abc import Iterator
@@ -22,6 +23,8 @@ from juice.lab.provider import StaticHost
 from juice.remote.agent import BASE
 
 SSHD = Path("/usr/sbin/sshd")
+# who uses BASE now (flock: shared per user); in the cache, which outlives test runs
+USERS_LOCK = Path(os.environ.get("JUICE_CACHE", "/var/cache/juice")) / "test-hosts.lock"
 SSHD_PORT = 2222
 
 
@@ -87,10 +90,15 @@ def ssh_hosts(
 
     tmp.mkdir(parents=True, exist_ok=True)
     keys(tmp)
-    made_base = not Path(BASE).exists()
-    Path(BASE).mkdir(parents=True, exist_ok=True)  # the mount point of each host's tmpfs
+    # the mount point of each host's tmpfs, shared by every test's hosts on this machine (in
+    # other pytest workers too): held with a shared lock, removed by whoever leaves it last
+    # (removing it would detach the private mounts of hosts still running elsewhere)
+    users = open(USERS_LOCK, "a+")  # noqa: SIM115 (held for the block's life)
+    fcntl.flock(users, fcntl.LOCK_SH)
+    Path(BASE).mkdir(parents=True, exist_ok=True)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     with ExitStack() as stack:
+        stack.callback(_leave, users)
         lab = stack.enter_context(uniform_lab("ssh", n, 0.0, progress))
         hosts = []
         for k in lab.sites:
@@ -121,12 +129,19 @@ def ssh_hosts(
                     wan_address=lab.site_ip(k),
                 )
             )
+        yield lab, hosts
+
+
+def _leave(users: Any) -> None:
+    """Release the shared hold on the mount point; the last user removes it (empty)."""
+    try:
+        fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # hosts of another test still use it
+        pass
+    else:
         try:
-            yield lab, hosts
-        finally:
-            stack.close()
-            if made_base:
-                try:
-                    os.rmdir(BASE)
-                except OSError:
-                    pass
+            os.rmdir(BASE)
+        except OSError:
+            pass
+    finally:
+        users.close()

@@ -269,9 +269,6 @@ def test_ctrl_c_stops_the_processes_it_started(fake: tuple[Path, Path, str], tmp
 # --- real: an sshd in a lab site -------------------------------------------------------------
 
 REAL = [*needs_lab,
-        # the hosts' tmpfs mount point (/var/tmp/juice-host) is one directory on this machine:
-        # these tests take turns on it (one worker), as in test_static_provider.py
-        pytest.mark.xdist_group("ssh-hosts"),
         pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)")]
 F = TypeVar("F", bound=Callable[..., None])
 

@@ -24,9 +24,6 @@ from tests.services.conftest import needs_lab
 
 pytestmark = [
     *needs_lab,
-    # the hosts' tmpfs mount point (/var/tmp/juice-host) is one directory on this machine:
-    # these tests take turns on it (one worker)
-    pytest.mark.xdist_group("ssh-hosts"),
     pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)"),
 ]
 JUICE = str(Path(sys.executable).parent / "juice")

@@ -19,7 +19,6 @@ from tests.services.conftest import needs_lab
 
 pytestmark = [
     *needs_lab,
-    pytest.mark.xdist_group("ssh-hosts"),  # the hosts' mount point is one directory here
     pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)"),
 ]
 JUICE = [sys.executable, "-m", "juice.cli"]
