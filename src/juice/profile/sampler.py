@@ -53,10 +53,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from juice.errors import UserError
-from juice.lab.place import Lab
+from juice.lab.place import Lab, SampledHost
 from juice.profile import procfs
 from juice.profile.table import (
     CUMULATIVE,
@@ -479,15 +479,24 @@ def _open_in_ns(ns: str, path: str) -> int:
 
 # ---- what the runner calls ---------------------------------------------------------------
 
+class Running(Protocol):
+    """A started profile of a run: ``stop`` writes the table and gives the manifest's summary."""
+
+    def stop(self, keep: bool = True) -> dict[str, Any]: ...
+
+
 def start(lab: Lab | None, services: Callable[[], Sequence[Any]], out_dir: Path, conf: Settings,
-          progress: Progress) -> Sampler | None:
-    """A running sampler for a run in ``lab`` (None when disabled, when ``lab`` is not a local
-    lab, or when it cannot start: the run goes on without a profile). Never raises."""
+          progress: Progress) -> Running | None:
+    """A running profile of a run in ``lab``: this machine's sampler when the lab's processes
+    are here (``lab.local_namespaces()``), else over ssh on the hosts the lab names
+    (``lab.sampled_hosts()``, ``juice.profile.hosts``). None when disabled, when there is no
+    lab, or when it cannot start: the run goes on without a profile. Never raises."""
     if not conf.enabled:
         return None
     namespaces = lab_namespaces(lab)
     if namespaces is None:
-        return None
+        hosts = lab.sampled_hosts() if lab is not None else None
+        return _start_on_hosts(hosts, services, out_dir, conf, progress) if hosts else None
     try:
         recs, errs = records_of(services())
         core = next((ns for ns, s in namespaces.items() if s == 0), None)
@@ -503,6 +512,27 @@ def start(lab: Lab | None, services: Callable[[], Sequence[Any]], out_dir: Path,
         s._close()
         progress(f"resource profile not sampled ({type(e).__name__}: {e})")
         return None
+
+
+def _start_on_hosts(hosts: Sequence[SampledHost], services: Callable[[], Sequence[Any]], out_dir: Path,
+                    conf: Settings, progress: Progress) -> Running | None:
+    from juice.profile.hosts import HostSampler
+
+    try:
+        recs, errs = records_of(services())
+        s = HostSampler(hosts, out_dir, conf.interval_s, recs)
+        for e in errs:
+            s._error(None, e)
+        s.start()
+    except Exception as e:
+        progress(f"resource profile not sampled ({type(e).__name__}: {e})")
+        return None
+    ok = [h for h in s.hosts if h.offset_s is not None and h.error is None]
+    progress(f"resource profile: {len(ok)}/{len(s.hosts)} host(s) sampled at {1 / s.interval_s:g} Hz "
+             f"(clock offsets " + ", ".join(f"{h.offset_s * 1e3:+.1f}±{h.rtt_s * 5e2:.1f} ms"
+                                            for h in ok if h.rtt_s is not None and h.offset_s is not None)
+             + ")" + "".join(f"; {h.error}" for h in s.hosts if h.error))
+    return s
 
 
 def add_to_manifest(manifest: Path, summary: Mapping[str, Any]) -> None:
