@@ -46,7 +46,6 @@ Rate: ``settings(spec)``: ``JUICE_PROFILE_HZ`` (``off`` disables), else the spec
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -69,6 +68,7 @@ from juice.profile.table import (
     PROFILE_TABLE,
     PROFILE_VERSION,
     Writer,
+    add_to_manifest,
 )
 from juice.services.base import ServerRecord
 
@@ -533,16 +533,3 @@ def _start_on_hosts(hosts: Sequence[SampledHost], services: Callable[[], Sequenc
                                             for h in ok if h.rtt_s is not None and h.offset_s is not None)
              + ")" + "".join(f"; {h.error}" for h in s.hosts if h.error))
     return s
-
-
-def add_to_manifest(manifest: Path, summary: Mapping[str, Any]) -> None:
-    """Add ``"profile": summary`` to a run's manifest.json, atomically. The manifest's mtime
-    is kept: the tidy cache (actions.parquet) compares mtimes, and this entry changes no
-    parameter of the run."""
-    from juice.util import atomic
-
-    st = manifest.stat()
-    data = json.loads(manifest.read_text())
-    data["profile"] = dict(summary)
-    atomic.write_json(manifest, data)
-    os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))

@@ -496,7 +496,7 @@ def around(hosts: Sequence[Any], run_dir: Path, conf: Any,
            progress: Progress) -> Iterator[SshProfiler | None]:
     """Profile ``hosts`` around a run writing into ``run_dir``; its manifest gets the summary
     (a failed run keeps its profile, an interrupted one none)."""
-    from juice.profile.sampler import add_to_manifest
+    from juice.profile.table import add_to_manifest
 
     prof = start(hosts, run_dir, conf, progress)
     try:
