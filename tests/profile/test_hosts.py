@@ -124,3 +124,15 @@ def test_a_host_that_cannot_be_reached_is_an_error_in_the_summary_not_a_failed_r
     assert summary["errors"] >= 1 and "refused" in summary["error_samples"][0], summary
     assert summary["clock_offsets"] == {"1": {"offset_s": None, "rtt_s": None}}
     assert any("0/1 host(s)" in m for m in msgs), msgs
+
+
+def test_the_report_names_each_sites_host_and_its_clock_offset() -> None:
+    from juice.profile.report import notes
+
+    prof = {"source": "hosts", "hz": 1.0, "processes": 9, "errors": 0, "sampler_cpu_pct": 0.5,
+            "hosts": [{"site": 1, "host": "root@h1:22", "offset_s": 0.0012, "rtt_s": 0.0004},
+                      {"site": 2, "host": "root@h2:22", "offset_s": None, "rtt_s": None}]}
+    html = notes({"run-1": {"profile": prof}})
+    assert "s1 = root@h1:22, clock offset up to +1.20 ms (RTT 0.40 ms)" in html, html
+    assert "s2 = root@h2:22, clock not measured" in html and "0.50 % of one core per host" in html
+    assert "SSH hosts" not in notes({"run-1": {"profile": {"hz": 1.0, "tick_cpu_pct": 0.1}}})

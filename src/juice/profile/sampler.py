@@ -40,6 +40,10 @@ first few stored in the manifest; a process that ends is simply no longer sample
 complete. Its own CPU time (``time.thread_time`` of its thread) is in the manifest:
 ``tick_cpu_s`` (sampling) and ``sampler_cpu_s`` (plus start and writing the table).
 
+On SSH hosts (``lab.local_namespaces()`` is None, ``lab.sampled_hosts()`` names them),
+``start`` returns ``juice.profile.hosts.HostSampler`` instead: the same table, sampled on
+each host over ssh, its times on this machine's clock (each host's offset measured).
+
 Rate: ``settings(spec)``: ``JUICE_PROFILE_HZ`` (``off`` disables), else the spec's optional
 ``profile: {interval_s: 1.0}`` (or ``{hz: 1}``, ``{enabled: false}``), else 1 Hz.
 """
