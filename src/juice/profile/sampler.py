@@ -499,7 +499,11 @@ def start(lab: Lab | None, services: Callable[[], Sequence[Any]], out_dir: Path,
         return None
     namespaces = lab_namespaces(lab)
     if namespaces is None:
-        hosts = lab.sampled_hosts() if lab is not None else None
+        try:
+            hosts = lab.sampled_hosts() if lab is not None else None
+        except Exception as err:
+            progress(f"resource profile not sampled ({type(err).__name__}: {err})")
+            return None
         return _start_on_hosts(hosts, services, out_dir, conf, progress) if hosts else None
     try:
         recs, errs = records_of(services())
