@@ -10,6 +10,10 @@ all of it including start and writing profile.parquet (``sampler_cpu_pct``). Als
 the cost of one scan of /proc (discovery) and of one tick, and the load average (other work
 on the machine inflates CPU time through cache misses; re-run it idle). Goal: at most 1 % of
 one core at 1 Hz with 45 sites and 100 processes. JSON goes to benchmarks/results/.
+
+``--host-tick``: instead, the cost of one tick of the SSH hosts' sampler
+(``juice.profile.hosts``: its remote program, run here in this process on this machine's
+/proc, ``--procs`` sleeping processes recorded as its agent's), no lab needed.
 """
 
 from __future__ import annotations
@@ -75,13 +79,53 @@ def one_rate(lab: LocalLab, hz: float, seconds: float) -> dict[str, Any]:
     return row
 
 
+def host_tick(procs: int, n: int = 50) -> dict[str, Any]:
+    """CPU of one tick of the hosts' remote sampler (``juice.profile.hosts.REMOTE_LAB``)."""
+    import contextlib
+    import io
+    import subprocess
+
+    from juice.profile import hosts, ssh
+
+    kids = [subprocess.Popen(["sleep", "3600"]) for _ in range(procs)]
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            (Path(root) / "agent.json").write_text(json.dumps(
+                {"agent": [os.getpid(), None], "procs": [[k.pid, None] for k in kids]}))
+            cfg = json.dumps({"root": root, "wan_if": "lo", "interval_s": 1.0, "max_s": 60.0})
+            ns: dict[str, Any] = {}
+            src = (ssh.REMOTE_IO + hosts.REMOTE_LAB).replace("__CFG__", repr(cfg))
+            exec(compile(src, "remote", "exec"), ns)
+            with contextlib.redirect_stdout(io.StringIO()):
+                ns["sample"]()
+                c0 = time.process_time()
+                for _ in range(n):
+                    ns["sample"]()
+                tick = (time.process_time() - c0) / n
+            chosen = sum(1 for k in ns["known"].values() if k[3])
+    finally:
+        for k in kids:
+            k.kill()
+            k.wait()
+    total = sum(1 for p in os.listdir("/proc") if p.isdigit())
+    row = {"tick_ms": round(tick * 1e3, 3), "sampled": chosen, "proc_entries": total}
+    print(f"hosts' sampler: one tick {row['tick_ms']} ms CPU ({chosen} processes sampled, every one of "
+          f"~{total} in /proc read for its stat): {row['tick_ms'] / 10:.2f} % of one core at 1 Hz")
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sites", type=int, default=45)
     ap.add_argument("--procs", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--rates", default="1,10")
+    ap.add_argument("--host-tick", action="store_true", help="the SSH hosts' sampler's tick only")
     a = ap.parse_args()
+    if a.host_tick:
+        OUT.mkdir(exist_ok=True)
+        atomic.write_text(OUT / "profile_overhead_hosts.json", json.dumps(host_tick(a.procs), indent=2))
+        return
     rates = [float(x) for x in a.rates.split(",")]
     t0 = time.monotonic()
     with LocalLab.up(spec.parse({"name": "bprof", "sites": a.sites, "delay_ms": 0}),

@@ -257,3 +257,74 @@ def test_partition_and_heal(lab: object) -> None:
     finally:
         lab.heal()  # type: ignore[attr-defined]
         srv.stop(grace_s=5)
+
+
+def test_the_resource_profile_samples_what_runs_at_each_place(lab: object, tmp_path: Path) -> None:
+    """The run's sampler (``profile.start``) on either kind of lab: the servers started through
+    each place, their children and a load driver, named from their records, per site; on hosts
+    each host's clock offset measured (one machine here: ~0) and its WAN link counted."""
+    import time
+
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    from juice.lab.place import Ref
+    from juice.profile import sampler
+    from juice.services.base import ServerRecord
+
+    parent = ("import subprocess, time; c = subprocess.Popen(['sleep', '120']); print(c.pid, flush=True); "
+              "time.sleep(120)")
+    refs: dict[int, list[Ref]] = {}
+    recs: list[ServerRecord] = []
+    children: dict[int, int] = {}
+    driver = None
+    try:
+        for site in (1, 2):
+            place: Place = lab.place(site)  # type: ignore[attr-defined]
+            home = place.root / f"s{site}" / "prof"
+            place.mkdir(home)
+            p = place.start([sys.executable, "-c", parent], log=home / "out.log")
+            refs[site] = [p.ref]
+            recs.append(ServerRecord(kind="sleeper", site=site, pid=p.pid, pid_start=p.start, datadir="",
+                                     log="", port=0))
+            for _ in range(100):
+                out = (place.read(home / "out.log") or b"").split()
+                if out:
+                    children[site] = int(out[0])
+                    break
+                time.sleep(0.1)
+            child = place.adopt(children[site])
+            assert child is not None
+            refs[site].append(child)
+        driver = lab.popen(2, [sys.executable, "-c", "import time; time.sleep(120)", "juice.driver"])  # type: ignore[attr-defined]
+        time.sleep(0.5)
+
+        class Svc:
+            def records(self) -> list[ServerRecord]:
+                return recs
+
+        prof = sampler.start(lab, lambda: [Svc()], tmp_path, sampler.Settings(interval_s=0.25), print)  # type: ignore[arg-type]
+        assert prof is not None
+        time.sleep(1.5)
+        summary = prof.stop()
+    finally:
+        if driver is not None:
+            driver.kill()
+            driver.wait(10)
+        for site, rs in refs.items():
+            lab.place(site).terminate(rs, grace_s=5)  # type: ignore[attr-defined]
+    assert summary["errors"] == 0, summary["error_samples"]
+    df = pq.read_table(tmp_path / "profile.parquet").to_pandas()
+    df[["component", "metric"]] = df[["component", "metric"]].astype(str)
+    by_pid = df.groupby("pid")[["component", "site"]].first()
+    for site in (1, 2):
+        for pid in (recs[site - 1].pid, children[site]):  # the server and its child
+            assert tuple(by_pid.loc[pid]) == ("sleeper", site), (pid, by_pid)
+    assert {"sleeper", "load-driver"} <= set(df.loc[df.site == 2, "component"])
+    assert set(df.loc[df.component == "link", "site"]) >= {1, 2}
+    hosts = lab.sampled_hosts()  # type: ignore[attr-defined]
+    if hosts is not None:  # on hosts: a clock offset per host, measured (one machine: ~0)
+        assert summary["source"] == "hosts" and set(summary["clock_offsets"]) == {"1", "2"}
+        for off in summary["clock_offsets"].values():
+            assert abs(off["offset_s"]) < 0.05 and 0 < off["rtt_s"] < 1.0, summary["clock_offsets"]
+        assert "juice-agent" in set(df["component"])
+        assert all(h["sampler_cpu_s"] > 0 and h["end"] == "stdin closed" for h in summary["hosts"])

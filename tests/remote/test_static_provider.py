@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -101,9 +102,11 @@ def test_keystone_on_galera_over_ssh_gives_results_like_a_local_run(tmp_path: Pa
             ]
         }
         spec = _spec(tmp_path / "ssh.yaml", {"kind": "enoslib", "static": static}, results / "ssh")
+        t_before = time.time()
         cp = subprocess.run(
             [JUICE, "run", str(spec)], capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL
         )
+        t_after = time.time()
         out = cp.stdout + cp.stderr
         assert cp.returncode == 0, out
         assert "no netem" in out and "userspace delayer" in out, out
@@ -116,6 +119,8 @@ def test_keystone_on_galera_over_ssh_gives_results_like_a_local_run(tmp_path: Pa
             assert left.split() == ["0"], left
     runs = sorted(d for d in (results / "ssh").iterdir() if d.is_dir())
     assert len(runs) == 2, runs
+    import pandas as pd
+
     for run in runs:
         man = json.loads((run / "manifest.json").read_text())
         prov = man["wan"]["provider"]
@@ -129,6 +134,17 @@ def test_keystone_on_galera_over_ssh_gives_results_like_a_local_run(tmp_path: Pa
         for e in (kill, cut):
             assert e["error"] is None and e["undo_error"] is None and e["t_end"] > e["t_start"], e
         assert kill["detail"]["pid"] != kill["detail"]["restart"]["pid"], kill
+        # the resource profile of every host: the servers per site, on this machine's clock
+        prof = man["profile"]
+        assert prof["source"] == "hosts" and prof["errors"] == 0, prof
+        assert set(prof["clock_offsets"]) == {"1", "2", "3"}, prof
+        assert all(abs(o["offset_s"]) < 0.05 and o["rtt_s"] > 0 for o in prof["clock_offsets"].values())
+        df = pd.read_parquet(run / "profile.parquet")
+        comps = df.groupby("site")["component"].agg(lambda c: set(c.astype(str)))
+        for site in (1, 2, 3):
+            assert {"keystone", "galera", "memcached", "link", "juice-agent"} <= comps[site], comps
+        assert "load-driver" in set().union(*comps), comps
+        assert t_before < df["time"].min() and df["time"].max() < t_after  # this machine's clock
     delays = sorted(json.loads((r / "manifest.json").read_text())["wan"]["point"] for r in runs)
     assert len(set(delays)) == 2
 
@@ -138,8 +154,6 @@ def test_keystone_on_galera_over_ssh_gives_results_like_a_local_run(tmp_path: Pa
         [JUICE, "run", str(local)], capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL
     )
     assert cp.returncode == 0, cp.stdout + cp.stderr
-    import pandas as pd
-
     both = pd.concat(
         [
             pd.read_parquet(r / "actions.parquet")

@@ -184,6 +184,10 @@ class LocalLab:
         """Namespace name -> site (0 = the core): where this machine sees the lab's processes."""
         return {self.topo.core_ns: 0, **{self.topo.site_ns(s): s for s in self.topo.site_range()}}
 
+    def sampled_hosts(self) -> None:
+        """None: this machine sees the sites' processes (``local_namespaces``)."""
+        return None
+
     def set_wan(self, new_spec: LabSpec, progress: Progress = _quiet) -> None:
         """Apply new delays/jitter/loss (same sites) without dropping traffic in flight."""
         if new_spec.sites != self.topo.sites:

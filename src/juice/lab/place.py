@@ -371,6 +371,19 @@ class Sites(Protocol):
     def workdir(self) -> Path: ...  # the lab's files on THIS machine (records, openrc)
 
 
+@dataclass(frozen=True)
+class SampledHost:
+    """A host of a lab as the resource sampler reaches it (``Lab.sampled_hosts``): its own ssh
+    connection with the lab's parameters, and what tells the lab's processes there."""
+
+    site: int
+    name: str                          # "root@10.0.0.5:22": messages, the manifest, the report
+    argv: Callable[[str], list[str]]   # ssh running a command there (key, known_hosts: the lab's)
+    python: str                        # the host's python3
+    root: str                          # the lab's directory there (the agent's agent.json)
+    wan_if: str | None                 # the host's WAN interface (its link counters)
+
+
 class Lab(Sites, Protocol):
     """A lab, whatever its sites are (``LocalLab``: namespaces here; ``RemoteLab``: SSH
     hosts): studies, the fault runner and the resource sampler use only this (its sites and
@@ -403,3 +416,6 @@ class Lab(Sites, Protocol):
 
     def local_namespaces(self) -> dict[str, int] | None: ...  # netns -> site (0: the core) when
     # this machine sees the sites' processes (the resource sampler reads them); None on hosts
+
+    def sampled_hosts(self) -> list[SampledHost] | None: ...  # the hosts whose processes the
+    # resource sampler reads over ssh (juice.profile.hosts); None for namespaces here

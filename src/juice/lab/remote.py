@@ -39,6 +39,7 @@ from typing import IO, Any
 from juice.errors import LabError
 from juice.lab import hosttc
 from juice.lab.check import CheckReport, judge
+from juice.lab.place import SampledHost
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
 from juice.remote.agent import BASE
@@ -437,6 +438,16 @@ class RemoteLab:
     def local_namespaces(self) -> None:
         """None: the hosts' processes are not visible from this machine."""
         return None
+
+    def sampled_hosts(self) -> list[SampledHost]:
+        """Every host, reached by ssh as the agents are (its processes: what its agent started)."""
+        out = []
+        for k in self.sites:
+            s = self.hosts[k]
+            out.append(SampledHost(site=k, name=f"{s.host.user}@{s.host.address}:{s.host.port}",
+                                   argv=s.argv, python=str(s.host.python), root=self.root,
+                                   wan_if=self.wan_if.get(k)))
+        return out
 
     def facts(self) -> dict[str, Any]:
         """What the manifest records about the hosts and the WAN on them."""

@@ -155,7 +155,35 @@ def notes(manifests: Mapping[str, Mapping[str, Any]]) -> str:
     procs = max(int(p.get("processes") or 0) for p in prof if p)
     cost = f"; the sampler's own CPU: {np.mean(pct):.2f} % of one core on average" if pct else ""
     return (f"<p class=note>Sampled at {', '.join(f'{h:g}' for h in hz)} Hz in {len(prof)} runs "
-            f"(up to {procs} processes per run){cost}; {errs} sampling errors.</p>")
+            f"(up to {procs} processes per run){cost}; {errs} sampling errors.{hosts_note(prof)}</p>")
+
+
+def hosts_note(prof: Sequence[Any]) -> str:
+    """For runs on SSH hosts (``juice.profile.hosts``): which host each site is, its largest
+    measured clock offset (applied to its samples) and the host sampler's CPU."""
+    hosts: dict[int, dict[str, Any]] = {}
+    cpu: list[float] = []
+    for p in prof:
+        if not isinstance(p, Mapping) or p.get("source") != "hosts":
+            continue
+        for h in p.get("hosts") or []:
+            one = hosts.setdefault(int(h["site"]), {"name": h.get("host"), "off": [], "rtt": []})
+            if h.get("offset_s") is not None:
+                one["off"].append(float(h["offset_s"]))
+                one["rtt"].append(float(h.get("rtt_s") or 0.0))
+        if p.get("sampler_cpu_pct") is not None:
+            cpu.append(float(p["sampler_cpu_pct"]))
+    if not hosts:
+        return ""
+    parts = []
+    for site, one in sorted(hosts.items()):
+        off = max(one["off"], key=abs) if one["off"] else None
+        clock = (f"clock offset up to {off * 1e3:+.2f} ms (RTT {max(one['rtt']) * 1e3:.2f} ms)"
+                 if off is not None else "clock not measured")
+        parts.append(f"s{site} = {escape(str(one['name']))}, {clock}")
+    cost = f" The host sampler's own CPU: {np.mean(cpu):.2f} % of one core per host." if cpu else ""
+    return (" On SSH hosts, samples on this machine's clock (each host's offset measured at the "
+            f"start of each run and applied): {'; '.join(parts)}.{cost}")
 
 
 @dataclass

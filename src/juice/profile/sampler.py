@@ -40,23 +40,26 @@ first few stored in the manifest; a process that ends is simply no longer sample
 complete. Its own CPU time (``time.thread_time`` of its thread) is in the manifest:
 ``tick_cpu_s`` (sampling) and ``sampler_cpu_s`` (plus start and writing the table).
 
+On SSH hosts (``lab.local_namespaces()`` is None, ``lab.sampled_hosts()`` names them),
+``start`` returns ``juice.profile.hosts.HostSampler`` instead: the same table, sampled on
+each host over ssh, its times on this machine's clock (each host's offset measured).
+
 Rate: ``settings(spec)``: ``JUICE_PROFILE_HZ`` (``off`` disables), else the spec's optional
 ``profile: {interval_s: 1.0}`` (or ``{hz: 1}``, ``{enabled: false}``), else 1 Hz.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from juice.errors import UserError
-from juice.lab.place import Lab
+from juice.lab.place import Lab, SampledHost
 from juice.profile import procfs
 from juice.profile.table import (
     CUMULATIVE,
@@ -69,6 +72,7 @@ from juice.profile.table import (
     PROFILE_TABLE,
     PROFILE_VERSION,
     Writer,
+    add_to_manifest,
 )
 from juice.services.base import ServerRecord
 
@@ -479,15 +483,28 @@ def _open_in_ns(ns: str, path: str) -> int:
 
 # ---- what the runner calls ---------------------------------------------------------------
 
+class Running(Protocol):
+    """A started profile of a run: ``stop`` writes the table and gives the manifest's summary."""
+
+    def stop(self, keep: bool = True) -> dict[str, Any]: ...
+
+
 def start(lab: Lab | None, services: Callable[[], Sequence[Any]], out_dir: Path, conf: Settings,
-          progress: Progress) -> Sampler | None:
-    """A running sampler for a run in ``lab`` (None when disabled, when ``lab`` is not a local
-    lab, or when it cannot start: the run goes on without a profile). Never raises."""
+          progress: Progress) -> Running | None:
+    """A running profile of a run in ``lab``: this machine's sampler when the lab's processes
+    are here (``lab.local_namespaces()``), else over ssh on the hosts the lab names
+    (``lab.sampled_hosts()``, ``juice.profile.hosts``). None when disabled, when there is no
+    lab, or when it cannot start: the run goes on without a profile. Never raises."""
     if not conf.enabled:
         return None
     namespaces = lab_namespaces(lab)
     if namespaces is None:
-        return None
+        try:
+            hosts = lab.sampled_hosts() if lab is not None else None
+        except Exception as err:
+            progress(f"resource profile not sampled ({type(err).__name__}: {err})")
+            return None
+        return _start_on_hosts(hosts, services, out_dir, conf, progress) if hosts else None
     try:
         recs, errs = records_of(services())
         core = next((ns for ns, s in namespaces.items() if s == 0), None)
@@ -505,14 +522,22 @@ def start(lab: Lab | None, services: Callable[[], Sequence[Any]], out_dir: Path,
         return None
 
 
-def add_to_manifest(manifest: Path, summary: Mapping[str, Any]) -> None:
-    """Add ``"profile": summary`` to a run's manifest.json, atomically. The manifest's mtime
-    is kept: the tidy cache (actions.parquet) compares mtimes, and this entry changes no
-    parameter of the run."""
-    from juice.util import atomic
+def _start_on_hosts(hosts: Sequence[SampledHost], services: Callable[[], Sequence[Any]], out_dir: Path,
+                    conf: Settings, progress: Progress) -> Running | None:
+    from juice.profile.hosts import HostSampler
 
-    st = manifest.stat()
-    data = json.loads(manifest.read_text())
-    data["profile"] = dict(summary)
-    atomic.write_json(manifest, data)
-    os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))
+    try:
+        recs, errs = records_of(services())
+        s = HostSampler(hosts, out_dir, conf.interval_s, recs)
+        for e in errs:
+            s._error(None, e)
+        s.start()
+    except Exception as e:
+        progress(f"resource profile not sampled ({type(e).__name__}: {e})")
+        return None
+    ok = [h for h in s.hosts if h.offset_s is not None and h.error is None]
+    progress(f"resource profile: {len(ok)}/{len(s.hosts)} host(s) sampled at {1 / s.interval_s:g} Hz "
+             f"(clock offsets " + ", ".join(f"{h.offset_s * 1e3:+.1f}±{h.rtt_s * 5e2:.1f} ms"
+                                            for h in ok if h.rtt_s is not None and h.offset_s is not None)
+             + ")" + "".join(f"; {h.error}" for h in s.hosts if h.error))
+    return s

@@ -70,16 +70,13 @@ STOP_WAIT_S = 5.0
 MAX_S = 24 * 3600.0
 MAX_ERROR_SAMPLES = 5
 
-REMOTE = r'''
+# The remote program: IO (stdin lines, JSON lines out), then a ``sample()`` (here: by command
+# line patterns; ``juice.profile.hosts``: what a lab's agent started), then MAIN (the clock
+# probes, the loop, the end). Standard library only.
+REMOTE_IO = r'''
 import json, os, re, select, sys, time
 CFG = json.loads(__CFG__)
 TCK, PAGE, ME = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE"), os.getpid()
-PATS = []
-for p in CFG["patterns"]:
-    name, sep, rx = p.partition("=")
-    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}", name):
-        name, rx = "", p
-    PATS.append((name, re.compile(rx)))
 buf, errors = [b""], [0]
 
 def out(obj):
@@ -97,6 +94,15 @@ def lines(timeout):
     buf[0] += data
     *done, buf[0] = buf[0].split(b"\n")
     return [d.strip() for d in done]
+'''
+
+REMOTE_PATTERNS = r'''
+PATS = []
+for p in CFG["patterns"]:
+    name, sep, rx = p.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}", name):
+        name, rx = "", p
+    PATS.append((name, re.compile(rx)))
 
 def component(cmd):
     for name, rx in PATS:
@@ -148,7 +154,9 @@ def sample():
     if new:
         out({"n": new})
     out({"t": time.time(), "s": rows})
+'''
 
+REMOTE_MAIN = r'''
 def main():
     out({"ready": time.time(), "python": sys.version.split()[0]})
     end = time.monotonic() + 60
@@ -176,7 +184,7 @@ def main():
         while now < nxt:
             if lines(nxt - now) is None:
                 sample()
-                out({"end": "stdin closed"})
+                out({"end": "stdin closed", "cpu_s": time.process_time()})
                 return
             now = time.monotonic()
 
@@ -185,11 +193,17 @@ try:
 except (BrokenPipeError, KeyboardInterrupt):
     pass
 '''
+REMOTE = REMOTE_IO + REMOTE_PATTERNS + REMOTE_MAIN
 
 
 def remote_script(patterns: Sequence[str], interval_s: float, max_s: float) -> bytes:
     cfg = json.dumps({"patterns": list(patterns), "interval_s": interval_s, "max_s": max_s})
-    return REMOTE.replace("__CFG__", repr(cfg)).encode()
+    return program(REMOTE_PATTERNS, cfg)
+
+
+def program(sampler: str, cfg_json: str) -> bytes:
+    """The remote program with ``sampler`` (source defining ``sample()``) and its config."""
+    return (REMOTE_IO + sampler + REMOTE_MAIN).replace("__CFG__", repr(cfg_json)).encode()
 
 
 def check(hosts: Sequence[Any]) -> None:
@@ -218,6 +232,7 @@ class _Host:
     comps: dict[int, int] = field(default_factory=dict)  # remote pid -> component index
     seen: dict[int, str] = field(default_factory=dict)  # every remote pid sampled -> component
     samples: int = 0
+    cpu_s: float | None = None  # the remote sampler's own CPU seconds (from its end message)
     end: str | None = None
     error: str | None = None
 
@@ -232,8 +247,7 @@ class SshProfiler:
 
         self.out_dir, self.interval_s, self.max_s, self.ssh = out_dir, interval_s, max_s, ssh
         self.tmp = paths.private_tmp("target")
-        self.hosts = [_Host(i, h, self.tmp / f"known_hosts-{i}", self.tmp / f"ssh-{i}.err")
-                      for i, h in enumerate(hosts, 1)]
+        self.hosts = [self._new_host(i, h) for i, h in enumerate(hosts, 1)]
         self.clock = Clock()
         self.components: list[str] = []
         self._out = Writer(out_dir)
@@ -243,6 +257,9 @@ class SshProfiler:
         self.error_samples: list[str] = []
         self.t_start = self.t_stop = 0.0
         self.written: Path | None = None
+
+    def _new_host(self, site: int, spec: Any) -> _Host:
+        return _Host(site, spec, self.tmp / f"known_hosts-{site}", self.tmp / f"ssh-{site}.err")
 
     def now(self) -> float:
         return self.clock.epoch(self.clock.ns())
@@ -263,11 +280,20 @@ class SshProfiler:
     def _error(self, h: _Host | None, msg: str) -> None:
         with self._lock:
             if h is not None:
-                msg = f"host {h.site} ({h.spec.user}@{h.spec.host}:{h.spec.port}): {msg}"
+                msg = f"{self._label(h)}: {msg}"
                 h.error = h.error or msg
             self.errors += 1
             if len(self.error_samples) < MAX_ERROR_SAMPLES:
                 self.error_samples.append(msg)
+
+    def _label(self, h: _Host) -> str:
+        return f"host {h.site} ({h.spec.user}@{h.spec.host}:{h.spec.port})"
+
+    def _script(self, h: _Host) -> bytes:
+        return remote_script(h.spec.patterns, self.interval_s, self.max_s)
+
+    def _argv(self, h: _Host, script: bytes) -> list[str]:
+        return ssh_argv(h.spec, h.known_hosts, boot_command(script), self.ssh)
 
     def _stderr(self, h: _Host) -> str:
         try:
@@ -279,9 +305,9 @@ class SshProfiler:
     # ---- one host's thread ------------------------------------------------------------
     def _host(self, h: _Host) -> None:
         try:
-            script = remote_script(h.spec.patterns, self.interval_s, self.max_s)
+            script = self._script(h)
             with open(h.stderr_path, "wb") as err:
-                h.proc = subprocess.Popen(ssh_argv(h.spec, h.known_hosts, boot_command(script), self.ssh),
+                h.proc = subprocess.Popen(self._argv(h, script),
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                                           start_new_session=True)
             h.pid = h.proc.pid
@@ -347,7 +373,9 @@ class SshProfiler:
         return None
 
     def _line(self, h: _Host, line: bytes) -> None:
-        obj = json.loads(line)
+        self._message(h, json.loads(line))
+
+    def _message(self, h: _Host, obj: dict[str, Any]) -> None:
         if "s" in obj:
             assert h.offset_s is not None
             t = float(obj["t"]) - h.offset_s
@@ -376,6 +404,7 @@ class SshProfiler:
             self._error(h, f"remote: {obj['e']}")
         elif "end" in obj:
             h.end = str(obj["end"])
+            h.cpu_s = float(obj["cpu_s"]) if obj.get("cpu_s") is not None else None
             if h.end != "stdin closed":
                 self._error(h, f"the remote sampler stopped ({h.end})")
 
@@ -467,7 +496,7 @@ def around(hosts: Sequence[Any], run_dir: Path, conf: Any,
            progress: Progress) -> Iterator[SshProfiler | None]:
     """Profile ``hosts`` around a run writing into ``run_dir``; its manifest gets the summary
     (a failed run keeps its profile, an interrupted one none)."""
-    from juice.profile.sampler import add_to_manifest
+    from juice.profile.table import add_to_manifest
 
     prof = start(hosts, run_dir, conf, progress)
     try:

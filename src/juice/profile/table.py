@@ -16,9 +16,10 @@ when complete (or removed when the run was interrupted).
 
 from __future__ import annotations
 
+import json
 import os
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,16 @@ class Writer:
                 pass
             self._pq = None
         self.tmp.unlink(missing_ok=True)
+
+
+def add_to_manifest(manifest: Path, summary: Mapping[str, Any]) -> None:
+    """Add ``"profile": summary`` to a run's manifest.json, atomically. The manifest's mtime
+    is kept: the tidy cache (actions.parquet) compares mtimes, and this entry changes no
+    parameter of the run."""
+    from juice.util import atomic
+
+    st = manifest.stat()
+    data = json.loads(manifest.read_text())
+    data["profile"] = dict(summary)
+    atomic.write_json(manifest, data)
+    os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))

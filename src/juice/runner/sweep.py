@@ -9,7 +9,8 @@ points are all complete open nothing. A run that raises a JuiceError is kept as 
 and the sweep goes on; anything else (a bug, Ctrl-C) stops it, with the lab removed by the
 context managers. Complete runs are recognised by ``study.key_of(manifest)``.
 
-Every run is profiled (``juice.profile.sampler``): a sampler runs around ``study.run_point``
+Every run is profiled (``juice.profile.sampler``; on SSH hosts ``juice.profile.hosts``, the
+same table): a sampler runs around ``study.run_point``
 and writes ``profile.parquet`` into the run (kept in ``.failed`` runs too), and the
 manifest gets a ``profile`` entry (rate, metrics, processes, the sampler's own CPU). The
 rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PROFILE_HZ``.
