@@ -242,7 +242,7 @@ class MessagingSpec(Strict):
 
     @model_validator(mode="after")
     def _hosts(self) -> MessagingSpec:
-        hosts_fit(self.provider, self.sites, "messaging", on_hosts=False)
+        hosts_fit(self.provider, self.sites, "messaging")
         return self
 
     @model_validator(mode="after")
