@@ -9,7 +9,6 @@ reached from here through a loopback forwarder (the 'control network').
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -87,8 +86,10 @@ def ssh_hosts(
 
     tmp.mkdir(parents=True, exist_ok=True)
     keys(tmp)
-    made_base = not Path(BASE).exists()
-    Path(BASE).mkdir(parents=True, exist_ok=True)  # the mount point of each host's tmpfs
+    # the mount point of each host's tmpfs, left in place at the end: removing it here would
+    # detach the tmpfs of every host of a concurrent test session (other mount namespaces'
+    # mounts on a removed directory go with it), whose files then vanish mid-run
+    Path(BASE).mkdir(parents=True, exist_ok=True)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     with ExitStack() as stack:
         lab = stack.enter_context(uniform_lab("ssh", n, 0.0, progress))
@@ -121,12 +122,4 @@ def ssh_hosts(
                     wan_address=lab.site_ip(k),
                 )
             )
-        try:
-            yield lab, hosts
-        finally:
-            stack.close()
-            if made_base:
-                try:
-                    os.rmdir(BASE)
-                except OSError:
-                    pass
+        yield lab, hosts

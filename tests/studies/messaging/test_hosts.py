@@ -6,6 +6,7 @@ one line, exit 2, before anything starts."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,8 +37,9 @@ SPEC: dict[str, Any] = {
 }
 
 
-def _juice(*args: str) -> tuple[int, str]:
-    cp = subprocess.run([JUICE, *args], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+def _juice(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    cp = subprocess.run([JUICE, *args], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                        env={**os.environ, **(env or {})})
     return cp.returncode, cp.stdout + cp.stderr
 
 
@@ -67,6 +69,12 @@ def test_messaging_on_ssh_hosts_gives_the_results_of_a_local_run(tmp_path: Path)
                              "wan_address": h.wan_address} for h in hosts]}
         spec = tmp_path / "ssh.yaml"
         spec.write_text(yaml.safe_dump({**SPEC, "provider": {"kind": "enoslib", "static": static}}))
+        # no messaging venv at the places: one line naming the host and the fix, before any bus
+        code, out = _juice("run", str(spec), "--results", str(tmp_path / "novenv"), "--no-report",
+                           env={"JUICE_MESSAGING_VENV": str(tmp_path / "no-venv")})
+        last = out.strip().splitlines()[-1]
+        assert code == 2 and "site 1 (" in last and "juice hosts prepare" in last, out
+        assert "rabbitmq" not in out.split("lab msg")[-1], out
         code, out = _juice("run", str(spec), "--results", str(results / "ssh"), "--no-report")
         assert code == 0, out
         for h in hosts:  # nothing left: files, rules

@@ -361,22 +361,23 @@ class AgentRun:
         for p in self.procs:
             place, src = self.lab.place(p.site), self.at(p, "jsonl")
             dest = self.path(p.name, "jsonl")
-            r = place.run(["sh", "-c", 'test ! -e "$1" || { wc -c < "$1" && gzip -1 -f "$1"; }', "sh",
-                           str(src)], timeout=300)
-            if not r.ok:
-                raise ServiceError(f"{place.label}: {src}: {r.err.strip() or 'gzip failed'}")
-            if r.out.strip():  # the file was there: its size before compression
-                gz = dest.with_name(dest.name + ".gz")
-                if not place.fetch(src.with_name(src.name + ".gz"), gz):
-                    raise ServiceError(f"{place.label}: {src}.gz could not be fetched")
-                try:
-                    data = gzip.decompress(gz.read_bytes())
-                except (OSError, EOFError) as e:
-                    raise ServiceError(f"{place.label}: {src}.gz arrived damaged ({e})") from None
-                gz.unlink()
-                if len(data) != int(r.out.split()[0]):
-                    raise ServiceError(f"{place.label}: {src}: {len(data)} of {r.out.strip()} bytes arrived")
-                atomic.write_bytes(dest, data)
+            # every agent process opens its record file as it starts: a missing one is an error
+            r = place.run(["sh", "-c", 'wc -c < "$1" && gzip -1 -f "$1"', "sh", str(src)], timeout=300)
+            if not r.ok or not r.out.strip().isdigit():
+                why = (r.err or r.out).strip().splitlines()
+                raise ServiceError(f"{place.label}: {p.name}'s records {src}: "
+                                   f"{why[-1] if why else f'exit {r.rc}'}")
+            gz = dest.with_name(dest.name + ".gz")
+            if not place.fetch(src.with_name(src.name + ".gz"), gz):
+                raise ServiceError(f"{place.label}: {src}.gz could not be fetched")
+            try:
+                data = gzip.decompress(gz.read_bytes())
+            except (OSError, EOFError) as e:
+                raise ServiceError(f"{place.label}: {src}.gz arrived damaged ({e})") from None
+            gz.unlink()
+            if len(data) != int(r.out):
+                raise ServiceError(f"{place.label}: {src}: {len(data)} of {r.out.strip()} bytes arrived")
+            atomic.write_bytes(dest, data)
             out.append(dest)
         return out
 
