@@ -31,7 +31,7 @@ SPEC: dict[str, Any] = {
     "buses": [{"kind": "rabbitmq", "nodes": 1, "name": "central"}],
     # calls from sites 2 and 3 to servers in sites 1 and 3: agents on three hosts
     "cases": [{"tc": "tc1", "clients": 2, "servers": 2, "clients_in": [2, 3], "servers_in": [1, 3],
-               "rate": 100, "duration_s": 3}],
+               "rate": 150, "duration_s": 2}],
     "arrivals": "uniform",  # the same number of messages on both
     "warmup_s": 0.5,
 }
@@ -73,7 +73,7 @@ def test_messaging_on_ssh_hosts_gives_the_results_of_a_local_run(tmp_path: Path)
         code, out = _juice("run", str(spec), "--results", str(tmp_path / "novenv"), "--no-report",
                            env={"JUICE_MESSAGING_VENV": str(tmp_path / "no-venv")})
         last = out.strip().splitlines()[-1]
-        assert code == 2 and "site 1 (" in last and "juice hosts prepare" in last, out
+        assert code == 2 and "site 1 (root@127.0.0.1:" in last and "juice hosts prepare" in last, out
         assert "rabbitmq" not in out.split("lab msg")[-1], out
         code, out = _juice("run", str(spec), "--results", str(results / "ssh"), "--no-report")
         assert code == 0, out
