@@ -14,7 +14,8 @@ wrk2-style), oneway_s (first delivery - sent), spread_s (last delivery - sent: a
 propagation).
 
 Lost = expected deliveries that never came, over messages the generator did send (skipped ones
-are the generator's, counted apart). One clock for every site, so one-way times are exact."""
+are the generator's, counted apart). One clock for every site of a local lab, so one-way times
+are exact; on SSH hosts they are as exact as the hosts' clocks are synchronised."""
 
 from __future__ import annotations
 
