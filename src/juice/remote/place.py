@@ -39,7 +39,7 @@ class HostPlace:
 
     @property
     def label(self) -> str:
-        return f"site {self.site} ({self.session.name})"
+        return self.session.name  # "site 2 (root@h2:22)"
 
     @property
     def address(self) -> str:

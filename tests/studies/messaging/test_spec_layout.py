@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from juice.errors import UserError
+from juice.lab.place import ThisHost
 from juice.spec.base import read_yaml
 from juice.studies import get
 from juice.studies.messaging import agents as ag
@@ -113,16 +114,35 @@ def test_every_flavour_has_its_oslo_options(flavour: str, tmp_path: Path) -> Non
         assert opts["rabbit_transient_quorum_queue"] == "true" and int(opts["rabbit_qos_prefetch_count"]) > 0
 
 
+class _HereLab:
+    """Every site's place: this machine, the lab's directory ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def place(self, site: int) -> ThisHost:
+        return ThisHost(self.root)
+
+
 def test_each_agent_process_gets_its_own_queue_manager_identity(tmp_path: Path) -> None:
     import json
 
-    run = ag.AgentRun(lab=None, workdir=tmp_path, url_of=lambda s: f"rabbit://h{s}/",  # type: ignore[arg-type]
-                      conf_text="[DEFAULT]\n", progress=print, duration_s=1, timeout_s=1, length=1, pool=1)
+    places = tmp_path / "places"
+    run = ag.AgentRun(lab=_HereLab(places), workdir=tmp_path / "back",  # type: ignore[arg-type]
+                      url_of=lambda s: f"rabbit://h{s}/", conf_text="[DEFAULT]\n", progress=print,
+                      duration_s=1, timeout_s=1, length=1, pool=1)
     procs = ag.pack(ag.layout("tc1", 4, 4, 1, "call", 2), per_process=2, rate=10.0)
     with run:
         run.procs = list(procs)
+        for site in (1, 2):
+            run._prepare(site)
         plans = [run._plan(p) for p in procs]
-    idents = [Path(p["conf_files"][1]).read_text() for p in plans]
+        idents = [run._identity(p) for p in procs]
+        # the files are at the site's place, under the run's tag
+        assert plans[0]["conf_files"][0] == str(places / "s1" / "agents" / run.tag / "agent.conf")
+        assert "lock_path" in (places / "s1" / "agents" / run.tag / "agent.conf").read_text()
+        assert plans[0]["go"].startswith(str(places / f"s{procs[0].site}" / "agents" / run.tag))
     assert len(set(idents)) == len(procs) and all("processname = juice-agent-" in i for i in idents)
-    assert "lock_path" in (tmp_path / "agent.conf").read_text()
     assert json.loads(json.dumps(plans))[0]["run"] == run.tag
+    # leaving the block removes the agent directories at the places
+    assert not (places / "s1" / "agents" / run.tag).exists() and (tmp_path / "back").is_dir()

@@ -2,20 +2,26 @@
 
     agents = layout(tc, clients, servers, targets, method, sites, clients_in, servers_in)
     procs = pack(agents, per_process=250, rate=200.0)      # ProcPlan per OS process
+    version = check_venv(lab, sites)                       # the messaging venv at every place
     with AgentRun(lab, workdir, url_of, conf_text, ...) as ar:
         ar.start(procs)                                    # servers, then clients, all ready
         start_at = ar.go()                                 # common start time (epoch s)
         ar.wait_clients(limit_s)                           # clients finished sending
         ar.drain()                                         # deliveries stopped coming
-    # leaving the block stops every agent process by pid
+        files = ar.collect()                               # their records, here
+    # leaving the block stops every agent process by pid, brings their logs and plans here
+    # and removes their files at the places
 
 The processes run ``juice_messaging.agent`` (plugins/juice-messaging) with the messaging venv's
-interpreter inside their site, and talk to Juice through files only (plan, ready, go, stop, out:
-see that module). Topics are ``juice-<case>`` (tc1, tc3, tc5) or ``juice-<case>-<k>`` (tc2, tc4).
+interpreter AT their site's place (a namespace here or an SSH host: the venv is at the same path
+there), and talk to Juice through files only (plan, ready, go, stop, out: see that module),
+written and read through the place, under ``<place root>/s<site>/agents/<run tag>/``. Topics are
+``juice-<case>`` (tc1, tc3, tc5) or ``juice-<case>-<k>`` (tc2, tc4).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import secrets
@@ -27,8 +33,8 @@ from types import TracebackType
 from typing import Any
 
 from juice.contract import Progress
-from juice.errors import JuiceError, ServiceError
-from juice.lab.place import Lab
+from juice.errors import JuiceError, ServiceError, UserError
+from juice.lab.place import Lab, Place
 from juice.paths import cache_dir
 from juice.services.process import Server, spawn, stop_all
 from juice.util import atomic
@@ -36,6 +42,40 @@ from juice.util import atomic
 
 def venv_python() -> Path:
     return Path(os.environ.get("JUICE_MESSAGING_VENV", str(cache_dir() / "messaging"))) / "bin" / "python"
+
+
+def agent_env() -> dict[str, str]:
+    """The agents' environment, the same at every place: a minimal one (the place's), plus
+    this process's PYTHONPATH when set (as for load drivers: a checkout's plugin)."""
+    pp = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": pp} if pp else {}
+
+
+# What the agents need at a place: the venv's interpreter, Juice's agent module, oslo.messaging
+# (its version is the answer). Imports nothing heavy: a fraction of a second.
+VENV_PROBE = """import importlib.metadata as m, importlib.util as u, sys
+if u.find_spec("juice_messaging.agent") is None:
+    sys.exit("no module juice_messaging.agent")
+print(m.version("oslo.messaging"))
+"""
+
+
+def check_venv(lab: Lab, sites: Sequence[int]) -> str:
+    """The oslo.messaging version of the messaging venv, checked at the place of each of
+    ``sites`` (where agents will run); a one-line UserError naming the place and the fix when
+    it is missing or broken there."""
+    py = venv_python()
+    version = "unknown"
+    for site in sites:
+        place = lab.place(site)
+        r = place.run([str(py), "-c", VENV_PROBE], timeout=60, env=agent_env())
+        if not r.ok:
+            why = (r.err or r.out).strip().splitlines()
+            fix = "scripts/setup.sh" if place.shared_disk else "`juice hosts prepare SPEC` (SPEC: this spec)"
+            raise UserError(f"{place.label}: the messaging venv {py} is missing or broken "
+                            f"({why[-1] if why else f'exit {r.rc}'}): run {fix}")
+        version = r.out.strip() or version
+    return version
 
 
 @dataclass(frozen=True)
@@ -120,7 +160,9 @@ def pack(agents: Sequence[Agent], per_process: int, rate: float) -> list[ProcPla
 
 @dataclass
 class AgentRun:
-    """Agent processes of one run in ``workdir`` (see the module doc)."""
+    """Agent processes of one run (see the module doc). Their files live AT their site's place
+    (``home``: the lab's directory there); ``workdir`` (on this machine) gets their logs, plans
+    and records back (``collect``, and on leaving the block)."""
 
     lab: Lab
     workdir: Path
@@ -140,29 +182,53 @@ class AgentRun:
     ready: dict[str, dict[str, Any]] = field(default_factory=dict)
     start_at: float = 0.0
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
+    places: dict[int, Place] = field(default_factory=dict)   # the sites prepared so far
 
     def __enter__(self) -> AgentRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        # use_queue_manager counts processes with file locks: oslo.concurrency needs lock_path
-        locks = self.workdir / "locks"
-        locks.mkdir(exist_ok=True)
-        (self.workdir / "agent.conf").write_text(
-            self.conf_text + f"\n[oslo_concurrency]\nlock_path = {locks}\n")
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
-        (self.workdir / "stop").touch()
-        stop_all(self.servers.values(), grace_s=20)
+        try:
+            self._everywhere("stop", "")
+        finally:
+            stop_all(self.servers.values(), grace_s=20)
+            self._bring_back()
 
     # ---- files ---------------------------------------------------------------------------------
+    def home(self, site: int) -> Path:
+        """This run's agent directory at ``site``'s place."""
+        return self.lab.place(site).root / f"s{site}" / "agents" / self.tag
+
+    def at(self, p: ProcPlan, what: str) -> Path:
+        """A file of process ``p`` at its place."""
+        return self.home(p.site) / f"{p.name}.{what}"
+
     def path(self, name: str, what: str) -> Path:
+        """A file of process ``name`` here (once brought back)."""
         return self.workdir / f"{name}.{what}"
 
+    def _prepare(self, site: int) -> None:
+        """The site's agent directory: the common oslo.config file, oslo.concurrency's locks
+        (use_queue_manager counts processes with file locks: it needs lock_path)."""
+        place = self.lab.place(site)
+        home = self.home(site)
+        place.mkdir(home / "locks")
+        place.write(home / "agent.conf",
+                    self.conf_text + f"\n[oslo_concurrency]\nlock_path = {home / 'locks'}\n")
+        self.places[site] = place
+
+    def _everywhere(self, name: str, text: str) -> None:
+        """Write ``name`` in every prepared site's agent directory (go, stop)."""
+        for site, place in self.places.items():
+            place.write(self.home(site) / name, text)
+
     def _plan(self, p: ProcPlan) -> dict[str, Any]:
+        home = self.home(p.site)
         return {
             "url": self.url_of(p.site),
-            "conf_files": [str(self.workdir / "agent.conf"), str(self._identity(p))],
+            "conf_files": [str(home / "agent.conf"), str(self.at(p, "conf"))],
             "site": p.site,
             "servers": [{"id": a.id, "topic": a.topic} for a in p.agents if a.role == "server"],
             "clients": [{"id": a.id, "topic": a.topic, "m": a.method}
@@ -170,41 +236,40 @@ class AgentRun:
             "rate": p.rate, "duration_s": self.duration_s, "timeout_s": self.timeout_s,
             "length": self.length, "pool": self.pool, "backlog": self.backlog,
             "arrivals": self.arrivals, "seed": self.seed * 1000 + self.procs.index(p), "run": self.tag,
-            "out": str(self.path(p.name, "jsonl")), "ready": str(self.path(p.name, "ready")),
-            "go": str(self.workdir / "go"), "stop": str(self.workdir / "stop"),
+            "out": str(self.at(p, "jsonl")), "ready": str(self.at(p, "ready")),
+            "go": str(home / "go"), "stop": str(home / "stop"),
             "max_wait_s": 900, "max_life_s": 7200, "work_s": self.work_s,
         }
 
-    def _identity(self, p: ProcPlan) -> Path:
+    def _identity(self, p: ProcPlan) -> str:
         """The process's own oslo.config file: a distinct hostname/processname per agent process.
-        All sites share this host's hostname, and oslo's queue manager (use_queue_manager) names
-        reply and fanout queues after hostname:processname with a counter that processes of
-        other process groups reset: without this, agent processes would share reply queues and
-        steal each other's replies (cf. oslo.messaging bug 2110957)."""
-        path = self.path(p.name, "conf")
-        path.write_text(f"[oslo_messaging_rabbit]\nhostname = juice-site{p.site}\n"
-                        f"processname = juice-agent-{self.tag}-{p.name}\n")
-        return path
+        All sites of a local lab share this host's hostname, and oslo's queue manager
+        (use_queue_manager) names reply and fanout queues after hostname:processname with a
+        counter that processes of other process groups reset: without this, agent processes
+        would share reply queues and steal each other's replies (cf. oslo.messaging bug 2110957)."""
+        return (f"[oslo_messaging_rabbit]\nhostname = juice-site{p.site}\n"
+                f"processname = juice-agent-{self.tag}-{p.name}\n")
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def _spawn(self, py: Path, p: ProcPlan) -> None:
-        plan = self.path(p.name, "plan.json")
-        atomic.write_json(plan, self._plan(p))
-        argv = [str(py), "-m", "juice_messaging.agent", str(plan)]
-        self.servers[p.name] = spawn(self.lab.place(p.site), argv, log=self.path(p.name, "log"),
-                                     what=f"agent process {p.name}")
+        place = self.lab.place(p.site)
+        place.write(self.at(p, "conf"), self._identity(p))
+        place.write(self.at(p, "plan.json"), json.dumps(self._plan(p), indent=1))
+        argv = [str(py), "-m", "juice_messaging.agent", str(self.at(p, "plan.json"))]
+        self.servers[p.name] = spawn(place, argv, log=self.at(p, "log"), what=f"agent process {p.name}",
+                                     env=agent_env())
 
     def _ready(self, p: ProcPlan, limit_s: float) -> None:
-        ready = self.path(p.name, "ready")
-        self.servers[p.name].wait_ready(ready.exists, max(1.0, limit_s))
-        self.ready[p.name] = json.loads(ready.read_text())
+        place, ready = self.lab.place(p.site), self.at(p, "ready")
+        self.servers[p.name].wait_ready(lambda: place.read(ready) is not None, max(1.0, limit_s))
+        self.ready[p.name] = json.loads(place.read(ready) or b"{}")
 
     def start(self, procs: Sequence[ProcPlan]) -> None:
         """Server processes first (all ready), then client processes (all ready). Bounded."""
         py = venv_python()
-        if not py.exists():
-            raise JuiceError(f"{py} is missing: run scripts/setup.sh (the messaging venv)")
         self.procs = list(procs)
+        for site in sorted({p.site for p in self.procs}):
+            self._prepare(site)
         for role in ("server", "client"):
             batch = [p for p in self.procs if p.role == role]
             n = sum(len(p.agents) for p in batch)
@@ -220,10 +285,11 @@ class AgentRun:
                 self.progress(f"{role}s ready in {time.monotonic() - t0:.1f} s")
 
     def go(self, settle_s: float = 1.0) -> float:
-        """Let subscriptions settle, then publish the common start time."""
+        """Let subscriptions settle, then publish the common start time (at every site: one
+        write each, well within the half second before it)."""
         time.sleep(settle_s)
         self.start_at = time.time() + 0.5
-        atomic.write_json(self.workdir / "go", {"start_at": self.start_at})
+        self._everywhere("go", json.dumps({"start_at": self.start_at}))
         return self.start_at
 
     def wait_clients(self, limit_s: float, tick: Callable[[], None] | None = None) -> None:
@@ -249,24 +315,32 @@ class AgentRun:
         if bad:
             raise ServiceError("; ".join(bad) + f" (logs in {self.workdir})")
 
+    def _sizes(self, role: str, argv: Sequence[str]) -> int:
+        """The sum of ``argv`` + the record files of ``role``'s processes, per place (``wc``'s
+        total: lines or bytes); files not there yet count 0."""
+        total = 0
+        for site, place in self.places.items():
+            files = [str(self.at(p, "jsonl")) for p in self.procs if p.role == role and p.site == site]
+            if not files:
+                continue
+            r = place.run([*argv, *files, "/dev/null"], timeout=30)
+            for line in r.out.splitlines():
+                words = line.split()
+                if len(words) == 2 and words[1] == "total" and words[0].isdigit():
+                    total += int(words[0])
+        return total
+
     def sent(self) -> int:
-        n = 0
-        for p in self.procs:
-            if p.role == "client":
-                f = self.path(p.name, "jsonl")
-                if f.exists():
-                    with f.open("rb") as fh:
-                        n += sum(1 for _ in fh)
-        return n
+        """Messages the clients have recorded so far (one line each; end lines are few)."""
+        return self._sizes("client", ["wc", "-l"])
 
     def drain(self, quiet_s: float = 2.0, limit_s: float = 30.0) -> float:
         """Wait until the servers' record files stop growing for ``quiet_s`` (late casts and
         fanouts), at most ``limit_s``; returns the seconds waited."""
         t0 = time.monotonic()
-        files = [self.path(p.name, "jsonl") for p in self.procs if p.role == "server"]
 
         def size() -> int:
-            return sum(f.stat().st_size for f in files if f.exists())
+            return self._sizes("server", ["wc", "-c"])
 
         last, since = size(), time.monotonic()
         while time.monotonic() - t0 < limit_s:
@@ -276,9 +350,52 @@ class AgentRun:
                 last, since = now, time.monotonic()
             elif time.monotonic() - since >= quiet_s:
                 break
-        (self.workdir / "stop").touch()
+        self._everywhere("stop", "")
         stop_all([self.servers[p.name] for p in self.procs if p.role == "server"], grace_s=60)
         return time.monotonic() - t0
+
+    def collect(self) -> list[Path]:
+        """The processes' record files, brought here (every process has exited): compressed at
+        the place, checked whole. ServiceError when one does not arrive whole."""
+        out = []
+        for p in self.procs:
+            place, src = self.lab.place(p.site), self.at(p, "jsonl")
+            dest = self.path(p.name, "jsonl")
+            # every agent process opens its record file as it starts: a missing one is an error
+            r = place.run(["sh", "-c", 'wc -c < "$1" && gzip -1 -f "$1"', "sh", str(src)], timeout=300)
+            if not r.ok or not r.out.strip().isdigit():
+                why = (r.err or r.out).strip().splitlines()
+                raise ServiceError(f"{place.label}: {p.name}'s records {src}: "
+                                   f"{why[-1] if why else f'exit {r.rc}'}")
+            gz = dest.with_name(dest.name + ".gz")
+            if not place.fetch(src.with_name(src.name + ".gz"), gz):
+                raise ServiceError(f"{place.label}: {src}.gz could not be fetched")
+            try:
+                data = gzip.decompress(gz.read_bytes())
+            except (OSError, EOFError) as e:
+                raise ServiceError(f"{place.label}: {src}.gz arrived damaged ({e})") from None
+            gz.unlink()
+            if len(data) != int(r.out):
+                raise ServiceError(f"{place.label}: {src}: {len(data)} of {r.out.strip()} bytes arrived")
+            atomic.write_bytes(dest, data)
+            out.append(dest)
+        return out
+
+    def _bring_back(self) -> None:
+        """Logs and plans here, the agent directories removed at every place (what cannot be
+        brought back is said, not raised: the run's own outcome stands)."""
+        for p in self.procs:
+            place = self.lab.place(p.site)
+            for what in ("log", "plan.json", "conf"):
+                try:
+                    place.fetch(self.at(p, what), self.path(p.name, what))
+                except (OSError, JuiceError) as e:
+                    self.progress(f"{p.name}.{what} not brought back: {e}")
+        for site, place in self.places.items():
+            try:
+                place.remove(self.home(site))
+            except (OSError, JuiceError) as e:
+                self.progress(f"{place.label}: agent directory not removed: {e}")
 
     def record_files(self) -> list[Path]:
         return [self.path(p.name, "jsonl") for p in self.procs]

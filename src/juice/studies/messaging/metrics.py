@@ -14,7 +14,8 @@ wrk2-style), oneway_s (first delivery - sent), spread_s (last delivery - sent: a
 propagation).
 
 Lost = expected deliveries that never came, over messages the generator did send (skipped ones
-are the generator's, counted apart). One clock for every site, so one-way times are exact."""
+are the generator's, counted apart). One clock for every site of a local lab, so one-way times
+are exact; on SSH hosts they are as exact as the hosts' clocks are synchronised."""
 
 from __future__ import annotations
 
@@ -47,14 +48,20 @@ def json_lines(files: Sequence[Path]) -> Iterator[dict[str, Any]]:
 
 
 def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
-    """Sends, deliveries and end lines of the agents' JSON-lines files (a torn last line, from
-    a killed agent, is skipped)."""
+    """Sends, deliveries and end lines (``proc``: the file's stem) of the agents' JSON-lines
+    files (a torn last line, from a killed agent, is skipped)."""
     sends: list[dict[str, Any]] = []
     recvs: list[dict[str, Any]] = []
     ends: list[dict[str, Any]] = []
-    for rec in json_lines(files):
-        k = rec.get("k")
-        (sends if k == "send" else recvs if k == "recv" else ends).append(rec)
+    for f in files:
+        for rec in json_lines([f]):
+            k = rec.get("k")
+            if k == "send":
+                sends.append(rec)
+            elif k == "recv":
+                recvs.append(rec)
+            else:  # a process's end line, named after its file (<process>.jsonl)
+                ends.append({**rec, "proc": f.stem})
     s = pd.DataFrame(sends, columns=SEND_COLS)
     r = pd.DataFrame(recvs, columns=RECV_COLS)
     return s, r, ends

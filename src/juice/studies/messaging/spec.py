@@ -55,6 +55,10 @@ Queue flavours: ``classic``; ``mirrored`` (classic mirrored through an ha-mode:a
 (upstream's advice: quorum + transient quorum + use_queue_manager + stream fanout, with
 rabbit_qos_prefetch_count 10).
 
+``provider:`` (``juice.lab.provider``) puts site k on the k-th of a list of SSH hosts (or
+reserved ones): the buses' nodes and the agents run there, with the same results
+(docs/multi-host.md); a static list needs at least one host per site.
+
 Bounds: ``sites`` 1..9; ``delay_ms`` 0..500; ``nodes`` 1..9; agents per point (servers +
 clients over all targets) 1..20,000; ``rate`` 0.1..100,000 /s; ``duration_s`` 1..3,600;
 ``length`` 0..1,000,000 bytes; ``timeout_s`` 1..600; ``repetitions`` 1..100;
@@ -242,7 +246,7 @@ class MessagingSpec(Strict):
 
     @model_validator(mode="after")
     def _hosts(self) -> MessagingSpec:
-        hosts_fit(self.provider, self.sites, "messaging", on_hosts=False)
+        hosts_fit(self.provider, self.sites, "messaging")
         return self
 
     @model_validator(mode="after")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -114,17 +113,6 @@ class Deployment:
         self.lab, self.bus, self.svc, self.delay_ms, self.facts = lab, bus, svc, delay_ms, facts
 
 
-def _oslo_version() -> str:
-    py = ag.venv_python()
-    try:
-        code = "import importlib.metadata as m; print(m.version('oslo.messaging'))"
-        cp = subprocess.run([str(py), "-c", code],
-                            capture_output=True, text=True, timeout=60, check=False)
-        return cp.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
-
-
 class Messaging(Study[MessagingSpec, MsgPoint]):
     name = "messaging"
     title = "Messaging: oslo.messaging RPC over RabbitMQ and NATS"
@@ -164,12 +152,14 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
         assert lab is not None  # lab() always makes one
         bus = points[0].bus
         topics = sorted({a.topic for p in points for a in p.agents() if a.role == "server"})
+        # the agents' venv where they will run, before any bus starts (one line if missing)
+        oslo = ag.check_venv(lab, sorted({a.site for p in points for a in p.agents()}))
         svc = buses.build(lab, bus, progress, topics)
         t0 = time.monotonic()
         try:
             progress(f"bus {bus.label}: starting")
             svc.up(300.0)
-            facts = {"bus_up_s": round(time.monotonic() - t0, 2), "oslo_messaging": _oslo_version(),
+            facts = {"bus_up_s": round(time.monotonic() - t0, 2), "oslo_messaging": oslo,
                      **getattr(svc, "facts", dict)()}
             if bus.kind == "nats":
                 facts["transport"] = DRIVER_NOTE
@@ -219,8 +209,9 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     agents = p.agents()
     procs = ag.pack(agents, p.agents_per_process, p.rate)
     expected = ag.expected_per_message(agents)
+    # lab: where the sites were (the hosts, their WAN backend and interfaces, or "local")
     run.manifest(params=p.params, bus=p.bus.model_dump(mode="json"), facts=dep.facts,
-                 processes=len(procs), spec=run.spec_data)
+                 lab=dep.lab.facts(), processes=len(procs), spec=run.spec_data)
     work = rd.file("agents")
     counters: dict[str, Any] = {"before": buses.counters(dep.svc)}
     c = p.case
@@ -253,7 +244,7 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
             dep.svc.collect_logs(rd.file("bus-logs"))
         except OSError as e:
             progress(f"bus logs not collected: {e}")
-        sends, recvs, ends = metrics.read_records(ar.record_files())
+        sends, recvs, ends = metrics.read_records(ar.collect())
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
         atomic.write_text(rd.file(EVENTS), "".join(json.dumps(e) + "\n" for e in events))
@@ -262,9 +253,9 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     summary = metrics.summarize(msgs, recvs, c.duration_s, server_sites)
     procs_info = [{"name": q.name, "site": q.site, "role": q.role, "agents": len(q.agents),
                    "rate": q.rate, **ready.get(q.name, {})} for q in procs]
-    by_pid = {e.get("pid"): e for e in ends}
+    by_proc = {e.get("proc"): e for e in ends}  # by process name: pids of two hosts may be equal
     for info in procs_info:
-        end = by_pid.get(info.get("pid"), {})
+        end = by_proc.get(info["name"], {})
         info.update({k: end.get(k) for k in ("cpu_s", "cpu_ready_s", "cpu_go_s", "rss_kib_end", "sent",
                                              "skipped")})
         # what the run itself cost: clients from go, servers from ready (imports left out)
