@@ -50,13 +50,12 @@ def _run_dir(results: Path) -> Path:
 
 
 def _files(run: Path) -> set[str]:
-    """The run's files, but the bus's logs (named per node) and the resource profile (sampled
-    in a local lab only: docs/multi-host.md)."""
+    """The run's files, but the bus's logs (named per node); the resource profile included
+    (sampled on the hosts as in a local lab)."""
     return {str(f.relative_to(run)) for f in run.rglob("*")
-            if f.is_file() and "bus-logs" not in f.parts and f.name != "profile.parquet"}
+            if f.is_file() and "bus-logs" not in f.parts}
 
 
-@pytest.mark.xdist_group("ssh-hosts")  # the hosts' tmpfs mount point is one directory here
 @pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)")
 @pytest.mark.skipif(not PY.exists(), reason=f"{PY} missing: run scripts/setup.sh")
 @needs_lab[0]
