@@ -171,6 +171,20 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
     def run_point(self, run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
         measure(run, dep)
 
+    def dry_run(self, spec: MessagingSpec, points: Sequence[MsgPoint],
+                progress: Progress) -> list[str] | None:
+        """On hosts: the provider, what runs on each host (bus nodes, agents at most), the WAN."""
+        if spec.provider.kind == "local":
+            return None
+        from juice.lab.open import plan
+
+        lines = [f"{len(points)} runs on hosts (provider kind {spec.provider.kind}); nothing is reserved "
+                 "or contacted by this dry run"]
+        for d in dict.fromkeys(p.delay_ms for p in points):
+            lines += ["", f"== {spec.sites} sites, {d:g} ms one-way =="]
+            lines += plan(spec.provider, uniform_spec("plan", spec.sites, d), roles(spec, points))
+        return lines
+
     def plan_columns(self, point: MsgPoint) -> dict[str, Any]:
         return {"delay": f"{point.delay_ms:g} ms", "bus": point.bus.label, "case": point.case.name,
                 "method": point.case.method_sent, "agents": len(point.agents()), "rate": f"{point.rate:g}/s",
@@ -282,6 +296,25 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     for f in ar.record_files():  # now in the Parquet tables; the logs and plans stay
         f.unlink(missing_ok=True)
     _say(progress, summary)
+
+
+def roles(spec: MessagingSpec, points: Sequence[MsgPoint]) -> dict[int, list[str]]:
+    """What runs in each site: every bus's nodes there, and the most agents any run puts there."""
+    out: dict[int, list[str]] = {k: [] for k in range(1, spec.sites + 1)}
+    for bus in spec.buses:
+        sites = buses.node_sites(bus, spec.sites) if bus.kind == "rabbitmq" else list(out)
+        for k in sorted(set(sites)):
+            out[k].append(f"{bus.label} node")
+    most: dict[tuple[int, str], int] = {}
+    for p in points:
+        count: dict[tuple[int, str], int] = {}
+        for a in p.agents():
+            count[(a.site, a.role)] = count.get((a.site, a.role), 0) + 1
+        for key, n in count.items():
+            most[key] = max(most.get(key, 0), n)
+    for (site, role), n in sorted(most.items()):
+        out[site].append(f"up to {n} {role} agents")
+    return out
 
 
 def killed_queues(lab: Lab, events: list[dict[str, Any]], start: Any,

@@ -212,6 +212,28 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
         pop_s = dep.ready(run.spec, run.point)
         _measure(run, dep, pop_s)
 
+    def dry_run(self, spec: SchedulerDbSpec, points: Sequence[SdbPoint],
+                progress: Progress) -> list[str] | None:
+        """On hosts: the provider, what runs on each host (servers, schedulers, updaters), the WAN."""
+        if spec.provider.kind == "local":
+            return None
+        from juice.lab.open import plan
+
+        sites = spec.lab.sites
+        roles: dict[int, list[str]] = {k: [] for k in range(1, sites + 1)}
+        most = max((int(p.params["schedulers"]) for p in points), default=0)
+        for b in dict.fromkeys(str(p.params["backend"]) for p in points):
+            roles[1].append(f"{b} server" + (" (node 1)" if b == "galera" else ""))
+            if b == "galera":
+                for k in range(2, sites + 1):
+                    roles[k] += ["galera node", "updater (when updates)"]
+            else:
+                roles[1].append(f"updater for {b} (when updates)")
+        roles[1].append(f"up to {most} schedulers (readers)")
+        return [f"{len(points)} runs on hosts (provider kind {spec.provider.kind}); nothing is reserved "
+                "or contacted by this dry run", "",
+                *plan(spec.provider, uniform_spec("plan", sites, spec.lab.delay_ms), roles)]
+
     def plan_columns(self, point: SdbPoint) -> dict[str, Any]:
         p = point.params
         return {"backend": p["backend"], "track": p["track"], "client": p.get("client", ""),
