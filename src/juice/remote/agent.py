@@ -64,19 +64,24 @@ def kill_all(procs: list[list[int | None]], sig: int, grace_s: float) -> list[in
             os.killpg(pid, sig) if _is_leader(pid) else os.kill(pid, sig)
         except OSError:
             pass
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(alive(p, s) for p, s in live):
-        time.sleep(0.05)
+    _wait_gone(live, grace_s)
     for pid, s in live:
         if alive(pid, s):
             try:
                 os.killpg(pid, signal.SIGKILL) if _is_leader(pid) else os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(alive(p, s) for p, s in live):
-        time.sleep(0.05)
+    _wait_gone(live, 10.0)
     return [p for p, _ in live]
+
+
+def _wait_gone(live: list[tuple[int, int | None]], limit_s: float) -> None:
+    """Until none of ``live`` runs (bounded): polls at 1 ms doubling to 50 ms, so a process that
+    exits at once on its signal is seen gone in about a millisecond."""
+    deadline, pause = time.monotonic() + limit_s, 0.001
+    while time.monotonic() < deadline and any(alive(p, s) for p, s in live):
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _is_leader(pid: int) -> bool:
