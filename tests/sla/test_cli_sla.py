@@ -72,6 +72,7 @@ def test_set_is_validated_like_the_file() -> None:
     cp = juice("plan", "examples/quickstart.yaml", "--set", "runner.times=abc")
     assert cp.returncode == 2
     assert "examples/quickstart.yaml (with --set): runner.times" in cp.stderr
-    cp = juice("plan", "examples/quickstart.yaml", "--set", "runner.times=5", "--set", "wan.delay_ms=[0, 10, 50]")
+    cp = juice("plan", "examples/quickstart.yaml", "--set", "runner.times=5",
+               "--set", "wan.delay_ms=[0, 10, 50]")
     assert cp.returncode == 0, cp.stderr
     assert "12 runs" in cp.stdout  # 2 rdbms x 3 delays x 2 scenarios

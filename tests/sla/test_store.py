@@ -35,7 +35,8 @@ def test_the_verdict_goes_into_the_manifest_and_rally_json(tmp_path: Path) -> No
                                        "success_pct": {"min": 50}})
     v = record(run, sla)
     # 3 of 15 iterations failed (20 %) for the run as a whole: within 25 %
-    assert v.passed and [r["criterion"] for r in v.results] == ["failure_rate", "max_avg_duration", "success_pct"]
+    assert v.passed
+    assert [r["criterion"] for r in v.results] == ["failure_rate", "max_avg_duration", "success_pct"]
     assert v.results[0]["value"] == pytest.approx(20.0)
     man = stored(run)
     assert man is not None and man["pass"] is True and man["criteria"]["failure_rate"] == {"max": 25.0}
@@ -67,7 +68,8 @@ def test_criteria_a_study_cannot_judge_are_one_line_errors() -> None:
     with pytest.raises(UserError, match=r"spec: sla: lost: not a criterion of this study"):
         validate(IterationSla, {"lost": {"max": 0}}, "spec: sla", expected="x", unknown_key_hint="")
     with pytest.raises(UserError, match=r"percentiles.boot_s: not measured by this study"):
-        validate(MessagingSla, {"percentiles": {"boot_s": {"p95": 1}}}, "s", expected="x", unknown_key_hint="")
+        validate(MessagingSla, {"percentiles": {"boot_s": {"p95": 1}}}, "s", expected="x",
+                 unknown_key_hint="")
     with pytest.raises(UserError, match=r"failure_rate: .*give min or max"):
         validate(Sla, {"failure_rate": {}}, "s", expected="x", unknown_key_hint="")
 
