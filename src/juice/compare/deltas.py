@@ -64,7 +64,7 @@ def pooled(units: Sequence[Unit], metric: str) -> tuple[np.ndarray[Any, Any], np
 def _p(diff: np.ndarray[Any, Any]) -> float:
     if np.isnan(diff).any():
         return float("nan")
-    return float(min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0))))
+    return min(1.0, 2 * min(float(np.mean(diff <= 0)), float(np.mean(diff >= 0))))
 
 
 def holm(ps: Sequence[float]) -> list[float]:

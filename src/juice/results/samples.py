@@ -217,7 +217,7 @@ def _is_run(d: Path) -> bool:
         and not d.name.endswith((".failed", ".partial"))
 
 
-def _runs_under(root: Path, depth: int = 0) -> list[Path]:
+def runs_under(root: Path, depth: int = 0) -> list[Path]:
     if _is_run(root):
         return [root]
     if depth >= MAX_DEPTH or not root.is_dir():
@@ -225,7 +225,7 @@ def _runs_under(root: Path, depth: int = 0) -> list[Path]:
     out: list[Path] = []
     for d in sorted(root.iterdir()):
         if d.is_dir() and not d.name.startswith(".") and not d.name.endswith((".failed", ".partial")):
-            out.extend(_runs_under(d, depth + 1))
+            out.extend(runs_under(d, depth + 1))
     return out
 
 
@@ -240,7 +240,7 @@ def units(paths: Sequence[Path]) -> list[Unit]:
         if not p.exists():
             raise UserError(f"{p}: no such file or directory (give results directories, runs or "
                             "Rally JSON files)")
-        found = _runs_under(p)
+        found = runs_under(p)
         if not found:
             raise UserError(f"{p}: no complete Juice run under it (a run has a manifest.json)")
         out.extend(run_unit(d) for d in found)
