@@ -175,11 +175,12 @@ def test_no_import_cycle_among_juice_modules() -> None:
 STUDY = re.compile(r"^juice\.studies\.([a-z_]+)")
 BELOW_STUDIES = ("juice.lab", "juice.remote", "juice.load", "juice.results", "juice.util",
                  "juice.services", "juice.openstack", "juice.spec", "juice.runner", "juice.trace",
-                 "juice.report", "juice.analysis", "juice.contract", "juice.profile", "juice.faults")
+                 "juice.report", "juice.analysis", "juice.contract", "juice.profile", "juice.faults",
+                 "juice.sla", "juice.compare")
 # what the lab and the hosts may use: nothing that runs services, studies or runs
 NOT_FOR_LAB = ("juice.services", "juice.openstack", "juice.studies", "juice.runner", "juice.trace",
                "juice.report", "juice.analysis", "juice.cli", "juice.load", "juice.contract",
-               "juice.profile", "juice.faults", "juice.driver")
+               "juice.profile", "juice.faults", "juice.driver", "juice.sla", "juice.compare")
 
 
 def string_imports(path: Path, modules: dict[str, Path]) -> Iterator[str]:
@@ -235,12 +236,13 @@ def test_string_imports_are_seen(tmp_path: Path) -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("juice.util", "juice.errors", "juice.paths"),
     ("juice.lab", "juice.remote", "juice.load", "juice.results", "juice.spec"),
-    ("juice.services", "juice.openstack", "juice.analysis"),
+    ("juice.services", "juice.openstack", "juice.analysis", "juice.sla", "juice.compare"),
     ("juice.contract",),  # the study contract: below everything that drives a study
     ("juice.runner", "juice.profile", "juice.faults", "juice.trace", "juice.report"),
     ("juice.studies", "juice.driver"),
     ("juice.cli", "juice.cli_analyze", "juice.cli_common", "juice.cli_db", "juice.cli_hosts",
-     "juice.cli_keystone", "juice.cli_lab", "juice.cli_run", "juice.cli_trace"),
+     "juice.cli_keystone", "juice.cli_lab", "juice.cli_run", "juice.cli_trace", "juice.cli_sla",
+     "juice.cli_compare"),
 )
 
 

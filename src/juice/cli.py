@@ -72,7 +72,17 @@ def quickstart(
 
 def _register() -> None:
     """Add the command groups to ``app`` (once, however often ``main`` runs in a process)."""
-    from juice import cli_analyze, cli_db, cli_hosts, cli_keystone, cli_lab, cli_run, cli_trace
+    from juice import (
+        cli_analyze,
+        cli_compare,
+        cli_db,
+        cli_hosts,
+        cli_keystone,
+        cli_lab,
+        cli_run,
+        cli_sla,
+        cli_trace,
+    )
 
     if any(c.name == "run" for c in app.registered_commands):
         return
@@ -82,6 +92,8 @@ def _register() -> None:
     app.command(name="cleanup")(cli_run.cleanup)
     cli_analyze.register(app)
     cli_trace.register(app)
+    cli_sla.register(app)
+    cli_compare.register(app)
 
     app.add_typer(cli_lab.lab_app, name="lab")
     app.add_typer(cli_db.db_app, name="db")

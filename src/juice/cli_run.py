@@ -31,12 +31,15 @@ def _cell(v: object) -> str:
 def plan(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
          results: Path | None = typer.Option(None, help="Results directory (default: the spec's)."),
          limit: int = typer.Option(60, help="Show at most this many runs (0 = all)."),
+         sets: list[str] = typer.Option([], "--set", help="Override a spec field, validated like the "
+                                      "file: --set runner.times=200 --set wan.delay_ms='[0, 50]' "
+                                      "(Rally's --task-args; recorded in each manifest)."),
          ) -> None:
     """Print the run matrix, what is already done, and an estimate of the time left."""
     from juice import studies
     from juice.runner import sweep
 
-    study, s, _ = studies.load_spec(spec)
+    study, s, _ = studies.load_spec(spec, sets)
     study_dir = results if results is not None else study.results_dir(s)
     pl = sweep.plan(study, s, study_dir)
     rows = sweep.plan_rows(study, pl.points[: limit or None])
@@ -62,8 +65,14 @@ def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
                                      "resource the runs would make (a spec with a target); send nothing."),
         yes: bool = typer.Option(False, "--yes", help="Run scenarios that create resources in a "
                                  "target cloud that is not a Juice lab."),
+        sets: list[str] = typer.Option([], "--set", help="Override a spec field, validated like the "
+                                       "file: --set runner.times=200 --set wan.delay_ms='[0, 50]' "
+                                       "(Rally's --task-args; recorded in each manifest)."),
         ) -> None:
     """Run every run of SPEC not done yet (resumable), then render the HTML report.
+
+    Exit status: 0 when every run completed and met the spec's sla: criteria, 1 when a run
+    failed or a criterion failed (any complete run of the spec), 2 for bad input, 130 Ctrl-C.
 
     Interrupt with Ctrl-C at any time: completed runs are kept, the lab and servers are
     removed (or, against an existing cloud, what the run created is deleted), and running
@@ -72,8 +81,10 @@ def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
     from juice import studies
     from juice.lab.local import require_root
     from juice.runner import sweep
+    from juice.spec.overrides import arguments
 
-    study, s, data = studies.load_spec(spec)
+    study, s, data = studies.load_spec(spec, sets)
+    task_args = arguments(sets) or None
     study_dir = results if results is not None else study.results_dir(s)
     todo = sweep.plan(study, s, study_dir).todo
     if dry_run:
@@ -85,13 +96,18 @@ def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
         return
     study.preflight(s, todo, yes)
     require_root()
-    before, ran, failed = sweep.run(study, s, data, spec.read_text(), study_dir, progress)
+    before, ran, failed = sweep.run(study, s, data, spec.read_text(), study_dir, progress,
+                                    task_args=task_args)
     out.print(f"{ran} runs completed now, {before} before, {failed} failed")
     for line in study.summary_lines(study_dir):
         out.print(line)
     if report:
         typer.echo(f"report: {_report(study_dir).resolve()}")
-    if failed:
+    sla_failed = sweep.sla_failures(study, s, study_dir)
+    if sla_failed:
+        out.print(f"SLA failed in {len(sla_failed)} runs (juice sla {study_dir} says which criteria): "
+                  + ", ".join(d.name for d in sla_failed[:5]) + (" …" if len(sla_failed) > 5 else ""))
+    if failed or sla_failed:
         raise typer.Exit(1)
 
 

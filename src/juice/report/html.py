@@ -84,13 +84,18 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         raise tidy.no_run_error(paths, found)
     inputs = ReportInput(list(paths), out_html, filter_q, dict(params or {}))
     body = [f"<h1>{escape(title)}</h1>", _provenance_short(paths, found, out_html)]
+    from juice.report import sla
+
     parts: list[str] = []
+    verdicts = sla.section(paths)  # pass/fail first
     for study in studies:
         parts += study.report_sections(inputs)
     for fn in [*_REGISTERED, *(sections or [])]:
         frag = fn(list(paths))
         if frag:
             parts.append(frag)
+    if parts and verdicts:
+        parts.insert(0, verdicts)
     if not parts:
         raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration (and no "
                         "report section knows them): nothing to report")

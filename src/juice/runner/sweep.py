@@ -14,12 +14,16 @@ same table): a sampler runs around ``study.run_point``
 and writes ``profile.parquet`` into the run (kept in ``.failed`` runs too), and the
 manifest gets a ``profile`` entry (rate, metrics, processes, the sampler's own CPU). The
 rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PROFILE_HZ``.
+
+After each run, the spec's ``sla:`` criteria (any study whose spec has that field) are judged
+on the run's files and stored in its manifest and rally.json (``juice.sla.store``);
+:func:`sla_failures` lists the complete runs of a spec whose stored verdict failed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -76,8 +80,10 @@ def plan(study: Study[Any, Any], spec: Any, study_dir: Path) -> Plan:
 
 
 def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
-        progress: Progress, ui: Any = None) -> tuple[int, int, int]:
-    """Execute every point not done yet. Returns (done before, run now, failed now)."""
+        progress: Progress, ui: Any = None,
+        task_args: Mapping[str, Any] | None = None) -> tuple[int, int, int]:
+    """Execute every point not done yet. Returns (done before, run now, failed now).
+    ``task_args``: the ``--set`` overrides the spec was read with (stored in each manifest)."""
     pl = plan(study, spec, study_dir)
     conf = sampler.settings(spec)  # a bad rate is a UserError before any lab
     n = len(pl.points)
@@ -96,7 +102,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                         progress(f"[{position}/{n}] {p.label}")
                         try:
                             _one(study, spec, spec_data, spec_text, study_dir, p, lab, dep, conf,
-                                 progress, ui)
+                                 progress, ui, task_args)
                             ran += 1
                         except JuiceError as e:
                             failed += 1
@@ -105,7 +111,8 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
 
 
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
-         p: Point, lab: Lab | None, dep: Any, conf: sampler.Settings, progress: Progress, ui: Any) -> None:
+         p: Point, lab: Lab | None, dep: Any, conf: sampler.Settings, progress: Progress, ui: Any,
+         task_args: Mapping[str, Any] | None = None) -> None:
     with RunDir(study_dir, p.dirname) as rd:
         prof = sampler.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
         try:
@@ -120,6 +127,31 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
             raise JuiceError(f"study {study.name!r} wrote no manifest for run {p.key} (a bug in the study)")
         if summary is not None:
             sampler.add_to_manifest(manifest, summary)
+        _judge(spec, rd, progress, task_args)
+
+
+def _judge(spec: Any, rd: RunDir, progress: Progress, task_args: Mapping[str, Any] | None) -> None:
+    """The spec's ``sla:`` criteria on the run just made (``juice.sla.store``), and the
+    ``--set`` task arguments, into its manifest (and rally.json)."""
+    from juice.sla.criteria import Sla
+    from juice.sla.store import add_task_args, record
+
+    if task_args:
+        add_task_args(rd.partial, task_args)
+    crit = getattr(spec, "sla", None)
+    if isinstance(crit, Sla) and not crit.empty():
+        v = record(rd.partial, crit)
+        bad = [r["criterion"] for r in v.results if not r["success"]]
+        progress(f"SLA: {'passed' if v.passed else 'FAILED (' + ', '.join(bad) + ')'} "
+                 f"({len(v.results)} criteria)")
+
+
+def sla_failures(study: Study[Any, Any], spec: Any, study_dir: Path) -> list[Path]:
+    """Complete runs of ``spec`` under ``study_dir`` whose stored SLA verdict failed."""
+    from juice.sla.store import stored
+
+    done = plan(study, spec, study_dir).done
+    return [d for d in done.values() if (v := stored(d)) is not None and v.get("pass") is False]
 
 
 def plan_rows(study: Study[Any, Any], points: Sequence[Any]) -> list[dict[str, Any]]:

@@ -129,11 +129,17 @@ def of(data: Mapping[str, Any], source: str) -> Study[Any, Any]:
         raise UserError(f"{source}: {e}") from None
 
 
-def load_spec(path: Path) -> tuple[Study[Any, Any], Any, dict[str, Any]]:
-    """(study, validated spec, raw mapping) of the spec file at ``path``; UserError (exit 2)
+def load_spec(path: Path, overrides: Sequence[str] = ()) -> tuple[Study[Any, Any], Any, dict[str, Any]]:
+    """(study, validated spec, raw mapping) of the spec file at ``path``, with the ``--set``
+    ``overrides`` applied (``juice.spec.overrides``) before validation; UserError (exit 2)
     with one line naming the file and the field otherwise."""
     from juice.spec.base import read_yaml
+    from juice.spec.overrides import apply
 
     data = read_yaml(path)
-    study = of(data, str(path))
-    return study, study.parse(data, str(path)), data
+    source = str(path)
+    if overrides:
+        data, _ = apply(data, overrides)
+        source = f"{path} (with --set)"
+    study = of(data, source)
+    return study, study.parse(data, source), data

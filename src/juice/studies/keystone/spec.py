@@ -68,6 +68,7 @@ from juice.faults.spec import Fault, check_sites
 from juice.lab.provider import Provider
 from juice.lab.provider import check_sites as check_provider_sites
 from juice.profile.spec import Profile
+from juice.sla.criteria import SLA_FIELD_DOC, IterationSla
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -218,6 +219,7 @@ class Experiment(Strict):
     faults: list[Fault] = Field(default_factory=list, max_length=100,
                                 description="events applied during every run (see juice.faults.spec)")
     profile: Profile = Field(default_factory=Profile, description="resource sampling (juice.profile.spec)")
+    sla: IterationSla = Field(default_factory=IterationSla, description=SLA_FIELD_DOC)
     provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
                                "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 

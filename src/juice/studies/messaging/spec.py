@@ -75,6 +75,7 @@ from pydantic import Field, field_validator, model_validator
 
 from juice.faults.spec import Fault
 from juice.lab.provider import Provider, hosts_fit
+from juice.sla.criteria import SLA_FIELD_DOC, MessagingSla
 from juice.spec.base import NAME_RE, FiniteFloat, PositiveInt, Seconds, Seed, Strict, no_duplicates
 from juice.spec.wan import uniform_delays
 
@@ -225,6 +226,7 @@ class MessagingSpec(Strict):
     warmup_s: Annotated[Seconds, Le(60)] = 1.0
     arrivals: Literal["poisson", "uniform"] = "poisson"
     seed: Seed = 1
+    sla: MessagingSla = Field(default_factory=MessagingSla, description=SLA_FIELD_DOC)
     provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
                                "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 

@@ -54,6 +54,7 @@ from juice.errors import UserError
 from juice.faults.spec import Fault, check_sites
 from juice.lab.provider import Provider, hosts_fit
 from juice.profile.spec import Profile
+from juice.sla.criteria import SLA_FIELD_DOC, NovaSla
 from juice.spec.base import (
     NAME_RE,
     FiniteFloat,
@@ -216,6 +217,7 @@ class NovaSpec(Strict):
         "boot more servers than the nodes hold (an accuracy test: capacity K, K+1 requests)"))
     results: StrictStr | None = Field(default=None, min_length=1, max_length=4096)
     profile: Profile = Field(default_factory=Profile)
+    sla: NovaSla = Field(default_factory=NovaSla, description=SLA_FIELD_DOC)
     provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
                                "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 

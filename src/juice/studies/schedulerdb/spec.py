@@ -62,6 +62,7 @@ from annotated_types import Interval, Le
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from juice.lab.provider import Provider, hosts_fit
+from juice.sla.criteria import SLA_FIELD_DOC, SchedulerDbSla
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -182,6 +183,7 @@ class SchedulerDbSpec(Strict):
     read_timeout_s: Annotated[Seconds, Interval(ge=1, le=86_400)] = Field(
         default=600.0, description="a read slower than this fails, 1..86,400 s")
     seed: Seed = Field(default=1, description="0..2**31-1")
+    sla: SchedulerDbSla = Field(default_factory=SchedulerDbSla, description=SLA_FIELD_DOC)
     provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
                                "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 

@@ -1,0 +1,81 @@
+"""``juice compare A B [C ...]``: what differs between result sets, then whether their
+measurements do (``juice.compare``). Each side is a results directory, a run directory or a
+Rally JSON file; the first side is the baseline."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import typer
+
+from juice.errors import UserError
+
+SIDES = typer.Argument(..., help="Two or more sides: results directories, runs or Rally JSON files "
+                       "(the first is the baseline).", show_default=False)
+
+
+def _fmt(v: float, unit: str = "s") -> str:
+    if math.isnan(v):
+        return "n/a"
+    return f"{v * 1000:+.2f} ms" if unit == "s" and abs(v) < 1 else f"{v:+.3f} {unit}"
+
+
+def compare(sides: list[Path] = SIDES,
+            as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+            level: float = typer.Option(0.95, "--level", help="Interval level and 1 - α of the "
+                                        "Holm-corrected verdicts (0.5..0.999)."),
+            ) -> None:
+    """Compare result sets: the parameters and versions that differ first, then per measured
+    operation Δ mean and Δ p95 against the first side, with bootstrap intervals, "real" or
+    "within noise" after a Holm correction over all the tests.
+
+    juice compare results/a results/b
+    juice compare run-0ms run-50ms --json
+    """
+    from juice.compare.deltas import compare as deltas
+    from juice.compare.metadata import differences
+    from juice.results.samples import units
+
+    if len(sides) < 2:
+        raise UserError("compare: give at least two sides (results directories, runs or Rally files)")
+    if not 0.5 <= level <= 0.999:
+        raise UserError(f"--level: {level:g} is outside 0.5..0.999 (e.g. 0.95)")
+    names = [str(p) for p in sides]
+    if len(set(names)) < len(names):  # the same path twice: label them apart
+        names = [f"{n} [{i + 1}]" for i, n in enumerate(names)]
+    groups = {n: units([p]) for n, p in zip(names, sides, strict=True)}
+    meta = differences(groups)
+    rows = deltas(groups, level)
+    if as_json:
+        typer.echo(json.dumps({"sides": {n: [u.name for u in us] for n, us in groups.items()},
+                               "differs": [{"key": k, "values": v} for k, v in meta],
+                               "level": level, "correction": "holm",
+                               "deltas": [d.to_dict() for d in rows]}, indent=2))
+        return
+    for i, (n, us) in enumerate(groups.items()):
+        typer.echo(f"{chr(65 + i) if i < 26 else i}: {n} ({len(us)} runs)")
+    typer.echo("")
+    if meta:
+        typer.echo("What differs (parameters, versions, deployment, host):")
+        for k, v in meta:
+            typer.echo(f"  {k}: " + "  vs  ".join(v.values()))
+    else:
+        typer.echo("What differs: nothing recorded (same parameters, versions and host)")
+    typer.echo("")
+    if not rows:
+        typer.echo("No measurement in common with at least 2 values per side.")
+        return
+    typer.echo(f"Δ against {names[0]}, {level:.0%} bootstrap intervals; verdicts Holm-corrected over "
+               f"{len(rows)} tests at α = {1 - level:.3g}:")
+    w = max(len(d.metric) for d in rows)
+    for d in rows:
+        typer.echo(f"  {d.metric:<{w}}  {d.stat:<4}  {_fmt(d.delta):>12}  [{_fmt(d.lo)}, {_fmt(d.hi)}]"
+                   f"  p_holm={d.p_holm:.3g}  {d.verdict}" + (f"  ({d.side})" if len(names) > 2 else ""))
+    real = sum(d.verdict == "real" for d in rows)
+    typer.echo(f"{real} real differences, {len(rows) - real} within noise")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="compare")(compare)
