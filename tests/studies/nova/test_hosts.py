@@ -26,8 +26,9 @@ SPEC: dict[str, Any] = {
     "controllers_site": 1, "computes": {"processes": 2, "nodes_per_process": 3, "sites": [2, 3]},
     "scenarios": ["boot_and_delete_server"], "runner": {"times": 3, "concurrency": [2]},
     "poll_interval_s": 0.5}
-# what a local run writes (tests/studies/nova/test_nova_run.py checks it of its local runs: a
-# local run of SPEC here too would double this test's ~100 s)
+# what a local run writes but its profile.parquet (the resource sampler reads this machine's
+# namespaces; hosts have none): tests/studies/nova/test_nova_run.py checks it of its local runs
+# (a local run of SPEC here too would double this test's ~100 s)
 RUN_FILES = {"boots-1.jsonl", "boots.parquet", "iterations.jsonl", "logs", "manifest.json", "rally.json",
              "summary.json"}
 # on a test host: what is in its /var/tmp/juice-host (Ansible run by other tests on this machine
