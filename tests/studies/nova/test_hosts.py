@@ -95,6 +95,7 @@ def test_nova_on_ssh_hosts_writes_a_local_runs_files_traces_and_leaves_nothing(t
     assert [h["site"] for h in man["lab"]["hosts"]] == [1, 2, 3]
     assert man["versions"]["nova"].startswith("34."), man["versions"]  # asked of the host's venv
     assert man["deployment"]["computes"]["sites"] == [2, 3]
+    assert man["rwratio"]["writes"] > 0  # MariaDB's counters, asked on its host
     boots = pd.read_parquet(run / "boots.parquet")
     assert len(boots) == 3 and boots["ok"].all() and boots["nova_boot_s"].notna().all()
     logs = {p.name for p in (run / "logs").iterdir()}

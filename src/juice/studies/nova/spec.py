@@ -22,6 +22,11 @@ Example (``examples/nova-boot.yaml``)::
     # runner: {times: 200, rate: [1, 2, 4], arrival: poisson}   # or open loop: boots/s (an axis)
     preload: [0]                    # an axis: VMs already running before the window
     users: {tenants: 2, users_per_tenant: 2}          # Rally's users context
+    # controllers_site: 1           # database (mariadb), RabbitMQ, Keystone, placement, stand-ins,
+    #                               # nova-api, conductor, schedulers
+    # computes: {..., sites: [2]}   # nova-compute processes, round-robin (default: the other sites)
+    # driver_site: 1                # the load driver
+    # provider: {kind: enoslib, static: {hosts: [...]}}   # on hosts (examples/hosts-nova.yaml)
 
 Each run boots ``times`` servers (flavor ``flavor``, the stand-in image, ``networks: none``)
 from one driver in ``driver_site`` as the context's users, measures every boot as Rally does

@@ -13,7 +13,11 @@ A run directory holds: manifest.json (parameters, deployment facts, versions, ru
 %reads/%writes of the database over the window, the summary), iterations.jsonl and rally.json
 (Rally task format 1.2: ``nova.boot_server`` / ``nova.delete_server`` atomics), boots.parquet
 (one row per boot: Rally's and nova's boot time, API time, host, fault), summary.json, and
-logs/ (what every service logged during the run: request ids at the level tracing needs).
+logs/ (what every service logged during the run: request ids at the level tracing needs; cut
+where each service runs and fetched, so the same on hosts: ``juice.services.logslice``).
+
+With a ``provider:`` section the sites are hosts (``juice.lab.open``); ``controllers_site``
+and ``computes.sites`` say what runs where, and ``--dry-run`` prints it per host.
 """
 
 from __future__ import annotations
