@@ -206,6 +206,28 @@ def dist_version(name: str) -> str:
     return "unknown"
 
 
+VERSIONS_PY = """import importlib.metadata as m, json, sys
+out = {}
+for n in sys.argv[1:]:
+    try:
+        out[n] = m.version(n)
+    except m.PackageNotFoundError:
+        out[n] = "unknown"
+print(json.dumps(out))
+"""
+
+
+def venv_versions(place: Place, names: list[str]) -> dict[str, str]:
+    """Versions of distributions in the OpenStack venv AT ``place`` (where the servers run;
+    names as pip spells them), asked of that venv's Python; "unknown" when it cannot say."""
+    r = place.run([str(VENV / "bin" / "python"), "-c", VERSIONS_PY, *names], timeout=60)
+    try:
+        got = json.loads(r.out) if r.ok else {}
+    except ValueError:
+        got = {}
+    return {n: str(got.get(n, "unknown")) for n in names}
+
+
 # ---- the service ---------------------------------------------------------------------------
 
 class Keystone(Service):

@@ -44,7 +44,7 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
-from juice.services.keystone import VENV, Keystone, dist_version
+from juice.services.keystone import VENV, Keystone, venv_versions
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
 from juice.services.os_api import Catalog, argv_shim, check_venv, gunicorn_argv, os_env, venv_bin, wait_http
 from juice.services.placement import Placement
@@ -289,7 +289,8 @@ class Nova(Service):
 
     def facts(self) -> dict[str, Any]:
         o = self.opts
-        return {"nova_version": dist_version("nova"), "api_site": o.api, "conductor_site": o.conductor,
+        return {"nova_version": venv_versions(self.lab.place(o.api), ["nova"])["nova"], "api_site": o.api,
+                "conductor_site": o.conductor,
                 "scheduler_sites": list(o.scheduler_placement), "concurrency_backend": o.concurrency_backend,
                 "host_subset_size": o.host_subset_size, "max_attempts": o.max_attempts,
                 "scheduler_workers": o.scheduler_workers, "max_pool_size": o.max_pool_size,

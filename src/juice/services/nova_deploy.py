@@ -45,6 +45,7 @@ class NovaStack:
     """Where everything runs and its knobs (nova's own in ``nova`` and ``computes``)."""
 
     db: str = "mariadb"                  # a Juice database kind (MySQL protocol: mariadb, galera)
+    db_site: int = 1                     # mariadb's site (galera: a node in every site)
     bus_sites: tuple[int, ...] = (1,)    # RabbitMQ nodes (clustered when several)
     keystone_site: int = 1
     placement_site: int = 1
@@ -104,7 +105,8 @@ class NovaDeployment:
     def __init__(self, lab: Sites, progress: Progress = quiet, stack: NovaStack | None = None) -> None:
         self.lab, self.progress = lab, progress
         self.stack = s = stack or NovaStack()
-        self.db: Service = registry.build(lab, s.db, progress)
+        self.db: Service = registry.build(lab, s.db, progress, **({"site": s.db_site} if s.db == "mariadb"
+                                                                  else {}))
         self.mq = RabbitMQ(lab, progress, nodes=list(s.bus_sites))
         self.ks = Keystone(lab, self.db, progress, KeystoneOptions(
             cache=False, password_hash_rounds=4, sites=(s.keystone_site,)))

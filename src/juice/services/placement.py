@@ -31,7 +31,7 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
-from juice.services.keystone import VENV, Keystone, dist_version
+from juice.services.keystone import VENV, Keystone, venv_versions
 from juice.services.os_api import Catalog, check_venv, gunicorn_argv, os_env, wait_http
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
 from juice.services.schema import create_database
@@ -205,5 +205,5 @@ class Placement(Service):
         return [(self.place, self.log), (self.place, self.home / "manage.log")]
 
     def facts(self) -> dict[str, Any]:
-        return {"placement_version": dist_version("openstack_placement"), "site": self.site,
-                "workers": self.workers, "url": self.url()}
+        version = venv_versions(self.place, ["openstack-placement"])["openstack-placement"]
+        return {"placement_version": version, "site": self.site, "workers": self.workers, "url": self.url()}

@@ -21,6 +21,7 @@ from juice.lab import netns
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
 from tests.stacks import CapacityRuns, nova_spec
+from tests.studies.nova.test_hosts import RUN_FILES
 
 pytestmark = needs_lab
 
@@ -45,7 +46,10 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
     runs = _runs(tmp_path, "nv")
     assert len(runs) == 2
     for r in runs:
+        # what a run on hosts writes too (test_hosts)
+        assert {p.name for p in r.iterdir()} == RUN_FILES
         man = json.loads((r / "manifest.json").read_text())
+        assert man["lab"]["provider"] == "local" and man["versions"]["nova"].startswith("34.")
         boots = pd.read_parquet(r / "boots.parquet")
         assert len(boots) == 3 and boots["ok"].all() and boots["nova_boot_s"].notna().all()
         assert (boots["rally_boot_s"] >= boots["api_s"]).all()

@@ -5,33 +5,16 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from juice.errors import JuiceError
+from juice.lab.place import Place
+from juice.services.logslice import copy_slices, log_sizes
 from juice.studies.nova import metrics
-
-
-def _log_offsets(files: Sequence[Path]) -> dict[Path, int]:
-    return {f: (f.stat().st_size if f.exists() else 0) for f in files}
-
-
-def _copy_slices(offsets: Mapping[Path, int], dest: Path) -> list[str]:
-    """What each log gained since ``offsets`` (the run's lines only), into ``dest``."""
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
-    for f, start in offsets.items():
-        if not f.exists():
-            continue
-        with f.open("rb") as src:
-            src.seek(start)
-            data = src.read()
-        if data:
-            (dest / f.name).write_bytes(data)
-            out.append(f.name)
-    return out
 
 
 def _s(x: float | None) -> str:
@@ -46,13 +29,6 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
-def _versions() -> dict[str, str]:
-    from juice.services.keystone import dist_version
-
-    return {k: dist_version(k) for k in ("nova", "openstack-placement", "keystone", "oslo.messaging")}
-
-
-
 def atomic_lines(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     import json
 
@@ -61,10 +37,15 @@ def atomic_lines(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
-def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Sequence[Path], probe: Any,
-            running: int | None, facts: Mapping[str, Any], faults: Any = None) -> None:
+def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Place,
+            logs: Sequence[tuple[Place, Path]], probe: Any, running: int | None, facts: Mapping[str, Any],
+            faults: Any = None, lab: Mapping[str, Any] | None = None,
+            versions: Mapping[str, str] | None = None) -> None:
     """Drive ``run.point`` from ``site`` of ``launcher`` (a lab, or this machine) with ``env``
-    (endpoints, credentials: never stored), then write the run (see the study's module doc)."""
+    (endpoints, credentials: never stored), then write the run (see the study's module doc).
+    ``at`` is where the driver runs (it writes its boots under ``at.root``; fetched here);
+    ``logs`` the services' logs at their places (the run's part of each is fetched into logs/);
+    ``lab`` the lab's facts (where the sites ran) and ``versions`` the servers' versions."""
     from juice.load.drivers import DriverJob, run_drivers
     from juice.load.iterations import iteration_rows, write_iterations
     from juice.load.progress import RichProgress
@@ -72,7 +53,8 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
     from juice.load.runner import RunnerSpec
 
     spec, p = run.spec, run.point
-    env = {**env, "concurrency": p.concurrency, "boots_path": str(run.rd.file(f"boots-{site}.jsonl")),
+    boots_at = at.root / f"boots-{site}-{uuid.uuid4().hex[:8]}.jsonl"  # where the driver runs
+    env = {**env, "concurrency": p.concurrency, "boots_path": str(boots_at),
            "poll_interval_s": spec.poll_interval_s, "boot_timeout_s": spec.boot_timeout_s}
     if p.rate is not None:
         runner = RunnerSpec(type="open", times=p.times, rate=p.rate, arrival=p.arrival,
@@ -83,13 +65,17 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
     job = DriverJob(site=site, scenario=p.scenario, runner=runner, args=dict(p.args), env=env,
                     contexts={"users": spec.users.model_dump()}, seed=p.seed,
                     timeout_s=spec.runner.timeout_s * 4 + 3600, study="nova")
-    offsets = _log_offsets(logs)
+    marks = log_sizes(logs)
     t0 = time.time()
     load = f"{p.rate:g}/s ({p.arrival})" if p.rate is not None else f"concurrency {p.concurrency}"
     run.progress(f"{p.times} boots, {load}" + (f", {running} VMs running" if running is not None else ""))
     bar = run.ui if run.ui is not None else RichProgress()
     with probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
         results = run_drivers(launcher, [job], faults.watch(bar) if faults is not None else bar)
+    try:
+        at.fetch(boots_at, run.rd.file(f"boots-{site}.jsonl"))
+    finally:
+        at.remove(boots_at)
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
         from juice.faults.runner import EVENTS
@@ -98,7 +84,7 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
     copied: list[str] = []
     if logs:
         time.sleep(1.0)  # the last notifications reach the compute logs
-        copied = _copy_slices(offsets, run.rd.file("logs"))
+        copied = copy_slices(logs, marks, run.rd.file("logs"))
     notes = metrics.notifications(list(run.rd.file("logs").glob("*.log")), since=t0 - 1) if copied else {}
     lines = metrics.read_boot_lines(sorted(run.rd.partial.glob("boots-*.jsonl")))
     rows = metrics.boots(list(iteration_rows(results)), lines, notes)
@@ -121,7 +107,8 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, logs: Se
     if running is not None:
         extra = {"running_vms": running,
                  "preload_method": "booted through the API (multi-create batches of 50)",
-                 "deployment": dict(facts), "versions": _versions()}
+                 "deployment": dict(facts), "versions": dict(versions or {}),
+                 "lab": dict(lab or {})}
     run.manifest(kind="nova-run", params=p.params(), spec=dict(run.spec_data), rwratio=rw, summary=summary,
                  faults=events,
                  logs=copied, drivers=[{"site": r.site, "failure": r.failure, "cpu_s": r.cpu_s,

@@ -85,11 +85,13 @@ class NovaPoint:
 
 def expand(spec: NovaSpec) -> list[NovaPoint]:
     # fields added later are left out of the key while at their default (earlier runs keep theirs)
-    computes = {k: v for k, v in spec.computes.model_dump().items() if not (k == "failing_nodes" and v == 0)}
+    computes = {k: v for k, v in spec.computes.model_dump().items()
+                if not (k == "failing_nodes" and v == 0) and not (k == "sites" and v is None)}
     fixed = {"computes": computes, "flavor": spec.flavor.model_dump(),
              "users": spec.users.model_dump(), "driver_site": spec.driver_site,
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
              **({"log_format": spec.log_format} if spec.log_format != "text" else {}),
+             **({"controllers_site": spec.controllers_site} if spec.controllers_site != 1 else {}),
              **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes

@@ -22,6 +22,11 @@ Example (``examples/nova-boot.yaml``)::
     # runner: {times: 200, rate: [1, 2, 4], arrival: poisson}   # or open loop: boots/s (an axis)
     preload: [0]                    # an axis: VMs already running before the window
     users: {tenants: 2, users_per_tenant: 2}          # Rally's users context
+    # controllers_site: 1           # database (mariadb), RabbitMQ, Keystone, placement, stand-ins,
+    #                               # nova-api, conductor, schedulers
+    # computes: {..., sites: [2]}   # nova-compute processes, round-robin (default: the other sites)
+    # driver_site: 1                # the load driver
+    # provider: {kind: enoslib, static: {hosts: [...]}}   # on hosts (examples/hosts-nova.yaml)
 
 Each run boots ``times`` servers (flavor ``flavor``, the stand-in image, ``networks: none``)
 from one driver in ``driver_site`` as the context's users, measures every boot as Rally does
@@ -72,7 +77,7 @@ from juice.util.validation import validate
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
-                  "driver_site", "allow_over_capacity")
+                  "driver_site", "allow_over_capacity", "controllers_site")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -120,6 +125,16 @@ class Computes(Strict):
     max_concurrent_builds: Annotated[PositiveInt, Le(1000)] = 10
     failing_nodes: Annotated[int, Ge(0), Le(5000)] = Field(default=0, description=(
         "the first k nodes of each process fail every build (injected: reschedules, retries)"))
+    sites: list[Annotated[int, Ge(1), Le(9)]] | None = Field(default=None, min_length=1, description=(
+        "the sites of the nova-compute processes (spread round-robin); default: every site but "
+        "controllers_site"))
+
+    @field_validator("sites")
+    @classmethod
+    def _once(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            no_duplicates(v)
+        return v
 
     @model_validator(mode="after")
     def _total(self) -> Computes:
@@ -198,6 +213,9 @@ class NovaSpec(Strict):
     scenarios: list[ScenarioRef] = Field(min_length=1, max_length=10)
     runner: Runner = Field(default_factory=Runner)
     driver_site: Annotated[int, Ge(1), Le(9)] = 1
+    controllers_site: Annotated[int, Ge(1), Le(9)] = Field(default=1, description=(
+        "the site of the database (mariadb), RabbitMQ, Keystone, placement, the stand-ins, nova-api, "
+        "conductor and schedulers (Galera: a node in every site; multi writers spread the schedulers)"))
     faults: list[Fault] = Field(default_factory=list, max_length=100, description=(
         "events during every run (juice.faults.spec): partition a site, change the WAN, kill and "
         "restart nova-compute, rabbitmq or the database"))
@@ -260,10 +278,17 @@ class NovaSpec(Strict):
     def _fits(self) -> NovaSpec:
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
-        hosts_fit(self.provider, self.sites, "nova", on_hosts=False)
+        hosts_fit(self.provider, self.sites, "nova")
         check_sites(self.faults, self.sites)
         if self.driver_site > self.sites:
             raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")
+        if self.controllers_site > self.sites:
+            raise ValueError(f"controllers_site: {self.controllers_site} is not a site (sites: {self.sites}; "
+                             f"choose 1..{self.sites} or more sites)")
+        bad = [k for k in self.computes.sites or [] if k > self.sites]
+        if bad:
+            raise ValueError(f"computes.sites: {bad[0]} is not a site (sites: {self.sites}; choose "
+                             f"1..{self.sites} or more sites)")
         nodes = self.computes.processes * self.computes.nodes_per_process
         per_node = self.per_node()
         if per_node < 1:
@@ -280,6 +305,13 @@ class NovaSpec(Strict):
         if runs > 2000:
             raise ValueError(f"{runs} runs: at most 2,000 in one spec (split it)")
         return self
+
+    def compute_sites(self) -> list[int]:
+        """Where the nova-compute processes go (round-robin): ``computes.sites``, or every site
+        but the controllers'."""
+        if self.computes.sites is not None:
+            return list(self.computes.sites)
+        return [k for k in range(1, self.sites + 1) if k != self.controllers_site]
 
     def per_node(self) -> int:
         """Servers of ``flavor`` one simulated node holds (exactly)."""

@@ -13,7 +13,11 @@ A run directory holds: manifest.json (parameters, deployment facts, versions, ru
 %reads/%writes of the database over the window, the summary), iterations.jsonl and rally.json
 (Rally task format 1.2: ``nova.boot_server`` / ``nova.delete_server`` atomics), boots.parquet
 (one row per boot: Rally's and nova's boot time, API time, host, fault), summary.json, and
-logs/ (what every service logged during the run: request ids at the level tracing needs).
+logs/ (what every service logged during the run: request ids at the level tracing needs; cut
+where each service runs and fetched, so the same on hosts: ``juice.services.logslice``).
+
+With a ``provider:`` section the sites are hosts (``juice.lab.open``); ``controllers_site``
+and ``computes.sites`` say what runs where, and ``--dry-run`` prints it per host.
 """
 
 from __future__ import annotations
@@ -54,25 +58,83 @@ class Deployment:
     running: int = 0           # preload VMs booted and ACTIVE
     preload_s: float = 0.0
     facts: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)  # asked where the servers run
 
 
 def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
     from juice.services.nova_conf import ComputeOptions, NovaOptions, spread
     from juice.services.nova_deploy import NovaStack
 
-    c = spec.computes
+    c, home = spec.computes, spec.controllers_site
     multi = p.db == "galera" and p.writers == "multi"
-    return NovaStack(db=p.db, nova=NovaOptions(schedulers=p.schedulers, host_subset_size=p.host_subset_size,
-                                               concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
-                                               notifications_log=True, log_json=spec.log_format == "json",
-                                               db_writers="local" if multi else "single",
-                                               scheduler_sites=(spread(p.schedulers, range(1, spec.sites + 1))
-                                                                if multi else None)),
-                     computes=ComputeOptions(sites=spread(c.processes, range(2, spec.sites + 1)),
+    return NovaStack(db=p.db, db_site=home, bus_sites=(home,), keystone_site=home, placement_site=home,
+                     fakes_site=home,
+                     nova=NovaOptions(control_site=home, schedulers=p.schedulers,
+                                      host_subset_size=p.host_subset_size,
+                                      concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
+                                      notifications_log=True, log_json=spec.log_format == "json",
+                                      db_writers="local" if multi else "single",
+                                      scheduler_sites=(spread(p.schedulers, range(1, spec.sites + 1))
+                                                       if multi else None)),
+                     computes=ComputeOptions(sites=spread(c.processes, spec.compute_sites()),
                                              nodes_per_process=c.nodes_per_process, vcpus=c.vcpus,
                                              memory_mb=c.memory_mb, disk_gb=c.disk_gb,
                                              max_concurrent_builds=c.max_concurrent_builds,
                                              failing_nodes=c.failing_nodes))
+
+
+VERSIONED = ("nova", "openstack-placement", "keystone", "oslo.messaging")
+
+
+def versions(lab: Lab, spec: NovaSpec) -> dict[str, str]:
+    """The OpenStack versions of the venv where the controllers run (asked there: on hosts,
+    each host's own venv)."""
+    from juice.services.keystone import venv_versions
+
+    return venv_versions(lab.place(spec.controllers_site), list(VERSIONED))
+
+
+def roles(spec: NovaSpec, p: NovaPoint) -> dict[int, list[str]]:
+    """What runs in each site for point ``p`` (the ``--dry-run`` plan on hosts)."""
+    st = _stack(spec, p)
+    out: dict[int, list[str]] = {k: [] for k in range(1, spec.sites + 1)}
+    home = spec.controllers_site
+    for k in out:
+        if p.db == "galera":
+            out[k].append("galera node")
+        elif k == home:
+            out[k].append("database (mariadb)")
+        if k == home:
+            out[k] += ["rabbitmq", "keystone", "placement", "fake-glance/fake-neutron", "nova-api",
+                       "nova-conductor"]
+        scheds = sum(1 for s in st.nova.scheduler_placement if s == k)
+        if scheds:
+            out[k].append(f"{scheds} nova-scheduler")
+        procs = sum(1 for s in st.computes.sites if s == k)
+        if procs:
+            out[k].append(f"{procs} nova-compute x {spec.computes.nodes_per_process} nodes")
+        if k == spec.driver_site:
+            out[k].append("load driver")
+    return out
+
+
+def provider_plan(spec: NovaSpec, points: Sequence[NovaPoint]) -> list[str]:
+    """``--dry-run`` on hosts: the provider, site -> host and what runs there per deployment,
+    the WAN commands per delay. Nothing is reserved or contacted."""
+    from juice.lab.open import plan
+
+    lines = [f"{len(points)} runs on hosts (provider kind {spec.provider.kind}); nothing is reserved "
+             "or contacted by this dry run"]
+    seen: set[tuple[float, tuple[Any, ...]]] = set()
+    for p in points:
+        if (p.delay_ms, p.deployment_key) in seen:
+            continue
+        seen.add((p.delay_ms, p.deployment_key))
+        lines += ["", f"== {spec.sites} sites, {p.delay_ms:g} ms one-way; {p.db}"
+                  + (f" ({p.writers} writers)" if p.db == "galera" else "")
+                  + f", {p.schedulers} scheduler(s) =="]
+        lines += plan(spec.provider, uniform_spec("plan", spec.sites, p.delay_ms), roles(spec, p))
+    return lines
 
 
 def grow_preload(dep: Deployment, want: int, progress: Progress, timeout_s: float = 3600.0) -> None:
@@ -148,11 +210,12 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         try:
             f = spec.flavor
             flavor = stack.client(1).ensure_flavor(f.name, vcpus=f.vcpus, ram_mb=f.ram_mb, disk_gb=f.disk_gb)
-            yield Deployment(lab, stack, flavor, facts=stack.facts())
+            yield Deployment(lab, stack, flavor, facts=stack.facts(), versions=versions(lab, spec))
         finally:
             stack.stop()
 
     def run_point(self, run: Run[NovaSpec, NovaPoint], dep: Any) -> None:
+        from juice.lab.place import ThisHost
         from juice.studies.nova import drive
 
         spec, p = run.spec, run.point
@@ -160,7 +223,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             from juice.studies.nova import target
 
             target.run_point(run, dep, lambda sites, env: drive.execute(
-                run, sites, env, site=1, logs=[], probe=dep.probe, running=None, facts={}))
+                run, sites, env, site=1, at=ThisHost(sites.workdir), logs=[], probe=dep.probe,
+                running=None, facts={}))
             return
         from juice.services import counters
         from juice.services.fake_openstack import IMAGE_ID
@@ -183,8 +247,9 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             from juice.studies.nova.faults import NovaFaults
 
             faults = FaultRunner(spec.faults, NovaFaults(dep.lab, dep.stack, p.delay_ms), run.progress)
-        drive.execute(run, dep.lab, env, site=site, logs=[f for svc in svcs for f in svc.log_files()],
-                      probe=probe, running=dep.running, facts=dep.facts, faults=faults)
+        drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
+                      logs=[f for svc in svcs for f in svc.logs()], probe=probe, running=dep.running,
+                      facts=dep.facts, faults=faults, lab=dep.lab.facts(), versions=dep.versions)
 
     def preflight(self, spec: NovaSpec, points: Sequence[NovaPoint], assume_yes: bool) -> None:
         if spec.target is not None:
@@ -194,7 +259,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
 
     def dry_run(self, spec: NovaSpec, points: Sequence[NovaPoint], progress: Progress) -> list[str] | None:
         if spec.target is None:
-            return None
+            return provider_plan(spec, points) if spec.provider.kind != "local" else None
         from juice.studies.nova import target
 
         return target.dry_run_lines(spec, points)
