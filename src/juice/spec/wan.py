@@ -11,6 +11,7 @@ the same runs twice)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import Field, model_validator
 
 from juice.lab import spec as labspec
 from juice.spec.base import JitterMs, OneWayMs, Percent, SiteCount, Strict, no_duplicates
+from juice.util.validation import shown
 
 
 class ZonesPoint(Strict):
@@ -107,10 +109,12 @@ def wan_points(wan: Wan) -> list[WanPoint]:
     return pts
 
 
-def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: bool = False) -> Any:
+def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: bool = False,
+                   max_ms: float = 500.0) -> Any:
     """``wan: {delay_ms: [...]}``, the section every study's spec accepts, for a study whose WAN
-    is uniform one-way delays only: moved to the study's own field ``into`` (a dotted path; its
-    older spelling, still accepted alone) before validation, so run keys do not change.
+    is uniform one-way delays only: checked here (each a number 0..``max_ms``, no repeats: the
+    errors name ``wan.delay_ms``), then moved to the study's own field ``into`` (a dotted path;
+    its older spelling, still accepted alone) before validation, so run keys do not change.
     ``single``: the study runs at one delay (a one-element list). ValueError (one line naming
     the field) on anything else."""
     if not isinstance(data, dict) or "wan" not in data:
@@ -123,6 +127,7 @@ def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: boo
         raise ValueError(f"wan.{extra[0]}: the {study} study takes uniform one-way delays only "
                          "(wan.delay_ms)")
     delays = wan["delay_ms"]
+    _check_delays(delays, max_ms)
     if single:
         if not isinstance(delays, list) or len(delays) != 1:
             raise ValueError(f"wan.delay_ms: the {study} study runs at one delay: give one, like [10]")
@@ -141,3 +146,21 @@ def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: boo
                          f"({into} is the older spelling)")
     node[leaf] = delays
     return out
+
+
+def _check_delays(delays: Any, max_ms: float) -> None:
+    """ValueError naming ``wan.delay_ms`` (and the item) unless ``delays`` is a number or a
+    non-empty list of distinct numbers, each 0..``max_ms`` one-way ms."""
+    items = delays if isinstance(delays, list) else [delays]
+    if not items:
+        raise ValueError("wan.delay_ms: give at least one one-way delay in ms, like [0, 25]")
+    seen: set[float] = set()
+    for i, d in enumerate(items):
+        where = f"wan.delay_ms.{i}" if isinstance(delays, list) else "wan.delay_ms"
+        if isinstance(d, bool) or not isinstance(d, int | float):
+            raise ValueError(f"{where}: expected a number (one-way ms), got {shown(d)}")
+        if not math.isfinite(d) or not 0 <= d <= max_ms:
+            raise ValueError(f"{where}: expected 0..{max_ms:g} ms one-way, got {shown(d)}")
+        if float(d) in seen:
+            raise ValueError(f"{where}: {d:g} ms is listed twice")
+        seen.add(float(d))
