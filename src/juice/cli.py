@@ -82,6 +82,7 @@ def _register() -> None:
         cli_run,
         cli_sla,
         cli_trace,
+        cli_trend,
     )
 
     if any(c.name == "run" for c in app.registered_commands):
@@ -94,6 +95,7 @@ def _register() -> None:
     cli_trace.register(app)
     cli_sla.register(app)
     cli_compare.register(app)
+    cli_trend.register(app)
 
     app.add_typer(cli_lab.lab_app, name="lab")
     app.add_typer(cli_db.db_app, name="db")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from juice.errors import UserError
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -26,3 +29,12 @@ def servers_table(servers: list[dict[str, Any]]) -> Table:
         t.add_row(s["kind"], str(s["site"]), str(s["pid"]),
                   "yes" if proc.alive(s["pid"], s["pid_start"]) else "NO", str(s["port"]), s["log"])
     return t
+
+
+def check_level_html(level: float, html: Path | None) -> None:
+    """``--level`` and ``--html`` of ``juice compare`` / ``juice trend``."""
+    if not 0.5 <= level <= 0.999:
+        raise UserError(f"--level: {level:g} is outside 0.5..0.999 (e.g. 0.95)")
+    if html is not None and not html.parent.is_dir():
+        raise UserError(f"--html {html}: directory {html.parent} does not exist (create it or give "
+                        "another path)")

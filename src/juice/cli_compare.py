@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from juice.cli_common import check_level_html, progress
 from juice.errors import UserError
 
 SIDES = typer.Argument(..., help="Two or more sides: results directories, runs or Rally JSON files "
@@ -26,6 +27,9 @@ def compare(sides: list[Path] = SIDES,
             as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
             level: float = typer.Option(0.95, "--level", help="Interval level and 1 - α of the "
                                         "Holm-corrected verdicts (0.5..0.999)."),
+            html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML "
+                                             "page: what differs, the Δ table, per operation the "
+                                             "sides' distributions side by side."),
             ) -> None:
     """Compare result sets: the parameters and versions that differ first, then per measured
     operation Δ mean and Δ p95 against the first side, with bootstrap intervals, "real" or
@@ -33,6 +37,7 @@ def compare(sides: list[Path] = SIDES,
 
     juice compare results/a results/b
     juice compare run-0ms run-50ms --json
+    juice compare results/a results/b --html compare.html
     """
     from juice.compare.deltas import compare as deltas
     from juice.compare.metadata import differences
@@ -40,14 +45,19 @@ def compare(sides: list[Path] = SIDES,
 
     if len(sides) < 2:
         raise UserError("compare: give at least two sides (results directories, runs or Rally files)")
-    if not 0.5 <= level <= 0.999:
-        raise UserError(f"--level: {level:g} is outside 0.5..0.999 (e.g. 0.95)")
+    check_level_html(level, html)
     names = [str(p) for p in sides]
     if len(set(names)) < len(names):  # the same path twice: label them apart
         names = [f"{n} [{i + 1}]" for i, n in enumerate(names)]
     groups = {n: units([p]) for n, p in zip(names, sides, strict=True)}
     meta = differences(groups)
     rows = deltas(groups, level)
+    if html is not None:
+        from juice.report.pages import compare_page
+        from juice.util import atomic
+
+        atomic.write_text(html, compare_page(groups, meta, rows, level))
+        progress(f"wrote {html}")
     if as_json:
         typer.echo(json.dumps({"sides": {n: [u.name for u in us] for n, us in groups.items()},
                                "differs": [{"key": k, "values": v} for k, v in meta],

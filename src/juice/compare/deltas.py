@@ -61,7 +61,7 @@ def pooled(units: Sequence[Unit], metric: str) -> tuple[np.ndarray[Any, Any], np
     return np.concatenate(vals), np.concatenate(codes)
 
 
-def _p(diff: np.ndarray[Any, Any]) -> float:
+def p_value(diff: np.ndarray[Any, Any]) -> float:
     if np.isnan(diff).any():
         return float("nan")
     return min(1.0, 2 * min(float(np.mean(diff <= 0)), float(np.mean(diff >= 0))))
@@ -108,7 +108,8 @@ def compare(sides: Mapping[str, Sequence[Unit]], level: float = LEVEL) -> list[D
                 diff = (reps.mean - breps.mean) if stat == "mean" else \
                     (reps.quantiles[0] - breps.quantiles[0])
                 lo, hi = interval(diff, level)
-                out.append(Delta(metric, stat, name, a, b, b - a, lo, hi, _p(diff), n_base=len(bv), n=len(v)))
+                out.append(Delta(metric, stat, name, a, b, b - a, lo, hi, p_value(diff),
+                                 n_base=len(bv), n=len(v)))
     for d, ph in zip(out, holm([d.p for d in out]), strict=True):
         d.p_holm = ph
         d.verdict = "real" if not math.isnan(ph) and ph < 1 - level else "within noise"

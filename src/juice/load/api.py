@@ -233,6 +233,7 @@ class LoadResult:
     args: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None
     warmup: list[IterationRecord] = field(default_factory=list)
+    stopped: dict[str, Any] | None = None  # the runner's stop rule ended the window early
 
     @property
     def load_duration(self) -> float:
@@ -252,7 +253,7 @@ class LoadResult:
                 "started_at": self.started_at, "finished_at": self.finished_at,
                 "setup_s": self.setup_s, "cleanup_s": self.cleanup_s, "cpu_s": self.cpu_s,
                 "args": self.args, "failure": self.failure,
-                "warmup": [r.to_dict() for r in self.warmup]}
+                "warmup": [r.to_dict() for r in self.warmup], "stopped": self.stopped}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LoadResult:
@@ -263,4 +264,5 @@ class LoadResult:
                    setup_s=float(d.get("setup_s", 0.0)), cleanup_s=float(d.get("cleanup_s", 0.0)),
                    cpu_s=float(d.get("cpu_s", 0.0)), args=dict(d.get("args") or {}),
                    failure=d.get("failure"),
-                   warmup=[IterationRecord.from_dict(r) for r in d.get("warmup", [])])
+                   warmup=[IterationRecord.from_dict(r) for r in d.get("warmup", [])],
+                   stopped=d.get("stopped"))

@@ -6,6 +6,12 @@ scenario spent in ``it.sleep_between``) come from ``perf_counter_ns`` through th
 an exception (or the per-iteration timeout) fails the iteration and is kept as Rally's
 ``[type name, message, traceback]``. Cancellation is not an iteration failure: it propagates.
 
+``StopRule`` (``RunnerSpec.stop``) ends the window early once its outcome is decided: no new
+iteration starts after the one that crossed a limit (those in flight finish and are kept); the
+crossing is recorded in ``Counters.stopped`` (``{"limit", "at_iteration", "done"}``). The
+rule is plain data (it crosses into driver processes); what the limits stand for (e.g. Rally's
+SLA criteria) is the caller's business.
+
 ``closed_loop`` runs exactly ``times`` iterations with ``concurrency`` asyncio workers, each
 starting its next iteration as soon as the previous one ends (no think time: Rally's
 ``constant`` runner; ``idle_duration`` is 0 unless the scenario sleeps between actions).
@@ -15,9 +21,46 @@ from __future__ import annotations
 
 import asyncio
 import traceback
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from juice.load.api import Clock, Context, Iteration, IterationRecord, Scenario
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """Limits that, once crossed, can no longer be undone by the iterations still to come.
+
+    ``max_error_pct``: failed iterations × 100 / ``planned`` above it (``planned``: the
+    iterations of the whole run, every driver: more failures than this in one driver already
+    put the run's failure rate above the limit); ``min_success_pct``: 100 − that below it;
+    ``max_duration_s``: one iteration (failed ones included) longer than it."""
+
+    planned: int = 0
+    max_error_pct: float | None = None
+    min_success_pct: float | None = None
+    max_duration_s: float | None = None
+
+    def crossed(self, errors: int, rec: IterationRecord) -> str | None:
+        """The limit ``rec`` (with ``errors`` failed iterations so far) crosses, or None."""
+        if self.max_duration_s is not None and rec.duration > self.max_duration_s:
+            return "max_duration_s"
+        if self.planned > 0 and errors:
+            pct = errors * 100.0 / self.planned
+            if self.max_error_pct is not None and pct > self.max_error_pct:
+                return "max_error_pct"
+            if self.min_success_pct is not None and 100.0 - pct < self.min_success_pct:
+                return "min_success_pct"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StopRule:
+        return cls(**{k: d[k] for k in ("planned", "max_error_pct", "min_success_pct",
+                                        "max_duration_s") if k in d})
 
 
 @dataclass
@@ -30,6 +73,20 @@ class Counters:
     in_flight: int = 0
     dropped: int = 0
     window_started_ms: int = 0  # epoch ms when the measured window started (0: not yet)
+    rule: StopRule | None = None  # set for the measured window only
+    stopped: dict[str, Any] | None = None  # the limit crossed, at which iteration
+
+    def record(self, rec: IterationRecord) -> None:
+        self.done += 1
+        self.errors += bool(rec.error)
+        if self.rule is not None and self.stopped is None:
+            limit = self.rule.crossed(self.errors, rec)
+            if limit is not None:
+                self.stopped = {"limit": limit, "at_iteration": rec.index, "done": self.done}
+
+    @property
+    def stop(self) -> bool:
+        return self.stopped is not None
 
     def snapshot(self) -> dict[str, int]:
         return {"total": self.total, "done": self.done, "errors": self.errors,
@@ -76,8 +133,7 @@ async def run_once(scenario: Scenario, it: Iteration, timeout_s: float | None,
         rec.dispatch_lag = (t0 - intended_ns) / 1e9
         rec.latency = (t1 - intended_ns) / 1e9
     if counters is not None:
-        counters.done += 1
-        counters.errors += bool(error)
+        counters.record(rec)
     return rec
 
 
@@ -96,7 +152,8 @@ async def closed_loop(scenario: Scenario, ctx: Context, *, site: int, times: int
 
     async def worker() -> None:
         nonlocal next_index
-        while next_index < limit and (until_ns is None or clock.ns() < until_ns):
+        while next_index < limit and (until_ns is None or clock.ns() < until_ns) and \
+                not (counters is not None and counters.stop):
             i = next_index
             next_index += 1
             records.append(await run_once(scenario, Iteration(i, site, ctx, clock), timeout_s,

@@ -76,7 +76,7 @@ async def open_loop(scenario: Scenario, ctx: Context, *, site: int, rate: float,
     yielded = clock.ns()
     try:
         for i, off in enumerate(intended_offsets_ns(rate, arrival, seed)):
-            if times is not None and i >= times:
+            if (times is not None and i >= times) or counters.stop:
                 break
             intended = t0 + off
             if end_ns is not None and intended >= end_ns:
@@ -90,6 +90,8 @@ async def open_loop(scenario: Scenario, ctx: Context, *, site: int, rate: float,
                 # the backlog feeds on itself: every yield runs all in-flight callbacks).
                 await asyncio.sleep(0)
                 yielded = clock.ns()
+            if counters.stop:  # decided while this dispatcher slept
+                break
             # in_flight counts started iterations; tasks created but not yet running too:
             if len(running) >= max_in_flight:
                 dropped.add(i, clock.epoch(intended))

@@ -14,6 +14,9 @@ the records already taken (a full collection over tens of thousands of records c
 ms: late dispatches in the open loop). The objects are unfrozen and collected after the
 window. ``gc="on"`` leaves Python's GC alone; ``gc="off"`` disables it during the window.
 
+``stop`` (an ``engine.StopRule``) ends the window early once a limit is crossed (the
+iterations so far are kept; ``LoadResult.stopped`` says which limit, at which iteration).
+
 ``cpu_s`` in the result is the client process CPU time used during the load window
 (``time.process_time``): with one scenario per process (the drivers) it is that scenario's
 client cost.
@@ -31,7 +34,7 @@ from typing import Any
 
 from juice.errors import UserError
 from juice.load.api import Clock, Context, Dropped, Env, IterationRecord, LoadResult, Scenario
-from juice.load.engine import Counters, closed_loop
+from juice.load.engine import Counters, StopRule, closed_loop
 from juice.load.openloop import open_loop
 
 RUNNER_TYPES = ("constant", "open")
@@ -58,6 +61,7 @@ class RunnerSpec:
     gc: str = "freeze"
     warmup_times: int = 0  # iterations run before the measured window (stored, tagged)
     warmup_s: float = 0.0  # or: seconds of load before the measured window
+    stop: StopRule | None = None  # end the window once a limit is crossed (engine.StopRule)
 
     def __post_init__(self) -> None:
         where = "runner"
@@ -98,6 +102,9 @@ class RunnerSpec:
         if unknown:
             raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; "
                             f"known: {', '.join(sorted(known))}")
+        d = dict(d)
+        if isinstance(d.get("stop"), dict):
+            d["stop"] = StopRule.from_dict(d["stop"])
         try:
             return cls(**d)
         except TypeError as e:
@@ -205,6 +212,7 @@ async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
     cpu0 = time.process_time()
     started = clock.epoch(clock.ns())
     counters.window_started_ms = int(started * 1000)
+    counters.rule = runner.stop
     try:
         async with gc_policy(runner.gc):
             records, dropped = await _window(scenario, ctx, env.site, runner, clock, counters)
@@ -221,4 +229,4 @@ async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
                       started_at=started, finished_at=finished, setup_s=setup_s,
                       cleanup_s=cleanup_s, cpu_s=cpu_s,
                       args={"scenario": dict(args or {}), "runner": runner.to_dict()},
-                      failure=failure, warmup=warm)
+                      failure=failure, warmup=warm, stopped=counters.stopped)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any
 
 from juice.errors import JuiceError, ServiceError
@@ -23,11 +24,22 @@ from juice.load.runner import RunnerSpec
 from juice.results.store import RunDir
 from juice.services import counters
 from juice.services.base import Progress, Service
+from juice.sla.criteria import Sla
+from juice.sla.stop import stop_rule, stopped
 from juice.studies.keystone.matrix import RunPoint
 from juice.util import atomic
 
 
-def runner_spec(p: RunPoint) -> RunnerSpec:
+def runner_spec(p: RunPoint, sla: Sla | None = None, drivers: int = 1) -> RunnerSpec:
+    """The point's runner; with ``runner.stop_on_sla`` and ``sla``, the engine's stop rule over
+    the run's planned iterations (``times`` × ``drivers``)."""
+    spec = _runner_spec(p)
+    rule = stop_rule(sla, spec.times * drivers) if sla is not None and p.runner.get("stop_on_sla") \
+        and spec.times else None
+    return replace(spec, stop=rule) if rule is not None else spec
+
+
+def _runner_spec(p: RunPoint) -> RunnerSpec:
     r = p.runner
     warm_n, warm_s = int(r.get("warmup") or 0), float(r.get("warmup_s") or 0.0)
     if r.get("rate"):
@@ -52,12 +64,15 @@ def keystone_env(ks: Any, site: int, concurrency: int) -> dict[str, Any]:
 
 
 def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: Progress,
-            ui: ProgressUI | None = None, target: FaultTarget | None = None) -> dict[str, Any]:
+            ui: ProgressUI | None = None, target: FaultTarget | None = None,
+            sla: Sla | None = None) -> dict[str, Any]:
     """Run the drivers of ``p`` (with its fault schedule applied through ``target``); write
     iterations.jsonl, rally.json and events.jsonl (when there were faults) into ``rd``; return
-    the manifest fields describing what happened (per-site outcome, %reads/%writes, faults)."""
-    spec = runner_spec(p)
-    jobs = [job(p, s, spec, keystone_env(ks, s, pool_size(spec))) for s in driver_sites(p, lab)]
+    the manifest fields describing what happened (per-site outcome, %reads/%writes, faults,
+    ``sla_stopped`` when ``runner.stop_on_sla`` ended the load early)."""
+    sites = driver_sites(p, lab)
+    spec = runner_spec(p, sla, len(sites))
+    jobs = [job(p, s, spec, keystone_env(ks, s, pool_size(spec))) for s in sites]
     try:
         probe: counters.Probe | None = counters.probe_for(db)
     except (ServiceError, TypeError) as e:
@@ -105,7 +120,12 @@ def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: lis
     _say(progress, results)
     if all(r.failure for r in results):
         raise JuiceError(f"every driver failed: {results[0].failure}")
-    return {"rwratio": rw, "drivers": per_site, "iterations": n, "faults": events,
+    halt = stopped(results)
+    if halt is not None:
+        progress(f"stopped by sla: {halt['criterion']} could no longer pass after "
+                 f"{halt['iterations_done']} iterations (site {halt['site']})")
+    return {**({"sla_stopped": halt} if halt is not None else {}),
+            "rwratio": rw, "drivers": per_site, "iterations": n, "faults": events,
             "warmup_iterations": sum(len(r.warmup) for r in results),
             "failed_iterations": sum(r.failed_count for r in results),
             "driver_failures": {str(r.site): r.failure for r in results if r.failure}}

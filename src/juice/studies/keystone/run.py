@@ -106,7 +106,7 @@ def run_point(run: Run[Experiment, RunPoint], dep: Deployment) -> None:
         dep.wan_report = _apply_wan(dep.lab, exp, p.wan, run.progress)
         dep.wan = p.wan.label
     target = KeystoneFaults(dep.lab, dep.db, dep.ks, p.wan, exp.wan.jitter_ms, exp.wan.loss_pct)
-    outcome = drive.execute(run.rd, p, dep.lab, dep.db, dep.ks, run.progress, run.ui, target)
+    outcome = drive.execute(run.rd, p, dep.lab, dep.db, dep.ks, run.progress, run.ui, target, sla=exp.sla)
     run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data),
                  scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
                  versions=versions(dep.ks), deployment={"rdbms": p.rdbms, **dep.ks.facts()},

@@ -169,6 +169,8 @@ class Runner(Strict):
                                   "tagged, left out of statistics), 0..1,000,000")
     warmup_s: Annotated[Seconds, Interval(ge=0, le=3_600)] | None = Field(
         default=None, description="or: seconds of load before the measured window, 0..3,600")
+    stop_on_sla: bool = Field(default=False, description="end the load as soon as an sla: criterion "
+                              "can no longer pass (juice.sla.stop)")
 
     @model_validator(mode="after")
     def _one_warmup(self) -> Runner:
@@ -180,7 +182,7 @@ class Runner(Strict):
         """What run keys hash: the fields, without the ones added later while unset (so runs
         stored before them keep their keys)."""
         return {k: v for k, v in self.model_dump(mode="json").items()
-                if not (k in ("warmup", "warmup_s") and not v)}
+                if not (k in ("warmup", "warmup_s", "stop_on_sla") and not v)}
 
 
 class KeystoneAxis(Strict):

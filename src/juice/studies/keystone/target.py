@@ -214,8 +214,8 @@ def _run_point(run: Any, dep: TargetDeployment) -> None:
     from juice.studies.keystone import drive
 
     p = run.point
-    spec = drive.runner_spec(p)
     regions = driver_regions(p.load, dep.regions, dep.home_region)
+    spec = drive.runner_spec(p, run.spec.sla, len(regions))
     share = dep.target.max_rps / len(regions)
     prefix = new_run_prefix()
     jobs = []

@@ -62,6 +62,11 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
     else:
         runner = RunnerSpec(type="constant", times=p.times, concurrency=p.concurrency,
                             timeout_s=spec.runner.timeout_s, seed=p.seed)
+    if spec.runner.stop_on_sla:
+        from dataclasses import replace
+
+        from juice.sla.stop import stop_rule
+        runner = replace(runner, stop=stop_rule(spec.sla, p.times))
     job = DriverJob(site=site, scenario=p.scenario, runner=runner, args=dict(p.args), env=env,
                     contexts={"users": spec.users.model_dump()}, seed=p.seed,
                     timeout_s=spec.runner.timeout_s * 4 + 3600, study="nova")
@@ -104,6 +109,13 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
         rw = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
               "pct_writes": round(c.pct_writes, 2), "per_command": c.per_command}
     extra: dict[str, Any] = {}
+    from juice.sla.stop import stopped
+
+    halt = stopped(results)
+    if halt is not None:
+        extra["sla_stopped"] = halt
+        run.progress(f"stopped by sla: {halt['criterion']} could no longer pass after "
+                     f"{halt['iterations_done']} boots")
     if running is not None:
         extra = {"running_vms": running,
                  "preload_method": "booted through the API (multi-create batches of 50)",

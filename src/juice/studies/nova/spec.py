@@ -167,6 +167,8 @@ class Runner(Strict):
     arrival: Literal["constant", "poisson"] = "poisson"
     max_in_flight: Annotated[PositiveInt, Le(10_000)] = Field(
         default=1000, description="open loop: arrivals beyond are dropped (counted)")
+    stop_on_sla: bool = Field(default=False, description="end the load as soon as an sla: criterion "
+                              "can no longer pass (juice.sla.stop)")
 
     @field_validator("concurrency", mode="before")
     @classmethod
