@@ -67,7 +67,7 @@ class Contrast:
     @property
     def ratio_text(self) -> str:
         r = self.ratio
-        return f"{r:.2g}×" if np.isfinite(r) else "–"
+        return f"{r:.3g}×" if np.isfinite(r) else "–"
 
 
 def estimate(values: Sequence[float] | np.ndarray[Any, Any], clusters: Sequence[Any] | None = None,
@@ -115,7 +115,7 @@ def with_ci(e: Estimate, unit: str = "s", digits: int = 3) -> str:
     """"1.77 s [1.6, 1.9]" (no bracket without an interval)."""
     if not e.has_interval():
         return num(e.value, unit, digits)
-    return f"{num(e.value, unit, digits)} [{num(e.lo, '', 2)}, {num(e.hi, '', 2)}]"
+    return f"{num(e.value, unit, digits)} [{num(e.lo, '', digits)}, {num(e.hi, '', digits)}]"
 
 
 @dataclass(frozen=True)
