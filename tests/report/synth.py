@@ -96,7 +96,8 @@ def messaging_results(root: Path, local: Mapping[str, float] | None = None,
                               "bus": bus, "bus_kind": bus.split("×")[0], "nodes": 3, "queues": "classic",
                               "topology": "gateways", "repetition": rep, "agents_per_process": 50,
                               "pool": 10, "warmup_s": 0.4, "arrivals": "poisson", "seed": 1, "faults": []}
-                    d = root / f"tc1-rpc-call-{bus}-{delay:g}ms-{a}ag-50ps-r{rep}-{zlib.crc32(repr((bus, delay, a, rep)).encode()):010d}"
+                    tag = zlib.crc32(repr((bus, delay, a, rep)).encode())
+                    d = root / f"tc1-rpc-call-{bus}-{delay:g}ms-{a}ag-50ps-r{rep}-{tag:010d}"
                     _write(d, {"workload": "messaging", "params": params,
                                "facts": {"oslo_messaging": "14.9.1"}}, summary)
                     m.to_parquet(d / "messages.parquet")

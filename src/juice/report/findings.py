@@ -70,7 +70,7 @@ class Contrast:
         return f"{r:.3g}×" if np.isfinite(r) else "–"
 
 
-def estimate(values: Sequence[float] | np.ndarray[Any, Any], clusters: Sequence[Any] | None = None,
+def estimate(values: Any, clusters: Any = None,
              key: Any = (), stat: str = "mean") -> tuple[Estimate, np.ndarray[Any, Any]]:
     """The ``stat`` ("mean" or "median") of ``values`` with its interval, and its replicates."""
     raw = np.asarray(values, dtype=float)
@@ -91,8 +91,7 @@ def estimate(values: Sequence[float] | np.ndarray[Any, Any], clusters: Sequence[
     return Estimate(point, lo, hi), r
 
 
-def contrast(a: Sequence[float] | np.ndarray[Any, Any], b: Sequence[float] | np.ndarray[Any, Any],
-             a_clusters: Sequence[Any] | None = None, b_clusters: Sequence[Any] | None = None,
+def contrast(a: Any, b: Any, a_clusters: Any = None, b_clusters: Any = None,
              key: Any = (), stat: str = "mean") -> Contrast:
     """``b`` against ``a`` (the reference): their ``stat`` and the interval of ``b - a``."""
     ea, ra = estimate(a, a_clusters, ("a", key), stat)

@@ -1,5 +1,6 @@
 """The HTML report: ONE self-contained file (inline CSS, figures as inline SVG, no script, no
-external fetch; no table or figure wider than the page: ``layout``), re-made from the stored results alone, written atomically.
+external fetch; no table or figure wider than the page: ``layout``), re-made from the stored
+results alone, written atomically.
 
     from juice import studies
     studies.report([Path("results/keystone")], Path("report.html"))   # every study's sections
@@ -8,8 +9,9 @@ external fetch; no table or figure wider than the page: ``layout``), re-made fro
 Content: a provenance line (what was read, how to re-make the report), then the sections of
 the ``studies`` given (``Study.report_sections``: each returns [] when the paths hold none of
 its runs, and opens with its findings, ``findings``), then extra sections; with several
-sections holding findings, a one-screen summary of them comes first. Each study's sections say what they show. The report never
-looks studies up itself: the registry (``juice.studies.report``) hands them in.
+sections holding findings, a one-screen summary of them comes first. Each study's sections
+say what they show. The report never looks studies up itself: the registry
+(``juice.studies.report``) hands them in.
 
 Other modules add sections with ``render(..., sections=[fn])`` (or ``register_section(fn)``),
 ``fn(paths) -> str | None`` (``paths``: a list of the paths given) returning an HTML

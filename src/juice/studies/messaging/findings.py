@@ -9,6 +9,7 @@ messages (``messages.parquet``, warm-up left out); clusters = runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ import pandas as pd
 from juice.report.findings import Finding, contrast, estimate, num, with_ci
 
 
-def latencies(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def latencies(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     vals: list[float] = []
     who: list[str] = []
     for _, r in runs.iterrows():
@@ -26,7 +27,7 @@ def latencies(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         m = pd.read_parquet(f, columns=["rtt_s", "oneway_s", "warmup"])
         m = m[~m["warmup"].astype(bool)]
         col = "rtt_s" if m["rtt_s"].notna().any() else "oneway_s"
-        v = (m[col].dropna().to_numpy(float) * 1000).tolist()
+        v: list[float] = [float(x) * 1000 for x in m[col].dropna().to_numpy(float)]
         vals += v
         who += [str(r["run"])] * len(v)
     return np.asarray(vals, dtype=float), np.asarray(who)

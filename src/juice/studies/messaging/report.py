@@ -20,7 +20,6 @@ import pandas as pd
 from juice.report.figures import LINESTYLES, PALETTE, cdf_figure, figure_html, new_figure
 from juice.report.findings import findings_html
 from juice.report.layout import fit_table
-from juice.report.tables import table_html
 from juice.results.store import study_runs
 
 KEYS = ["case", "tc", "method", "bus", "delay_ms", "agents", "clients", "servers", "targets", "rate"]

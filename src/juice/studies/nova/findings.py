@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backe
           "delay_ms", "galera_writers"]
 
 
-def boot_times(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def boot_times(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """(boot seconds, run of each) over ``runs``: every ACTIVE boot's Rally time."""
     vals: list[float] = []
     who: list[str] = []
@@ -29,10 +30,10 @@ def boot_times(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         f = Path(str(r["dir"])) / "boots.parquet"
         if f.exists():
             b = pd.read_parquet(f, columns=["ok", "rally_boot_s"])
-            v = b.loc[b["ok"].astype(bool), "rally_boot_s"].dropna().to_numpy(float)
+            v: np.ndarray[Any, Any] = b.loc[b["ok"].astype(bool), "rally_boot_s"].dropna().to_numpy(float)
         else:
             v = np.asarray([r.get("rally_median")], dtype=float)
-        vals += v.tolist()
+        vals += [float(x) for x in v]
         who += [str(r["run"])] * len(v)
     return np.asarray(vals, dtype=float), np.asarray(who)
 
@@ -71,8 +72,8 @@ def findings(df: pd.DataFrame) -> list[Finding]:
                            f"{with_ci(c.b)} against {with_ci(c.a)} ({c.ratio_text})", c.verdict))
     fails = base.groupby("concurrency")["failed"].sum() if "failed" in base.columns else pd.Series()
     if len(fails):
-        bad = [float(c) for c, f in fails.items() if f > 0]
-        ok = [float(c) for c, f in fails.items() if f == 0]
+        bad = [float(str(c)) for c, f in fails.items() if f > 0]
+        ok = [float(str(c)) for c, f in fails.items() if f == 0]
         if not bad:
             out.append(Finding(f"No boot failed, up to {max(ok):g} concurrent boots "
                                f"({int(base['boots'].sum())} boots)"))
