@@ -27,6 +27,7 @@ for a in "$@"; do
   esac
 done
 "$here/scripts/setup.sh"
+"$here/scripts/test-deps.sh"   # headless Chromium for the report width test
 export PATH="$cache/venv/bin:$PATH"
 # lint and type caches outside the clone: a fresh clone checks in seconds, not half a minute
 export MYPY_CACHE_DIR="$cache/mypy-cache" RUFF_CACHE_DIR="$cache/ruff-cache"

@@ -1,5 +1,6 @@
-"""The HTML report: ONE self-contained file (inline CSS, figures as base64 SVG ``<img>``, no
-script, no external fetch), re-made from the stored results alone, written atomically.
+"""The HTML report: ONE self-contained file (inline CSS, figures as inline SVG, no script, no
+external fetch; no table or figure wider than the page: ``layout``), re-made from the stored
+results alone, written atomically.
 
     from juice import studies
     studies.report([Path("results/keystone")], Path("report.html"))   # every study's sections
@@ -7,8 +8,10 @@ script, no external fetch), re-made from the stored results alone, written atomi
 
 Content: a provenance line (what was read, how to re-make the report), then the sections of
 the ``studies`` given (``Study.report_sections``: each returns [] when the paths hold none of
-its runs), then extra sections. Each study's sections say what they show. The report never
-looks studies up itself: the registry (``juice.studies.report``) hands them in.
+its runs, and opens with its findings, ``findings``), then extra sections; with several
+sections holding findings, a one-screen summary of them comes first. Each study's sections
+say what they show. The report never looks studies up itself: the registry
+(``juice.studies.report``) hands them in.
 
 Other modules add sections with ``render(..., sections=[fn])`` (or ``register_section(fn)``),
 ``fn(paths) -> str | None`` (``paths``: a list of the paths given) returning an HTML
@@ -27,6 +30,7 @@ from typing import Any, Protocol
 from juice import __version__
 from juice.contract import ReportInput
 from juice.errors import UserError
+from juice.report import findings, layout
 from juice.report.figures import figure_html
 from juice.report.tables import table_html
 from juice.results import tidy
@@ -96,11 +100,12 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
             parts.append(frag)
     if parts and verdicts:
         parts.insert(0, verdicts)
+    parts = findings.with_summary(parts)  # several studies: their first findings, first
     if not parts:
         raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration (and no "
                         "report section knows them): nothing to report")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-            f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+            f"<title>{escape(title)}</title><style>{CSS}{layout.CSS}{findings.CSS}</style></head><body>"
             + "\n".join(body + parts) + "</body></html>\n")
 
 

@@ -96,7 +96,8 @@ def _provenance(found: tidy.Discovery, df: pd.DataFrame, it: pd.DataFrame,
             f"successful iterations; delays are one-way. {flt}.</p>"
             "<h3>Parameters</h3>" + table_html(pd.DataFrame(rows, columns=["parameter", "value"]))
             + ("<h3>Versions, host, WAN</h3>" + table_html(pd.DataFrame(facts)) if facts else "")
-            + f"<details><summary>{len(rt)} runs</summary>{table_html(rt, digits=3)}</details>")
+            + f"<details><summary>{len(rt)} runs</summary><div class=tw>{table_html(rt, digits=3)}</div>"
+            "</details>")
 
 
 def _rwratio(manifests: list[dict[str, Any]]) -> pd.DataFrame:
@@ -246,7 +247,11 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
         df_f, it_f = df, it
     data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
     colors = op_colors(operation_order(df))
-    body = [_provenance(found, df, it, manifests, filter_q), *_targets(manifests),
+    from juice.report.findings import findings_html
+    from juice.studies.keystone.findings import findings
+
+    body = [findings_html("Keystone", findings(it, data.rw)),
+            _provenance(found, df, it, manifests, filter_q), *_targets(manifests),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
     rw = keystone.rwratio_table(data)
     if rw:

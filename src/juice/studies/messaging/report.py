@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from juice.report.figures import LINESTYLES, PALETTE, cdf_figure, figure_html, new_figure
-from juice.report.tables import table_html
+from juice.report.findings import findings_html
+from juice.report.layout import fit_table
 from juice.results.store import study_runs
 
 KEYS = ["case", "tc", "method", "bus", "delay_ms", "agents", "clients", "servers", "targets", "rate"]
@@ -87,7 +88,9 @@ def summary_lines(paths: Sequence[Path]) -> list[str]:
 
 def _table(df: pd.DataFrame) -> str:
     cols = [k for k in KEYS if k in df.columns and k != "tc"] + [c for c in SHOWN if c in df.columns]
-    return table_html(df[cols].rename(columns=SHOWN), digits=4)
+    return fit_table(df[cols].rename(columns=SHOWN), digits=4,
+                     sort=["case", "bus", "delay_ms", "agents", "clients", "servers", "rate"],
+                     title="configurations")
 
 
 def scale_figure(df: pd.DataFrame, case: str) -> str:
@@ -277,7 +280,7 @@ def agents_table(df: pd.DataFrame) -> str:
                          "start-up s (max)": max((p.get("startup_s") or 0) for p in ps),
                          "CPU s (run)": round(sum(p.get("run_cpu_s") or 0 for p in ps), 2),
                          "CPU s (life)": round(sum(p.get("cpu_s") or 0 for p in ps), 2)})
-    return table_html(pd.DataFrame(rows)) if rows else ""
+    return fit_table(pd.DataFrame(rows), runs="run", title="processes") if rows else ""
 
 
 def sections(paths: Sequence[Path]) -> list[str]:
@@ -294,13 +297,16 @@ def sections(paths: Sequence[Path]) -> list[str]:
             "one-way times are exact. Load is open loop (intended send times; a late send counts from its "
             "intended time in 'rtt_int'). NATS runs use Juice's own oslo.messaging transport "
             f"(plugins/juice-messaging), not an upstream driver. {escape(HOST_NOTE)}</p>")
-    body = ["<h2>Messaging: oslo.messaging RPC over real buses</h2>", note,
+    from juice.studies.messaging.findings import findings
+
+    body = ["<h2>Messaging: oslo.messaging RPC over real buses</h2>",
+            findings_html("messaging", findings(df)), note,
             "<h3>Configurations (medians over repetitions)</h3>", _table(a) if a is not None else ""]
     for case in sorted(df["case"].unique()):
         body.append(scale_figure(df, str(case)))
     sat = saturation(df)
     if not sat.empty:
-        body += ["<h3>Saturation</h3>", rate_figure(df), table_html(sat, digits=4),
+        body += ["<h3>Saturation</h3>", rate_figure(df), fit_table(sat, digits=4, sort=["rates"]),
                  f"<p class=note>Carried = every expected delivery made (within 5 %), no send skipped "
                  f"by the generator, no error. Per core: divided by this host's {os.cpu_count()} "
                  "cores, which the bus, the agents and the generator all share.</p>"]

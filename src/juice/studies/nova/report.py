@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from juice.report.figures import LINESTYLES, PALETTE, figure_html, new_figure
+from juice.report.findings import findings_html
+from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.results.store import study_runs
 from juice.trace.report import trace_sections
@@ -169,7 +171,10 @@ def sections(paths: Sequence[Path]) -> list[str]:
     from juice.profile import report as profile_report
 
     t = table(paths, [])
+    from juice.studies.nova.findings import findings
+
     body = ["<h2>nova: boots under load (seeds 002, 004)</h2>",
+            findings_html("nova", findings(df)),
             f"<p class=note>{len(df)} runs, {int(df['boots'].sum())} boots. Boot time as Rally measures it "
             "(<code>nova.boot_server</code>: POST, 1 s, then a GET every 2 s until ACTIVE) and from nova's "
             "own <code>instance.create.end</code> notification (minus the POST's send time, one clock): "
@@ -179,11 +184,12 @@ def sections(paths: Sequence[Path]) -> list[str]:
             "services are stand-ins "
             "(fake-glance, fake-neutron), boots use <code>networks: none</code>.</p>",
             "<h3>Per configuration and concurrency (medians over repetitions; seconds)</h3>",
-            table_html(t, digits=3) if t is not None else "", knee_figure(df),
-            "<h3>Largest concurrency with zero failures</h3>", table_html(zero_failure_table(df))]
+            fit_table(t, digits=3, sort=["preload", "concurrency", "rate"], title="configurations")
+            if t is not None else "", knee_figure(df),
+            "<h3>Largest concurrency with zero failures</h3>", fit_table(zero_failure_table(df))]
     fig, slopes = preload_figure(df)
     if fig:
-        body += ["<h3>Boot time vs VMs running</h3>", fig, table_html(slopes, digits=4)]
+        body += ["<h3>Boot time vs VMs running</h3>", fig, fit_table(slopes, digits=4)]
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]

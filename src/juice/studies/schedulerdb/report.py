@@ -307,7 +307,6 @@ MODERN_WHY = (
 def section(paths: list[Path]) -> str | None:
     """The HTML fragment for ``juice report``; None when ``paths`` hold no scheduler-db run."""
     from juice.report.figures import figure_html
-    from juice.report.tables import table_html
 
     reads, upd, mans = load(paths)
     if reads.empty:
@@ -318,8 +317,14 @@ def section(paths: list[Path]) -> str | None:
     hist = [c for c in sql if str(c["track"]).startswith("historical")]
     host = mans[0].get("host", {})
     loads = [m.get("load_avg_before", [0])[0] for m in mans]
+    from juice.report.findings import findings_html
+    from juice.report.layout import boxed
+    from juice.report.tables import table_html
+    from juice.studies.schedulerdb.findings import findings
+
     parts = [
         "<h2>Scheduler ↔ database: compute-node state read, t(N)</h2>",
+        findings_html("scheduler-db", findings(reads, confs, thr, _label)),
         f"<p>{len(mans)} runs; host {escape(str(host.get('hostname', '?')))}, "
         f"{host.get('cpus', '?')} CPUs, {host.get('mem_gib', '?')} GiB; 1-min load average before "
         f"the runs {min(loads):.1f}–{max(loads):.1f} (other work on the host inflates the times). "
@@ -384,14 +389,14 @@ def section(paths: list[Path]) -> str | None:
               f"{MAX_EXTRAPOLATION:g}× beyond the largest N measured, or beyond the data while "
               f"the quadratic term is not significantly &gt; 0 (c = 0 in more than 2.5 % of the "
               f"refits).</p>",
-              table_html(pd.DataFrame(_constrained_rows(confs, thr))),
+              boxed(table_html(pd.DataFrame(_constrained_rows(confs, thr)))),
               "<h3>Unconstrained least squares, as before</h3>",
               "<p class=note>The fits of earlier versions, kept for comparison: ordinary least "
               "squares, coefficients of any sign. A negative N² coefficient makes the curve bend "
               "back down (concave): it reaches the threshold twice or never, and its crossing is "
               "not to be trusted; nor is any crossing far beyond the largest N measured. The "
               "table above is the one to quote.</p>",
-              table_html(pd.DataFrame(rows).rename(columns=lambda c: str(c)))]
+              boxed(table_html(pd.DataFrame(rows).rename(columns=lambda c: str(c))))]
     if not upd.empty and (upd["target_rate"] > 0).any():
         parts.append(figure_html(_fig_updates(upd), "Figure 7 — achieved update rate"))
         short = _shortfalls(upd)

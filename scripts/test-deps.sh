@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# What the tests need beyond the set-up (scripts/setup.sh): headless Chromium from Debian's
+# package, with which tests/report/test_fit.py renders the fixture reports at 1280 px and
+# measures their width. Idempotent, and instant when it is installed already. Called by
+# scripts/test.sh; JUICE_NO_TEST_DEPS=1 skips it (the width test then skips, saying why).
+set -euo pipefail
+[ "${JUICE_NO_TEST_DEPS:-0}" = 1 ] && exit 0
+if command -v chromium >/dev/null 2>&1; then exit 0; fi
+if [ "$(id -u)" != 0 ]; then
+  echo "test-deps: chromium is not installed and this is not root: the report width test will skip" >&2
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends chromium >/dev/null

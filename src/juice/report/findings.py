@@ -1,0 +1,175 @@
+"""Findings: the sentences a study section opens with, computed from the data (never written by
+hand), each with its interval and whether it is real or within noise.
+
+    c = contrast(base_values, other_values, key=("galera", 50))   # bootstrap, fixed seed
+    f = Finding(f"Galera at 50 ms: {seconds(c.b)} against {seconds(c.a)} at 0 ms ({c.ratio_text})",
+                c.verdict)
+    html = findings_html("Keystone", [f, ...])      # <section class=findings>... (first in a section)
+    parts = with_summary(parts)                      # a one-screen summary first when several
+                                                      # study sections have findings
+
+"Real" means the 95 % percentile-bootstrap interval of the difference (``b - a``) excludes 0;
+"within noise" means it holds 0 (``juice.analysis.bootstrap``: clusters, e.g. runs, are
+resampled when a side has several, then the values within them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from juice.analysis import bootstrap
+
+REAL = "real"
+NOISE = "within noise"
+NO_INTERVAL = "no interval (too few values)"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic with its 95 % interval (NaN bounds: no interval)."""
+
+    value: float
+    lo: float
+    hi: float
+
+    def has_interval(self) -> bool:
+        return bool(np.isfinite(self.lo) and np.isfinite(self.hi))
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """``b`` against ``a``: each side's statistic, their difference ``b - a`` and its verdict."""
+
+    a: Estimate
+    b: Estimate
+    diff: Estimate
+
+    @property
+    def verdict(self) -> str:
+        if not self.diff.has_interval():
+            return NO_INTERVAL
+        return REAL if (self.diff.lo > 0 or self.diff.hi < 0) else NOISE
+
+    @property
+    def real(self) -> bool:
+        return self.verdict == REAL
+
+    @property
+    def ratio(self) -> float:
+        return self.b.value / self.a.value if self.a.value else float("nan")
+
+    @property
+    def ratio_text(self) -> str:
+        r = self.ratio
+        return f"{r:.3g}×" if np.isfinite(r) else "–"
+
+
+def estimate(values: Any, clusters: Any = None,
+             key: Any = (), stat: str = "mean") -> tuple[Estimate, np.ndarray[Any, Any]]:
+    """The ``stat`` ("mean" or "median") of ``values`` with its interval, and its replicates."""
+    raw = np.asarray(values, dtype=float)
+    keep = np.isfinite(raw)
+    v = raw[keep]
+    c = None
+    if clusters is not None:
+        cl = np.asarray(clusters)
+        if len(cl) != len(raw):
+            raise ValueError("clusters: one per value")
+        c = np.unique(cl[keep].astype(str), return_inverse=True)[1]
+    if not len(v):
+        return Estimate(float("nan"), float("nan"), float("nan")), np.full(bootstrap.RESAMPLES, np.nan)
+    reps = bootstrap.replicates(v, None, c, (0.5,), bootstrap.group_rng(key, stat))
+    r = reps.mean if stat == "mean" else reps.quantiles[0]
+    point = float(v.mean() if stat == "mean" else np.median(v))
+    lo, hi = bootstrap.interval(r)
+    return Estimate(point, lo, hi), r
+
+
+def contrast(a: Any, b: Any, a_clusters: Any = None, b_clusters: Any = None,
+             key: Any = (), stat: str = "mean") -> Contrast:
+    """``b`` against ``a`` (the reference): their ``stat`` and the interval of ``b - a``."""
+    ea, ra = estimate(a, a_clusters, ("a", key), stat)
+    eb, rb = estimate(b, b_clusters, ("b", key), stat)
+    lo, hi = bootstrap.interval(rb - ra)
+    return Contrast(ea, eb, Estimate(eb.value - ea.value, lo, hi))
+
+
+def num(x: float, unit: str = "", digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits (and ``unit``), "–" when not finite."""
+    if x is None or not np.isfinite(x):
+        return "–"
+    s = f"{x:.{digits}g}"
+    if "e" in s:
+        s = f"{x:,.0f}"
+    return f"{s} {unit}".strip() if unit and unit != "%" else f"{s}{unit}"
+
+
+def with_ci(e: Estimate, unit: str = "s", digits: int = 3) -> str:
+    """"1.77 s [1.6, 1.9]" (no bracket without an interval)."""
+    if not e.has_interval():
+        return num(e.value, unit, digits)
+    return f"{num(e.value, unit, digits)} [{num(e.lo, '', digits)}, {num(e.hi, '', digits)}]"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence; ``verdict``: REAL / NOISE / NO_INTERVAL, or None for a plain fact."""
+
+    text: str
+    verdict: str | None = None
+
+    def html(self) -> str:
+        v = ""
+        if self.verdict:
+            cls = {REAL: "real", NOISE: "noise"}.get(self.verdict, "na")
+            v = f' <span class="v {cls}">{escape(self.verdict)}</span>'
+        return f"<li>{escape(self.text)}{v}</li>"
+
+
+MAX_FINDINGS = 8
+
+
+def findings_html(title: str, findings: Sequence[Finding], note: str = "") -> str:
+    """The findings block a study section opens with (at most ``MAX_FINDINGS`` sentences);
+    "" when there is none."""
+    if not findings:
+        return ""
+    items = "".join(f.html() for f in findings[:MAX_FINDINGS])
+    tail = (f"<p class=note>{escape(note)} " if note else "<p class=note>") + (
+        "Intervals: 95 % percentile bootstrap (runs resampled, then values within them; fixed "
+        "seed). <i>real</i>: the difference's interval excludes 0; <i>within noise</i>: it holds 0."
+        "</p>")
+    return (f'<section class=findings data-title="{escape(title, quote=True)}"><h3>Findings</h3>'
+            f"<ul>{items}</ul>{tail}</section>")
+
+
+_BLOCK = re.compile(r'<section class=findings data-title="([^"]*)"><h3>Findings</h3><ul>(.*?)</ul>',
+                    re.S)
+_ITEM = re.compile(r"<li>.*?</li>", re.S)
+
+
+def with_summary(parts: list[str], per_section: int = 3) -> list[str]:
+    """``parts`` with a one-screen summary first when two or more of them open with findings:
+    the first ``per_section`` findings of each, under its study's title."""
+    blocks = [(m.group(1), _ITEM.findall(m.group(2))) for p in parts for m in _BLOCK.finditer(p)]
+    if len(blocks) < 2:
+        return parts
+    rows = "".join(f"<li><b>{title}</b><ul>{''.join(items[:per_section])}</ul></li>"
+                   for title, items in blocks)
+    return ["<section class=summary><h2>Summary</h2><p class=note>The first findings of each "
+            f"section below ({len(blocks)} sections).</p><ul>{rows}</ul></section>", *parts]
+
+
+CSS = """
+section.findings{background:#f7f9fc;border-left:4px solid #4e79a7;padding:.3em 1em;margin:1em 0}
+section.findings h3{margin:.3em 0}section.findings li{margin:.2em 0}
+section.summary>ul>li{margin:.4em 0}
+.v{font-size:11px;padding:0 4px;border-radius:3px;white-space:nowrap}
+.v.real{background:#d8ecd8}.v.noise{background:#eee}.v.na{background:#fbeed5}
+"""

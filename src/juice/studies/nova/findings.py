@@ -1,0 +1,106 @@
+"""The nova section's findings, computed from the runs (``report.load``'s frame): the knee
+(boot time at the highest vs the lowest concurrency), schedulers side by side at the highest
+concurrency, where failures start, boot time vs VMs running, the commonest failure.
+
+Boot times are Rally's (``rally_boot_s`` of the boots that reached ACTIVE, from each run's
+``boots.parquet``; clusters = runs); a run without that file counts by its median.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from juice.report.findings import Finding, contrast, num, with_ci
+
+CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
+          "delay_ms", "galera_writers"]
+
+
+def boot_times(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """(boot seconds, run of each) over ``runs``: every ACTIVE boot's Rally time."""
+    vals: list[float] = []
+    who: list[str] = []
+    for _, r in runs.iterrows():
+        f = Path(str(r["dir"])) / "boots.parquet"
+        if f.exists():
+            b = pd.read_parquet(f, columns=["ok", "rally_boot_s"])
+            v: np.ndarray[Any, Any] = b.loc[b["ok"].astype(bool), "rally_boot_s"].dropna().to_numpy(float)
+        else:
+            v = np.asarray([r.get("rally_median")], dtype=float)
+        vals += [float(x) for x in v]
+        who += [str(r["run"])] * len(v)
+    return np.asarray(vals, dtype=float), np.asarray(who)
+
+
+def _cmp(a: pd.DataFrame, b: pd.DataFrame, key: object):  # type: ignore[no-untyped-def]
+    va, ca = boot_times(a)
+    vb, cb = boot_times(b)
+    return contrast(va, vb, ca, cb, key=("nova", key), stat="median")
+
+
+def _scenario(s: str) -> str:
+    return str(s).split(".")[-1]
+
+
+def findings(df: pd.DataFrame) -> list[Finding]:
+    out: list[Finding] = []
+    if df.empty or "concurrency" not in df.columns:
+        return out
+    pre = df["preload"].fillna(0) if "preload" in df.columns else pd.Series(0, index=df.index)
+    base = df[pre == pre.min()]
+    levels = sorted(base["concurrency"].dropna().unique())
+    sched = sorted(base["schedulers"].dropna().unique()) if "schedulers" in base.columns else [None]
+    s0 = sched[0]
+    on = base if s0 is None else base[base["schedulers"] == s0]
+    if len(levels) >= 2:
+        lo, hi = levels[0], levels[-1]
+        c = _cmp(on[on["concurrency"] == lo], on[on["concurrency"] == hi], ("knee", lo, hi))
+        who = f" with {s0} scheduler{'s' if s0 != 1 else ''}" if s0 is not None else ""
+        out.append(Finding(f"At {hi:g} concurrent boots{who}, a boot takes {with_ci(c.b)} (median) "
+                           f"against {with_ci(c.a)} at {lo:g} ({c.ratio_text})", c.verdict))
+    if len(sched) >= 2 and levels:
+        hi = levels[-1]
+        at = base[base["concurrency"] == hi]
+        c = _cmp(at[at["schedulers"] == sched[0]], at[at["schedulers"] == sched[-1]], ("sched", hi))
+        out.append(Finding(f"{sched[-1]:g} schedulers vs {sched[0]:g} at {hi:g} concurrent boots: "
+                           f"{with_ci(c.b)} against {with_ci(c.a)} ({c.ratio_text})", c.verdict))
+    fails = base.groupby("concurrency")["failed"].sum() if "failed" in base.columns else pd.Series()
+    if len(fails):
+        bad = [float(str(c)) for c, f in fails.items() if f > 0]
+        ok = [float(str(c)) for c, f in fails.items() if f == 0]
+        if not bad:
+            out.append(Finding(f"No boot failed, up to {max(ok):g} concurrent boots "
+                               f"({int(base['boots'].sum())} boots)"))
+        else:
+            first = min(bad)
+            pct = 100 * base[base["concurrency"] == first]["failed"].sum() / max(
+                1, base[base["concurrency"] == first]["boots"].sum())
+            below = [c for c in ok if c < first]
+            out.append(Finding(f"Failures start at {first:g} concurrent boots ({num(pct, '%', 2)} of them "
+                               "failed)" + (f"; none up to {max(below):g}" if below else "")))
+    if "running_vms" in df.columns and df["running_vms"].nunique() >= 2:
+        vm = df.dropna(subset=["running_vms"])
+        conc = vm.groupby("concurrency")["running_vms"].nunique().idxmax()
+        vm = vm[vm["concurrency"] == conc]
+        lo, hi = vm["running_vms"].min(), vm["running_vms"].max()
+        c = _cmp(vm[vm["running_vms"] == lo], vm[vm["running_vms"] == hi], ("preload", lo, hi))
+        out.append(Finding(f"With {hi:,.0f} VMs already running, a boot takes {with_ci(c.b)} against "
+                           f"{with_ci(c.a)} with {lo:,.0f} ({c.ratio_text}, at {conc:g} concurrent)",
+                           c.verdict))
+    faults: Counter[str] = Counter()
+    for f in df.get("faults", pd.Series(dtype=str)):
+        for k, v in json.loads(f or "{}").items():
+            faults[k] += int(v)
+    if faults:
+        msg, n = faults.most_common(1)[0]
+        out.append(Finding(f"Commonest failure ({n} of {sum(faults.values())}): {msg[:120]}"))
+    if "scenario" in df.columns and df["scenario"].nunique() > 1:
+        out.append(Finding("Scenarios: " + ", ".join(_scenario(s) for s in sorted(df["scenario"].unique()))
+                           + " (the findings above pool them)"))
+    return out
