@@ -40,7 +40,9 @@ def figure_html(fig: Figure, caption: str | None = None, fmt: str = "svg") -> st
     cap = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
     if fmt == "svg":
         with matplotlib.rc_context({**_RC, "svg.hashsalt": "juice"}):
-            fig.savefig(buf, format="svg", dpi=72, metadata={"Date": None})
+            # no metadata block (its creator line links to matplotlib.org: a report names no URL)
+            fig.savefig(buf, format="svg", dpi=72, metadata={"Date": None, "Creator": None, "Format": None,
+                                                             "Type": None})
         return f"<figure>{inline_svg(buf.getvalue().decode('utf-8'), alt)}{cap}</figure>"
     with matplotlib.rc_context(_RC):
         fig.savefig(buf, format=fmt, dpi=110)
