@@ -175,3 +175,30 @@ def test_intervals_and_differences_come_in_tables_of_their_own(tmp_path: Path) -
     assert got[("galera − mariadb", "50 ms")] == "real"  # ten times slower
     assert got[("50 ms − 0 ms", "galera")] == "real"
     assert set(got.values()) <= {"real", "within noise"}
+
+
+def test_the_sla_table_opens_its_studys_section(tmp_path: Path) -> None:
+    """Runs judged by ``sla:`` (juice.sla.store) show their pass/fail table first in THEIR
+    study's section, under its heading; a study with no judged run has none."""
+    import shutil
+
+    from juice.sla.criteria import IterationSla
+    from juice.sla.store import record
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "results-0.1"
+    root = tmp_path / "res"
+    shutil.copytree(fixtures / "quickstart", root / "quickstart")
+    shutil.copytree(fixtures / "sdb-fixture", root / "sdb-fixture")
+    ks_runs = [d for d in (root / "quickstart").iterdir() if (d / "iterations.jsonl").exists()]
+    assert ks_runs
+    for d in ks_runs:  # a limit no run meets: every verdict fails
+        record(d, IterationSla.model_validate({"max_avg_duration": 1e-9}))
+    text = render([root / "quickstart", root / "sdb-fixture"], tmp_path / "r.html").read_text()
+    # the Keystone section (its content has no heading of its own: the table brings one) comes
+    # first, the scheduler-db section (no judged run: no table) after it
+    sla_at = [m.start() for m in re.finditer(r"<h[23]>SLA</h[23]>", text)]
+    sdb_at = text.index("<h2>Scheduler")
+    ks_at = text.index("%reads / %writes")
+    assert len(sla_at) == 1 and sla_at[0] < ks_at < sdb_at
+    assert not re.search(r"<h[23]>SLA</h[23]>", text[sdb_at:])
+    assert f"{len(ks_runs)} runs judged" in text and "<b>FAIL</b>" in text

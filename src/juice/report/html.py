@@ -40,7 +40,10 @@ Section = Callable[[list[Path]], "str | None"]  # a function taking Sequence[Pat
 
 
 class StudySections(Protocol):
-    """What the report asks of a study (``juice.contract.Study`` has it)."""
+    """What the report asks of a study (``juice.contract.Study`` has it): which runs are its
+    own (``key_of`` a run's manifest: None for another study's) and its sections."""
+
+    def key_of(self, manifest: Mapping[str, Any]) -> str | None: ...
 
     def report_sections(self, inputs: ReportInput) -> list[str]: ...
 
@@ -91,15 +94,19 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
     from juice.report import sla
 
     parts: list[str] = []
-    verdicts = sla.section(paths)  # pass/fail first
     for study in studies:
-        parts += study.report_sections(inputs)
+        mine = study.report_sections(inputs)
+        if mine:  # pass/fail first in the study's section: under its heading, or as its own
+            headed = mine[0].lstrip().startswith("<h2")
+            verdicts = sla.section(paths, owns=lambda m, s=study: s.key_of(m) is not None,  # type: ignore[misc]
+                                   heading="h3" if headed else "h2")
+            if verdicts:
+                mine = [_after_heading(mine[0], verdicts), *mine[1:]] if headed else [verdicts, *mine]
+        parts += mine
     for fn in [*_REGISTERED, *(sections or [])]:
         frag = fn(list(paths))
         if frag:
             parts.append(frag)
-    if parts and verdicts:
-        parts.insert(0, verdicts)
     parts = findings.with_summary(parts)  # several studies: their first findings, first
     if not parts:
         raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration (and no "
@@ -107,6 +114,12 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             f"<title>{escape(title)}</title><style>{CSS}{layout.CSS}{findings.CSS}</style></head><body>"
             + "\n".join(body + parts) + "</body></html>\n")
+
+
+def _after_heading(fragment: str, inserted: str) -> str:
+    """``inserted`` right after the fragment's opening ``<h2>...</h2>``."""
+    end = fragment.index("</h2>") + len("</h2>")
+    return fragment[:end] + inserted + fragment[end:]
 
 
 def render(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,

@@ -1,24 +1,38 @@
-"""The report's SLA section: one pass/fail row per criterion of every judged run (the verdicts
-stored in the runs' manifests by ``juice.sla.store``), before the studies' sections. Runs
-judged by no criterion are not listed; no judged run, no section."""
+"""The report's SLA tables: one pass/fail row per criterion of every judged run (the verdicts
+stored in the runs' manifests by ``juice.sla.store``), first in each study's section
+(``section(paths, owns=...)``: the runs that study recognises as its own). Runs judged by no criterion are not
+listed; no judged run, no table."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from juice.results.samples import runs_under
 from juice.sla.store import stored
 
 
-def section(paths: Sequence[Path]) -> str:
+def _manifest(run: Path) -> Mapping[str, Any]:
+    try:
+        m = json.loads((run / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return m if isinstance(m, dict) else {}
+
+
+def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | None = None,
+            heading: str = "h2") -> str:
+    """The pass/fail table of the judged runs under ``paths`` (those whose manifest ``owns``
+    accepts, when given: a study's ``key_of(manifest) is not None``)."""
     rows = []
     runs = failed = 0
     for p in paths:
         for d in (runs_under(p) if p.is_dir() else []):
             v = stored(d)
-            if not v:
+            if not v or (owns is not None and not owns(_manifest(d))):
                 continue
             runs += 1
             failed += v.get("pass") is False
@@ -29,7 +43,8 @@ def section(paths: Sequence[Path]) -> str:
                             f"<td>{escape(str(r.get('detail'))).replace(chr(10), '<br>')}</td></tr>")
     if not runs:
         return ""
-    head = (f"<h2>SLA</h2><p>{runs} runs judged against their spec's <code>sla:</code> criteria: "
+    head = (f"<{heading}>SLA</{heading}><p>{runs} runs judged against their spec's "
+            "<code>sla:</code> criteria: "
             f"{'all passed' if not failed else f'<b>{failed} failed</b>'} "
             "(re-judge with <code>juice sla PATH --criteria FILE</code>).</p>")
     return head + ("<table><tr><th>verdict</th><th>run</th><th>criterion</th><th>detail</th></tr>"
