@@ -55,6 +55,10 @@ class Proc:
     def ref(self) -> list[int | None]:
         return [self.pid, self.start]
 
+# how long a quick request (a TCP or HTTP probe) may wait behind the ones before it (the agent
+# answers one request at a time; a bring-up step may be running a tool there for a minute)
+QUEUED_S = 120.0
+
 
 class RemoteError(LabError):
     """A request failed on a host (the message names the site, the host and the operation)."""
@@ -194,12 +198,15 @@ class Session:
             self.call("kill", timeout=grace_s + 30, procs=[p.ref() for p in procs], sig=sig, grace_s=grace_s)
 
     def tcp_ms(self, host: str, port: int, n: int = 1, timeout: float = 2.0) -> list[float] | None:
-        msg = self.call("tcp", timeout=n * (timeout + 1) + 10, host=host, port=port, n=n, timeout_s=timeout)
+        # the agent answers one request at a time: a probe may wait behind a long one (a tool
+        # run by another bring-up step on this host), so the wait allows for that
+        msg = self.call("tcp", timeout=n * (timeout + 1) + QUEUED_S, host=host, port=port, n=n,
+                        timeout_s=timeout)
         ms = [float(x) for x in msg.get("ms") or []]
         return ms if len(ms) == n else None  # a failed connect ends the series (its "error" says why)
 
     def http_status(self, url: str, timeout: float = 5.0) -> tuple[int | None, str]:
-        msg = self.call("http", timeout=timeout + 10, url=url, timeout_s=timeout)
+        msg = self.call("http", timeout=timeout + QUEUED_S, url=url, timeout_s=timeout)
         return msg.get("status"), str(msg.get("body") or msg.get("error") or "")
 
     def close(self) -> None:
