@@ -86,12 +86,13 @@ def serve(kind: str, ip: str, port: int) -> None:
                 self.rfile.read(length)
             status, body = answer(kind, self.command, self.path, base)
             data = json.dumps(body).encode()
+            # logged before the answer: whoever got the answer finds its line in the log
+            print(f"juice-fake {kind} {self.command} {self.path} -> {status}", flush=True)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-            print(f"juice-fake {kind} {self.command} {self.path} -> {status}", flush=True)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _reply
 
