@@ -1,7 +1,9 @@
 """The host agent: what Juice runs on each SSH host, shipped as source over ``ssh`` stdin.
 
 Standard library only (any python3 >= 3.7 on the host; Juice itself need not be installed
-there). It reads one JSON request per line on stdin and answers one JSON line on stdout::
+there). It reads one JSON request per line on stdin and answers one JSON line on stdout, in the
+order they finish (each request runs in its own thread: a probe is not held up by a tool
+running for a minute; requests that change the agent's state take turns on one lock)::
 
     {"id": 3, "op": "spawn", "argv": [...], "log": "s2/mariadb/out.log"}
     {"id": 3, "ok": true, "pid": 4711, "start": 123456}
@@ -27,12 +29,16 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from typing import Any
+from typing import IO, Any
 
 BASE = "/var/tmp/juice-host"
 MAX_OUT = 64 * 1024  # bytes of a command's stdout/stderr sent back (the tail)
 MAX_GET = 64 * 1024 * 1024
+MAX_INFLIGHT = 64  # requests answered at once; reading waits beyond that
+# the operations that change the agent's state (its records and ROOT/agent.json): one at a time
+STATEFUL = frozenset({"hello", "spawn", "adopt", "undo", "run_undo", "listen"})
 
 
 def start_time(pid: int) -> int | None:
@@ -104,6 +110,7 @@ class Agent:
         self.listeners: list[socket.socket] = []
         self.state: dict[str, Any] = {"agent": [os.getpid(), start_time(os.getpid())],
                                       "procs": [], "undo": []}
+        self.lock = threading.RLock()  # around every change of state/children/listeners
 
     # ---- state ---------------------------------------------------------------------------
     def save(self) -> None:
@@ -188,21 +195,24 @@ class Agent:
     def op_status(self, req: dict[str, Any]) -> dict[str, Any]:
         res = {}
         for pid, st in req["procs"]:
-            child = self.children.get(int(pid))
+            with self.lock:
+                child = self.children.get(int(pid))
             code = child.poll() if child is not None else None
             res[str(pid)] = {"alive": code is None and alive(int(pid), st), "code": code}
         return {"procs": res}
 
     def op_kill(self, req: dict[str, Any]) -> dict[str, Any]:
         procs = req["procs"]
+        # the wait for the processes to go is outside the lock: other requests go on meanwhile
         done = kill_all(procs, int(req.get("sig", signal.SIGTERM)), float(req.get("grace_s", 30)))
-        for pid, _ in procs:
-            child = self.children.pop(int(pid), None)
-            if child is not None:
-                child.poll()
-        keep = {int(p) for p, _ in procs}
-        self.state["procs"] = [x for x in self.state["procs"] if int(x[0]) not in keep]
-        self.save()
+        with self.lock:
+            for pid, _ in procs:
+                child = self.children.pop(int(pid), None)
+                if child is not None:
+                    child.poll()
+            keep = {int(p) for p, _ in procs}
+            self.state["procs"] = [x for x in self.state["procs"] if int(x[0]) not in keep]
+            self.save()
         return {"killed": done}
 
     def op_undo(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -221,7 +231,7 @@ class Agent:
     def op_put(self, req: dict[str, Any]) -> dict[str, Any]:
         p = self.path(req["path"])
         os.makedirs(os.path.dirname(p), exist_ok=True)
-        tmp = p + ".juice-tmp"
+        tmp = f"{p}.juice-tmp{threading.get_ident()}"  # two writers of one path do not share it
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, int(req.get("mode", 0o644)))
         with os.fdopen(fd, "wb") as f:
             f.write(base64.b64decode(req["data"]))
@@ -295,8 +305,6 @@ class Agent:
     def op_listen(self, req: dict[str, Any]) -> dict[str, Any]:
         """A TCP listener on ``host`` (port chosen by the kernel) that accepts and closes: the
         other hosts measure their RTT to this one against it."""
-        import threading
-
         srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         srv.bind((req["host"], 0))
         srv.listen(128)
@@ -367,34 +375,62 @@ def sweep(exclude: str) -> list[str]:
     return swept
 
 
+class Replies:
+    """The agent's stdout: one JSON line per answer, written whole (threads answer)."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out, self.lock = out, threading.Lock()
+
+    def send(self, msg: dict[str, Any]) -> None:
+        with self.lock:
+            try:
+                self.out.write(json.dumps(msg) + "\n")
+                self.out.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # Juice is gone: the main loop sees stdin close and cleans up
+
+
+def answer(agent: Agent, replies: Replies, req: dict[str, Any], slots: threading.BoundedSemaphore) -> None:
+    rid, op = req.get("id"), req.get("op")
+    try:
+        fn = getattr(agent, f"op_{op}", None)
+        try:
+            if fn is None:
+                raise ValueError(f"unknown op {op!r}")
+            if op in STATEFUL:
+                with agent.lock:
+                    res = fn(req)
+            else:
+                res = fn(req)
+            res.update({"id": rid, "ok": True})
+        except Exception as e:  # the error goes back to Juice, the agent stays up
+            res = {"id": rid, "ok": False, "error": f"{type(e).__name__}: {e}"}
+        replies.send(res)
+    finally:
+        slots.release()
+
+
 def main(lab: str) -> None:
     agent = Agent(lab)
-    out = sys.stdout
+    replies = Replies(sys.stdout)
+    slots = threading.BoundedSemaphore(MAX_INFLIGHT)
     try:
         for line in sys.stdin:
             try:
                 req = json.loads(line)
             except ValueError:
                 continue
-            rid, op = req.get("id"), req.get("op")
-            if op == "bye":
-                agent.finish()
-                out.write(json.dumps({"id": rid, "ok": True}) + "\n")
-                out.flush()
+            if req.get("op") == "bye":
+                with agent.lock:
+                    agent.finish()
+                replies.send({"id": req.get("id"), "ok": True})
                 return
-            fn = getattr(agent, f"op_{op}", None)
-            try:
-                if fn is None:
-                    raise ValueError(f"unknown op {op!r}")
-                res = fn(req)
-                res.update({"id": rid, "ok": True})
-            except Exception as e:  # the error goes back to Juice, the agent stays up
-                res = {"id": rid, "ok": False, "error": f"{type(e).__name__}: {e}"}
-            out.write(json.dumps(res) + "\n")
-            out.flush()
-    except (BrokenPipeError, KeyboardInterrupt):
+            slots.acquire()
+            threading.Thread(target=answer, args=(agent, replies, req, slots), daemon=True).start()
+    except KeyboardInterrupt:
         pass
-    agent.finish()  # stdin closed: Juice is gone, leave nothing
+    with agent.lock:
+        agent.finish()  # stdin closed: Juice is gone, leave nothing
 
 
 if __name__ == "__main__":  # shipped: Juice prepends ``JUICE_LAB = "<lab>"``

@@ -55,9 +55,9 @@ class Proc:
     def ref(self) -> list[int | None]:
         return [self.pid, self.start]
 
-# how long a quick request (a TCP or HTTP probe) may wait behind the ones before it (the agent
-# answers one request at a time; a bring-up step may be running a tool there for a minute)
-QUEUED_S = 120.0
+# what a quick request (a TCP or HTTP probe) is allowed beyond its own timeout: the agent answers
+# requests concurrently, but a host loaded by a bring-up can be slow to schedule it
+QUEUED_S = 30.0
 
 
 class RemoteError(LabError):
