@@ -52,6 +52,20 @@ def _juice_names(cloud: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
+def _server_log_tails(cloud: dict[str, Any]) -> str:
+    """The errors in the cloud's Keystone and nova-api logs (why a run failed, when it did)."""
+    dep = cloud["stack"]
+    out = []
+    for name, path in (("keystone", dep.ks.log(1)), ("nova-api", dep.nova.log("juice-api"))):
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError as e:
+            lines = [f"({e})"]
+        bad = [x for x in lines if " ERROR " in x or "Traceback" in x or " 50" in x][-15:]
+        out.append(f"\n--- {name} ({path}): {len(bad)} error line(s), the last:\n" + "\n".join(bad))
+    return "".join(out)
+
+
 def test_boots_against_an_existing_cloud_need_yes_and_leave_nothing(cloud: dict[str, Any],
                                                                      juice: Juice) -> None:
     spec = cloud["tmp"] / "nova-target.yaml"
@@ -67,7 +81,7 @@ def test_boots_against_an_existing_cloud_need_yes_and_leave_nothing(cloud: dict[
     assert code == 0 and "nothing was sent" in out and "POST /v2.1/servers" in out
     assert not (cloud["tmp"] / "results").exists()
     code, out, err = juice("run", str(spec), "--yes")
-    assert code == 0, err
+    assert code == 0, err + _server_log_tails(cloud)
     runs = sorted(d for d in (cloud["tmp"] / "results").iterdir() if d.is_dir())
     assert len(runs) == 2
     for r in runs:
