@@ -170,3 +170,23 @@ def test_lines_shifted_without_their_notification_timestamps(tmp_path: Path, dt:
     c1 = "host:c1" if fmt == "json" else "juice-c1"
     _check(t, {"ctl": 0.0, "c1": dt}, {"ctl": "host:ctl" if fmt == "json" else "ctl", "c1": c1})
     assert bool(t.summary["skew_applied"].iloc[0])
+
+
+def test_a_rescheduled_boot_pairs_each_selection_with_the_host_it_names() -> None:
+    """Attempt 1 on host A (the super-conductor's choice), attempt 2 on B (the cell conductor's):
+    B's clock 5 s behind puts its build first in raw time; pairs still follow the host names."""
+    from juice.trace.flow import Trace
+    from juice.trace.parse import Event
+
+    def ev(t: float, stream: str, kind: str, host: str | None = None, value: float | None = None) -> Event:
+        return Event(t=t, stream=stream, component=stream.split("-")[0], kind=kind, greq=None,
+                     req="req-1", uuid="u", level="INFO", host=host, value=value)
+
+    events = [ev(10.0, "super-conductor", "conductor.scheduled", value=0.5),
+              ev(10.1, "super-conductor", "conductor.selected", host="A"),
+              ev(10.2, "compute-A", "compute.create.start", host="A"),
+              ev(10.9, "cell-conductor", "conductor.selected", host="B"),
+              ev(11.0 - 5.0, "compute-B", "compute.create.start", host="B")]
+    tr = Trace(rid="req-1", uuid="u", attempts=2, events=sorted(events, key=lambda e: e.t))
+    got = {(p.a_stream, p.b_stream) for p in skew.pairs_of(tr) if "compute (cast)" in p.what}
+    assert got == {("super-conductor", "compute-A"), ("cell-conductor", "compute-B")}

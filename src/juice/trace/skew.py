@@ -112,10 +112,13 @@ def _dispatches(tr: Trace) -> list[tuple[Event, Event]]:
             sel[e.host].append(e)
         elif e.kind == "compute.create.start" and e.host:
             starts[e.host].append(e)
+    # the first attempt is the super-conductor's (the one that called the scheduler), retries the
+    # cell conductor's: each conductor's and each compute's lines in their own order
+    sup = next((e.stream for e in tr.events if e.kind == "conductor.scheduled"), None)
     out = []
     for host, ss in sel.items():
         cs = sorted(starts.get(host, []), key=lambda e: (e.stream, e.t))
-        out += list(zip(sorted(ss, key=lambda e: (e.stream, e.t)), cs, strict=False))
+        out += list(zip(sorted(ss, key=lambda e: (e.stream != sup, e.stream, e.t)), cs, strict=False))
     if not out and tr.attempts == 1:   # hosts not named (older notifications): one attempt only
         s, c = _first(tr, "conductor.selected"), _first(tr, "compute.create.start")
         if s is not None and c is not None:
