@@ -12,20 +12,9 @@ from typing import Any
 import typer
 
 from juice.cli_common import err, out
-from juice.errors import UserError
 
 PATHS = typer.Argument(..., help="Nova runs (with logs/), study directories, or directories of plain "
                                  "service logs (oslo.log text or JSON).", show_default=False)
-
-
-def _clock_map(pairs: list[str]) -> dict[str, str]:
-    m = {}
-    for p in pairs:
-        if "=" not in p:
-            raise UserError(f"--clock: expected STREAM=CLOCK, got {p!r} (e.g. --clock nova-compute-7=host7)")
-        k, v = (x.strip() for x in p.split("=", 1))
-        m[k] = v
-    return m
 
 
 def trace(
@@ -34,8 +23,13 @@ def trace(
                                                           "still computed and shown)."),
     out_dir: Path | None = typer.Option(None, "--out", "-o", help="Write the tidy tables here as "
                                         "trace_<table>.parquet (default: nothing written)."),
-    clock: list[str] = typer.Option([], "--clock", help="STREAM=CLOCK: log files (by stem) that share "
-                                    "one host clock (default: a Juice run's sites, else one per file)."),
+    clock: list[str] = typer.Option([], "--clock", help="STREAM[,STREAM…]=CLOCK: log files (by stem) "
+                                    "that share one host clock, or a YAML/JSON file host → [files] "
+                                    "(default: a Juice run's sites, else JSON logs' hostname, else one "
+                                    "clock per file)."),
+    otlp: Path | None = typer.Option(None, "--otlp", help="Write the boots as OpenTelemetry traces "
+                                     "(OTLP/JSON) to this file: a trace per boot, a span per phase "
+                                     "and per service call."),
     workers: int | None = typer.Option(None, "--workers", "-j", help="Parser processes (default: CPUs)."),
 ) -> None:
     """Trace every nova boot in the logs: one state machine per request (API → super-conductor →
@@ -46,18 +40,26 @@ def trace(
     juice trace results/nova-boot
 
     juice trace /var/log/nova /var/log/placement --out trace/ --no-skew
+
+    juice trace logs/ --clock nova-api,nova-conductor,nova-scheduler,placement-api=ctl --otlp boots.json
     """
     import time
 
+    from juice.trace.clocks import parse_clock_args
     from juice.trace.tables import trace as run_trace
 
     t0 = time.monotonic()
-    t = run_trace(paths, correct=not no_skew, workers=workers, clocks=_clock_map(clock))
+    t = run_trace(paths, correct=not no_skew, workers=workers, clocks=parse_clock_args(clock))
     took = time.monotonic() - t0
     _print(t, took)
     if out_dir is not None:
         for p in t.write(out_dir):
             err.print(f"[dim]·[/dim] wrote {p}")
+    if otlp is not None:
+        from juice.trace.otlp import write
+
+        n = write(t, otlp)
+        err.print(f"[dim]·[/dim] wrote {otlp} ({n} traces, OTLP/JSON)")
 
 
 def _print(t: Any, took: float) -> None:
@@ -74,9 +76,19 @@ def _print(t: Any, took: float) -> None:
         pm = phase_means(t.boots)
         if not pm.empty:
             _print_table(pm.reset_index(), "mean seconds per phase (active boots), by concurrency")
+    if not t.clocks.empty:
+        _print_table(t.clocks[["run", "stream", "clock", "why", "shares_with"]],
+                     "clocks: which files share one, and why")
     if not t.skew.empty:
         sk = t.skew[["run", "clock", "offset_s", "lo_s", "hi_s", "width_s", "pairs", "how", "applied"]]
         _print_table(sk, "clock offsets (local − reference), bounds from happens-before pairs")
+        needs = t.skew[t.skew["needs"].fillna("") != ""] if "needs" in t.skew.columns else t.skew.iloc[:0]
+        for r in needs.itertuples(index=False):
+            out.print(f"[yellow]{r.clock} ({r.run}) is {r.how}[/yellow]: not corrected beyond causal order; "
+                      f"it needs {r.needs}")
+        for r in t.summary.itertuples(index=False):
+            if getattr(r, "skew_note", ""):
+                out.print(f"[dim]skew {r.run}: {r.skew_note}[/dim]")
     if not t.faults.empty:
         _print_table(t.faults, "terminal faults by message template")
     if not t.errors.empty:

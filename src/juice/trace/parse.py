@@ -22,7 +22,9 @@ states, none of which a trace needs). Files, and large files cut at line boundar
 in parallel processes (``workers``).
 
 Timestamps of text logs are read as UTC (oslo.log writes the host's local time: on a host not
-in UTC the clock-skew correction absorbs the constant offset, or give ``tz_offset_s``).
+in UTC the clock-skew correction absorbs the constant offset, or give ``tz_offset_s``). Every
+event of a file is timed by its line (a notification's own UTC timestamp only refines its line's
+millisecond when the two agree), so a file never mixes two time bases.
 """
 
 from __future__ import annotations
@@ -255,6 +257,9 @@ NOTE_KINDS = {"instance.create.start": "compute.create.start", "instance.create.
               "scheduler.select_destinations.end": "scheduler.end"}
 
 
+NOTE_AGREE_S = 0.002    # a notification's timestamp within this of its line's time refines it
+
+
 def _notification(c: _Ctx, t: float, text: str, ev: dict[str, Any]) -> Iterator[Event]:
     try:
         msg = json.loads(text)
@@ -272,9 +277,10 @@ def _notification(c: _Ctx, t: float, text: str, ev: dict[str, Any]) -> Iterator[
     pub = str(msg.get("publisher_id") or "")
     host = data.get("host") or (pub.split(":", 1)[1] if ":" in pub else None)
     ts = msg.get("timestamp")
-    if isinstance(ts, str):   # the notification's own time: microseconds, always UTC
-        tt = _iso(ts)
-        t = tt if tt is not None else t
+    if isinstance(ts, str):   # the notification's own time (µs, UTC) refines the line's (ms) only
+        tt = _iso(ts)         # when the two agree: a file keeps one time base (a host logging local
+        if tt is not None and abs(tt - t) < NOTE_AGREE_S:   # time, or lines shifted by a tool,
+            t = tt                                          # would mix two clocks in one stream)
     ev = {**ev, "component": "scheduler" if kind.startswith("scheduler") else "compute",
           "uuid": str(uuid) if uuid else ev.get("uuid")}
     detail = None

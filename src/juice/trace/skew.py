@@ -1,9 +1,9 @@
-"""Clock-skew correction from happens-before pairs across hosts (seed 004's "causal constraint
-heuristics", made exact).
+"""Clock-skew correction from happens-before pairs across clocks (seed 004's "causal constraint
+heuristics", made exact), for offsets of milliseconds or of seconds, in either direction.
 
     pairs = [p for tr in traces for p in pairs_of(tr)]          # (a happened before b)
     sk = estimate(pairs, clock_of, reference="client")          # offsets and their bounds
-    events = apply(events, sk.offset_of_stream(clock_of))       # corrected times
+    events = apply(events, {s: sk.offset(clock_of(s)) for s in streams})   # corrected times
 
 Each clock ``X`` has an unknown offset ``o_X`` (its reading minus the true time). A pair "a on
 clock A happened before b on clock B" (an RPC sent → received, an HTTP request sent → handled,
@@ -13,18 +13,32 @@ A→B of weight min(t_b − t_a)); shortest paths from the reference R (offset 0
 clock: ``o_X ∈ [−d(X→R), d(R→X)]``. Pairs in both directions between two clocks (a call and its
 reply) bound both sides; the width is at least the round trip of the fastest exchange, so the
 accuracy scales with the WAN delay (a one-way delay δ gives a width ≥ 2δ; the midpoint is exact
-when the two directions are equally fast). The offset chosen is the midpoint of each clock's
-bounds, clocks fixed one at a time (tightest first) so the chosen offsets satisfy every pair.
-A clock with one side unbounded takes its finite bound (the fastest pair taken as instantaneous)
-and is marked so; an inconsistent system (a negative cycle: clocks drifting during the logs, or
-lines misassigned to clocks) is reported and left uncorrected.
+when the two directions are equally fast). Nothing here depends on the size of the offsets.
+
+Pairs are formed by what the lines say, never by the raw order of events across clocks: the
+request id and instance (the trace), the message (a conductor's "Selected host: H" is cast to
+the compute whose notifications name host H, matched in each clock's own order), the peer
+address (a compute's placement calls are not the scheduler's).
+
+The reference is a clock of the largest group bounded on both sides (a strongly connected part
+of the graph: the given reference when it is in it, else the clock in most pairs there). Each
+clock bounded on both sides takes the midpoint (tightest first, each choice pinned so the rest
+stay consistent). A clock bounded on one side only (``lo = −inf`` or ``hi = +inf``) is reported
+as unbounded and not applied (offset 0) — unless its raw times break the one bound there is,
+then it is moved by the least shift that restores causal order — and ``needs`` says which pair
+would bound it. An inconsistent system (a negative cycle: clocks drifting during the logs, or
+lines assigned to the wrong clock) is reported with the clocks on the cycle and left uncorrected.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+
+import numpy as np
+from numpy.typing import NDArray
 
 from juice.trace.flow import Trace
 from juice.trace.parse import Event
@@ -51,7 +65,9 @@ class ClockBound:
     lo_s: float
     hi_s: float
     pairs: int
-    how: str                   # "midpoint" | "lower bound" | "upper bound" | "unbounded" | "reference"
+    how: str                   # "reference" | "midpoint" | "unbounded below" | "unbounded above" | …
+    applied: bool = True       # False: the offset is not used (unbounded on a side, inconsistent)
+    needs: str = ""            # for a clock bounded on one side: the pair that would bound it
 
     @property
     def width_s(self) -> float:
@@ -68,23 +84,50 @@ class Skew:
 
     def offset(self, clock: str) -> float:
         b = self.clocks.get(clock)
-        return b.offset_s if (b is not None and self.enabled and self.consistent) else 0.0
+        use = b is not None and b.applied and self.enabled and self.consistent
+        return b.offset_s if (b is not None and use) else 0.0
 
     def rows(self) -> list[dict[str, object]]:
         return [{"clock": b.clock, "offset_s": b.offset_s, "lo_s": b.lo_s, "hi_s": b.hi_s,
                  "width_s": b.width_s, "pairs": b.pairs, "how": b.how, "reference": self.reference,
-                 "applied": self.enabled and self.consistent} for b in self.clocks.values()]
+                 "applied": self.enabled and self.consistent and b.applied, "needs": b.needs}
+                for b in self.clocks.values()]
 
 
 def _first(tr: Trace, kind: str, pred: Callable[[Event], bool] | None = None) -> Event | None:
+    """The first event of a kind (kinds used this way are logged by one service per boot)."""
     for e in tr.events:
         if e.kind == kind and (pred is None or pred(e)):
             return e
     return None
 
 
+def _dispatches(tr: Trace) -> list[tuple[Event, Event]]:
+    """(conductor's "Selected host: H", the compute H's instance.create.start) for every attempt:
+    matched by the host the lines name, in the order each clock gives its own lines."""
+    sel: dict[str, list[Event]] = defaultdict(list)
+    starts: dict[str, list[Event]] = defaultdict(list)
+    for e in tr.events:
+        if e.kind == "conductor.selected" and e.host:
+            sel[e.host].append(e)
+        elif e.kind == "compute.create.start" and e.host:
+            starts[e.host].append(e)
+    # the first attempt is the super-conductor's (the one that called the scheduler), retries the
+    # cell conductor's: each conductor's and each compute's lines in their own order
+    sup = next((e.stream for e in tr.events if e.kind == "conductor.scheduled"), None)
+    out = []
+    for host, ss in sel.items():
+        cs = sorted(starts.get(host, []), key=lambda e: (e.stream, e.t))
+        out += list(zip(sorted(ss, key=lambda e: (e.stream != sup, e.stream, e.t)), cs, strict=False))
+    if not out and tr.attempts == 1:   # hosts not named (older notifications): one attempt only
+        s, c = _first(tr, "conductor.selected"), _first(tr, "compute.create.start")
+        if s is not None and c is not None:
+            out.append((s, c))
+    return out
+
+
 def pairs_of(tr: Trace) -> list[Pair]:
-    """The happens-before pairs one boot's events give (first attempt)."""
+    """The happens-before pairs one boot's events give."""
     out: list[Pair] = []
 
     def add(a: Event | None, b: Event | None, what: str, a_t: float | None = None) -> None:
@@ -100,12 +143,9 @@ def pairs_of(tr: Trace) -> list[Pair]:
     claiming = _first(tr, "scheduler.claiming")
     claim = _first(tr, "placement.claim", lambda e: (e.value or 0) < 300)
     s_sel = _first(tr, "scheduler.selected")
-    selected = _first(tr, "conductor.selected")
-    c_start = _first(tr, "compute.create.start")
-    claimed = _first(tr, "compute.claimed")
     add(recv, cond, "api → conductor (cast)", None)
-    if recv is not None and cond is not None and cond_call is not None:
-        out[-1] = Pair(recv.stream, recv.t, cond.stream, cond_call, "api → conductor (cast)")
+    if out and cond_call is not None:   # the conductor's call time, before its "Took …" line
+        out[-1] = replace(out[-1], b_t=cond_call)
     add(recv, s_in, "api → scheduler (via conductor)")
     if cond is not None and cond_call is not None and s_in is not None and cond.stream != s_in.stream:
         out.append(Pair(cond.stream, cond_call, s_in.stream, s_in.t, "conductor → scheduler (call)"))
@@ -114,22 +154,34 @@ def pairs_of(tr: Trace) -> list[Pair]:
     add(cand, claiming or s_sel, "placement → scheduler (candidates returned)")
     add(claiming, claim, "scheduler → placement (PUT /allocations)")
     add(claim, s_sel or s_out, "placement → scheduler (claim returned)")
-    add(selected, c_start, "conductor → compute (cast)")
-    if claim is not None and c_start is not None and claimed is not None and tr.attempts == 1:
-        # the compute's placement calls (another address than the scheduler's claim): the first
-        # (GET /allocations/<uuid>) is made inside the claim, every later one after it
-        calls = [e for e in tr.events if e.kind.startswith("placement.") and e.peer != claim.peer]
-        if calls:
-            add(c_start, calls[0], "compute → placement (GET /allocations)")
-            add(calls[0], claimed, "placement → compute (allocations returned)")
-        if len(calls) > 1:
-            add(claimed, calls[1], "compute → placement (after the claim)")
+    dispatched = _dispatches(tr)
+    for s, c in dispatched:
+        add(s, c, "conductor → compute (cast)")
+    if claim is not None and dispatched and tr.attempts == 1:
+        c_start = dispatched[0][1]
+        claimed = next((e for e in tr.events if e.kind == "compute.claimed" and e.stream == c_start.stream),
+                       None)
+        # the compute's placement calls (another address than the scheduler's claim), on one
+        # placement clock: the first (GET /allocations/<uuid>) is made inside the claim, every
+        # later one after it
+        others = [e for e in tr.events if e.kind.startswith("placement.") and e.peer != claim.peer]
+        first = next((e for e in others if e.kind == "placement.get_allocations"), None)
+        if first is not None and claimed is not None:
+            calls = sorted((e for e in others if e.stream == first.stream and e.peer == first.peer),
+                           key=lambda e: e.t)
+            add(c_start, first, "compute → placement (GET /allocations)")
+            add(first, claimed, "placement → compute (allocations returned)")
+            later = [e for e in calls if e.t > first.t]
+            if later:
+                add(claimed, later[0], "compute → placement (after the claim)")
     return out
 
 
 def estimate(pairs: Iterable[Pair], clock_of: Callable[[str], str], reference: str | None = None) -> Skew:
-    """Offsets per clock, relative to ``reference`` (default: the clock in most pairs)."""
+    """Offsets per clock, relative to ``reference`` when it is bounded on both sides by the
+    largest group of clocks (else the clock of that group in most pairs)."""
     w: dict[tuple[str, str], float] = {}
+    what: dict[tuple[str, str], str] = {}
     count: dict[str, int] = {}
     for p in pairs:
         a, b = clock_of(p.a_stream), clock_of(p.b_stream)
@@ -137,61 +189,87 @@ def estimate(pairs: Iterable[Pair], clock_of: Callable[[str], str], reference: s
             continue
         d = p.b_t - p.a_t + RESOLUTION_S
         if d < w.get((a, b), INF):
-            w[(a, b)] = d
+            w[(a, b)], what[(a, b)] = d, p.what
         count[a] = count.get(a, 0) + 1
         count[b] = count.get(b, 0) + 1
     clocks = sorted(count)
     if not clocks:
         return Skew(reference=reference or "-", note="no cross-clock pair: nothing to correct")
-    ref = reference if reference in count else max(clocks, key=lambda c: count[c])
-    dist = _floyd(clocks, w)
-    if any(dist[c][c] < -1e-9 for c in clocks):
+    ix = {c: i for i, c in enumerate(clocks)}
+    dist = _floyd(len(clocks), {(ix[a], ix[b]): v for (a, b), v in w.items()})
+    cyc = [c for c in clocks if dist[ix[c], ix[c]] < -1e-9]
+    if cyc:
+        ref = reference if reference in count else max(clocks, key=lambda c: count[c])
         sk = Skew(reference=ref, consistent=False,
-                  note="inconsistent pairs (a negative cycle): clocks drift or streams are mixed; "
-                       "not corrected")
+                  note=f"inconsistent pairs (a negative cycle through {', '.join(cyc)}): clocks drift "
+                       "during the logs or files are assigned to the wrong clock; not corrected")
         for c in clocks:
-            sk.clocks[c] = ClockBound(c, 0.0, -dist[c][ref], dist[ref][c], count[c], "inconsistent")
+            sk.clocks[c] = ClockBound(c, 0.0, math.nan, math.nan, count[c], "inconsistent", False)
         return sk
-    bounds = {c: (-dist[c][ref], dist[ref][c]) for c in clocks}
-    chosen: dict[str, float] = {ref: 0.0}
-    how: dict[str, str] = {ref: "reference"}
-    order = sorted((c for c in clocks if c != ref), key=lambda c: bounds[c][1] - bounds[c][0])
-    for c in order:
-        lo, hi = -dist[c][ref], dist[ref][c]
-        if math.isfinite(lo) and math.isfinite(hi):
-            v, h = (lo + hi) / 2.0, "midpoint"
-        elif math.isfinite(lo):
-            v, h = lo, "lower bound"
-        elif math.isfinite(hi):
-            v, h = hi, "upper bound"
+    reach = dist < INF
+    group = (reach & reach.T).sum(axis=1)
+    big = int(group.max())
+    ref = (reference if reference in count and group[ix[reference]] == big
+           else max((c for c in clocks if group[ix[c]] == big), key=lambda c: (count[c], c)))
+    note = ""
+    if reference in count and ref != reference:
+        note = (f"reference {ref}: {reference} is bounded on one side only (no pair comes back to it), "
+                f"{ref} is in the largest group of clocks bounded on both sides")
+    r = ix[ref]
+    bounds = {c: (-float(dist[ix[c], r]), float(dist[r, ix[c]])) for c in clocks}
+    sk = Skew(reference=ref, note=note)
+    sk.clocks[ref] = ClockBound(ref, 0.0, 0.0, 0.0, count[ref], "reference")
+    two = sorted((c for c in clocks if c != ref and all(map(math.isfinite, bounds[c]))),
+                 key=lambda c: bounds[c][1] - bounds[c][0])
+    one = sorted((c for c in clocks if c != ref and c not in two), key=lambda c: (-count[c], c))
+    for c in [*two, *one]:
+        i = ix[c]
+        lo, hi = -float(dist[i, r]), float(dist[r, i])    # narrowed by the clocks already fixed
+        if c in two:
+            v = (lo + hi) / 2.0
+            cb = ClockBound(c, v, *bounds[c], count[c], "midpoint")
         else:
-            v, h = 0.0, "unbounded"
-        chosen[c], how[c] = v, h
-        if h != "unbounded":
-            w[(ref, c)] = min(w.get((ref, c), INF), v)
-            w[(c, ref)] = min(w.get((c, ref), INF), -v)
-            dist = _floyd(clocks, w)
-    sk = Skew(reference=ref)
-    for c in clocks:
-        lo, hi = bounds[c]
-        sk.clocks[c] = ClockBound(c, chosen[c], lo, hi, count[c], how[c])
+            v = min(max(0.0, lo), hi)
+            olo, ohi = bounds[c]
+            h = ("unbounded" if not (math.isfinite(olo) or math.isfinite(ohi)) else
+                 "unbounded below" if not math.isfinite(olo) else "unbounded above")
+            if v != 0.0:
+                h += " (least shift for causal order)"
+            cb = ClockBound(c, v, olo, ohi, count[c], h, v != 0.0, _needs(c, ref, olo, ohi, what))
+        sk.clocks[c] = cb
+        _pin(dist, r, i, v)
+    sk.clocks = {c: sk.clocks[c] for c in clocks}
     return sk
 
 
-def _floyd(clocks: Sequence[str], w: Mapping[tuple[str, str], float]) -> dict[str, dict[str, float]]:
-    d = {a: {b: (0.0 if a == b else w.get((a, b), INF)) for b in clocks} for a in clocks}
-    for k in clocks:
-        dk = d[k]
-        for i in clocks:
-            dik = d[i][k]
-            if dik == INF:
-                continue
-            di = d[i]
-            for j in clocks:
-                v = dik + dk[j]
-                if v < di[j]:
-                    di[j] = v
+def _needs(c: str, ref: str, lo: float, hi: float, what: Mapping[tuple[str, str], str]) -> str:
+    """Which pair would bound a clock bounded on one side only."""
+    into = sorted({v for (a, b), v in what.items() if b == c})
+    out = sorted({v for (a, b), v in what.items() if a == c})
+    parts = []
+    if not math.isfinite(lo):
+        parts.append(f"a pair from {c} back to {ref}'s side (a reply or a call {c} makes that "
+                     f"{ref}'s side logs; {c} has only {'; '.join(into) or 'none'})")
+    if not math.isfinite(hi):
+        parts.append(f"a pair from {ref}'s side to {c} (a call {c} receives; {c} has only "
+                     f"{'; '.join(out) or 'none'})")
+    return " and ".join(parts) + f", or group {c} with a bounded clock (--clock)"
+
+
+def _floyd(n: int, w: Mapping[tuple[int, int], float]) -> NDArray[np.float64]:
+    d = np.full((n, n), INF)
+    np.fill_diagonal(d, 0.0)
+    for (a, b), v in w.items():
+        d[a, b] = min(d[a, b], v)
+    for k in range(n):
+        np.minimum(d, d[:, k, None] + d[None, k, :], out=d)
     return d
+
+
+def _pin(d: NDArray[np.float64], r: int, c: int, v: float) -> None:
+    """Add o_c − o_r = v (edges r→c of v and c→r of −v) to the shortest paths, in place."""
+    np.minimum(d, d[:, r, None] + v + d[None, c, :], out=d)
+    np.minimum(d, d[:, c, None] - v + d[None, r, :], out=d)
 
 
 def apply(events: Iterable[Event], offsets: Mapping[str, float]) -> list[Event]:

@@ -5,15 +5,18 @@
     t.boots      # one row per boot (request × instance): state, attempts, phases, API's view
     t.phases     # one row per boot × phase (seconds)
     t.events     # one row per event (corrected time ``t``, raw ``t_raw``, clock)
-    t.skew       # one row per clock: offset chosen, bounds [lo, hi], width, pairs
+    t.skew       # one row per clock: offset chosen, bounds [lo, hi], width, pairs, applied, needs
+    t.clocks     # one row per log file: its clock, why (--clock, run site, JSON hostname, own file)
     t.errors     # one row per message template × component (every WARNING/ERROR line)
     t.faults     # one row per terminal fault template × component × state (seed 004 Table 1)
     t.summary    # per source: boots, traced %, match % with the API, failure/retry rates, …
 
 A *source* is a Juice run directory (``logs/`` + manifest: clocks are its sites; boots.parquet
 gives the client's send and accept times, so the client is the reference clock and the API's
-status checks every trace), or a directory of plain service logs from any cloud (one clock per
-file unless ``clocks`` maps file stems to clock names).
+status checks every trace), or a directory of plain service logs from any cloud (files grouped
+into clocks by ``clocks`` = file stem → clock name, else by their JSON records' hostname, else
+one clock per file: see ``juice.trace.clocks``). ``t.traces`` keeps the boots' state machines
+(with corrected times) for exports such as ``juice.trace.otlp``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from juice.errors import UserError
+from juice.trace import clocks as clk
 from juice.trace import flow, skew
 from juice.trace.parse import Event, parse_files
 
@@ -45,6 +49,8 @@ class Traced:
     faults: pd.DataFrame
     summary: pd.DataFrame
     unfit: list[dict[str, Any]] = field(default_factory=list)
+    clocks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    traces: list[tuple[str, flow.Trace, dict[str, str]]] = field(default_factory=list)  # run, boot, clocks
 
     def write(self, out: Path) -> list[Path]:
         """Each table as ``<out>/trace_<name>.parquet`` (written to a temp file, then renamed)."""
@@ -52,7 +58,7 @@ class Traced:
 
         out.mkdir(parents=True, exist_ok=True)
         paths = []
-        for name in ("boots", "phases", "events", "skew", "errors", "faults", "summary"):
+        for name in ("boots", "phases", "events", "skew", "errors", "faults", "summary", "clocks"):
             df: pd.DataFrame = getattr(self, name)
             p = out / f"trace_{name}.parquet"
             tmp = p.with_name(p.name + ".tmp")
@@ -155,7 +161,7 @@ def _client_pairs(traces: Sequence[flow.Trace], client: Sequence[tuple[str, floa
 def trace_source(src: Source, correct: bool = True, workers: int | None = None,
                  clocks: Mapping[str, str] | None = None) -> Traced:
     events = parse_files(src.files, workers=workers)
-    cmap = {**src.clocks(), **(clocks or {})}
+    cmap, why = clk.assign(src.files, clocks, src.clocks())
 
     def clock_of(stream: str) -> str:
         return cmap.get(stream, stream)
@@ -164,7 +170,7 @@ def trace_source(src: Source, correct: bool = True, workers: int | None = None,
     client, api_boots = _client_events(src.run_dir)
     pairs = [p for tr in traces for p in skew.pairs_of(tr)] + _client_pairs(traces, client)
     ref = CLIENT if client else clock_of("juice-api") if "juice-api" in cmap else None
-    if ref is None:
+    if ref is None:   # preferred; the estimator takes another when nothing comes back to it
         api_streams = [e.stream for e in events if e.kind == "api.received"]
         ref = clock_of(api_streams[0]) if api_streams else None
     sk = skew.estimate(pairs, clock_of, ref)
@@ -186,17 +192,23 @@ def trace_source(src: Source, correct: bool = True, workers: int | None = None,
     unfit_rows = [{"run": src.name, "orphan_events": unfit.orphan_events,
                    "no_request_id": unfit.no_request_id, "other_requests": unfit.other_requests,
                    "examples": "; ".join(unfit.examples)}]
-    return Traced(boots, phases, ev, sk_df, errors, faults, summary, unfit_rows)
+    clocks_df = pd.DataFrame(clk.table_rows(src.name, src.files, cmap, why))
+    return Traced(boots, phases, ev, sk_df, errors, faults, summary, unfit_rows, clocks_df,
+                  [(src.name, tr, cmap) for tr in traces])
 
 
 def trace(paths: Sequence[Path], correct: bool = True, workers: int | None = None,
           clocks: Mapping[str, str] | None = None) -> Traced:
     """Trace every source under ``paths``; the tables are concatenated (a ``run`` column)."""
-    parts = [trace_source(s, correct, workers, clocks) for s in sources(paths)]
+    srcs = sources(paths)
+    if clocks:
+        clk.check_known(clocks, (clk.stream_of(f) for s in srcs for f in s.files))
+    parts = [trace_source(s, correct, workers, clocks) for s in srcs]
     cat: Callable[[str], pd.DataFrame] = lambda n: pd.concat(  # noqa: E731
         [getattr(p, n) for p in parts if not getattr(p, n).empty] or [pd.DataFrame()], ignore_index=True)
     return Traced(cat("boots"), cat("phases"), cat("events"), cat("skew"), cat("errors"), cat("faults"),
-                  cat("summary"), [u for p in parts for u in p.unfit])
+                  cat("summary"), [u for p in parts for u in p.unfit], cat("clocks"),
+                  [x for p in parts for x in p.traces])
 
 
 API_MATCH = {"active": ("ACTIVE",), "no_valid_host": ("ERROR",), "retries_exhausted": ("ERROR",),
