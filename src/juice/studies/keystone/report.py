@@ -250,7 +250,9 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
     from juice.report.findings import findings_html
     from juice.studies.keystone.findings import findings
 
-    body = [findings_html("Keystone", findings(it, data.rw)),
+    from juice.studies.keystone import seeds
+
+    body = [findings_html("Keystone", findings(it, data.rw)), seeds.section(it, data.rw, manifests),
             _provenance(found, df, it, manifests, filter_q), *_targets(manifests),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
     rw = keystone.rwratio_table(data)
