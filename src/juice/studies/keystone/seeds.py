@@ -126,9 +126,9 @@ def _high(ok: pd.DataFrame, it: pd.DataFrame) -> list[Match]:
         v, why = trend(c, "up", "high/light ")
         out.append(Match("high.galera_time", f"{with_ci(c.a)} → {with_ci(c.b)} ({c.ratio_text})", v,
                          why + f"; seed ≈4× at 45 instances, here {top:g} sites", _where(g)))
-        hi = g[g["load"] == "high"]["total_s"].to_numpy(float)
-        if len(hi) >= 20:
-            q95, mx = float(np.quantile(hi, 0.95)), float(hi.max())
+        tail = g[g["load"] == "high"]["total_s"].to_numpy(float)
+        if len(tail) >= 20:
+            q95, mx = float(np.quantile(tail, 0.95)), float(tail.max())
             heavy = mx > 5 * q95
             out.append(Match("high.tail", f"p95 {num(q95, 's')}, max {num(mx, 's')} (Galera)",
                              SAME if heavy else DIFFERENT,

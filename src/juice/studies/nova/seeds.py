@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 import pandas as pd
 
 from juice.report.findings import contrast, num, with_ci
@@ -39,7 +38,8 @@ KEYSTONE = re.compile(r"not authorized|unauthorized|401|HTTP 500|authenticat|tok
 
 def _base(df: pd.DataFrame) -> pd.DataFrame:
     pre = df["preload"].fillna(0) if "preload" in df.columns else pd.Series(0, index=df.index)
-    return df[pre == pre.min()]
+    out: pd.DataFrame = df[pre == pre.min()]
+    return out
 
 
 def _scale(df: pd.DataFrame) -> str:
@@ -75,10 +75,11 @@ def _failures(df: pd.DataFrame) -> list[Match]:
     else:
         out.append(Match("s002.stable_concurrency", f"no failure up to {top:g}", UNDECIDED,
                          f"the limit lies beyond the largest concurrency run here ({top:g})", _scale(base)))
-    at = per.loc[top]
-    pct = 100.0 * (at["boots"] - at["failed"]) / max(1.0, float(at["boots"]))
-    fails = at["failed"] > 0
-    out.append(Match("s004.success", f"{num(pct, '%', 4)} at {top:g} concurrent ({int(at['boots'])} boots)",
+    at_top = per.index == top
+    n_boots, n_failed = float(per["boots"][at_top].sum()), float(per["failed"][at_top].sum())
+    pct = 100.0 * (n_boots - n_failed) / max(1.0, n_boots)
+    fails = n_failed > 0
+    out.append(Match("s004.success", f"{num(pct, '%', 4)} at {top:g} concurrent ({int(n_boots)} boots)",
                      SAME if fails else DIFFERENT,
                      "boots fail at the highest concurrency here too" if fails else
                      "no boot failed: Juice deploys Fernet tokens (the seed's fix) at a smaller scale",
@@ -194,10 +195,9 @@ def _phases(boots: pd.DataFrame | None) -> list[Match]:
     cond = f"traced boots per {m.index.name}: {', '.join(f'{x:g}' for x in m.index)}"
     if "api" in m.columns and "scheduler" in m.columns:
         above = [f"{x:g}" for x, r in m.iterrows() if r["api"] > r["scheduler"]]
-        out.append(Match("s004.api_below_scheduler",
-                         "api ≤ scheduler at every level" if not above else f"api > scheduler at {', '.join(above)}",
-                         DIFFERENT if above else SAME,
-                         "" if not above else "nova-api's phase (incl. Keystone) exceeds the scheduler's here",
+        text = f"api > scheduler at {', '.join(above)}" if above else "api ≤ scheduler at every level"
+        out.append(Match("s004.api_below_scheduler", text, DIFFERENT if above else SAME,
+                         "nova-api's phase (incl. Keystone) exceeds the scheduler's here" if above else "",
                          cond))
     act = boots[boots["state"] == "active"]
     key = m.index.name

@@ -133,7 +133,8 @@ def _memcached(confs: Sequence[dict[str, Any]], label: Callable[[Any], str]) -> 
     elif c["max_n"] >= 10000:
         v, why = SAME, "under 1 s at tens of thousands of nodes"
     else:
-        v, why = UNDECIDED, f"under 1 s, but only {_k(c['max_n'])} nodes measured (the seed: tens of thousands)"
+        v, why = UNDECIDED, (f"under 1 s, but only {_k(c['max_n'])} nodes measured (the seed: tens of "
+                             "thousands)")
     return Match("sdb.memcached", f"{num(t, 's')} at {_k(c['max_n'])} nodes ({c['backend']})", v, why,
                  label(c))
 
