@@ -77,23 +77,27 @@ class Match:
 
 
 def load_references(package: str) -> list[Reference]:
-    """The reference rows of ``package``'s ``seed.yaml`` (ValueError naming the row and the
-    missing field when one is incomplete)."""
+    """The reference rows of ``package``'s ``seed.yaml`` (see ``parse_references``)."""
     text = resources.files(package).joinpath(FILE).read_text(encoding="utf-8")
+    return parse_references(text, f"{package}/{FILE}")
+
+
+def parse_references(text: str, where: str = FILE) -> list[Reference]:
+    """The reference rows of a ``seed.yaml`` text; ValueError naming the row and what it lacks
+    when one is incomplete, names a seed not under ``seeds:``, or repeats an id."""
     doc = yaml.safe_load(text) or {}
-    files = {str(k): str(v.get("file", "")) for k, v in (doc.get("seeds") or {}).items()}
+    files = {str(k): str((v or {}).get("file", "")) for k, v in (doc.get("seeds") or {}).items()}
     out: list[Reference] = []
     seen: set[str] = set()
     for i, row in enumerate(doc.get("rows") or []):
         missing = [k for k in REQUIRED if not str(row.get(k, "")).strip()]
         if missing:
-            raise ValueError(f"{package}/{FILE}: row {i + 1} ({row.get('id', '?')}) lacks "
-                             f"{', '.join(missing)}")
+            raise ValueError(f"{where}: row {i + 1} ({row.get('id', '?')}) lacks {', '.join(missing)}")
         seed = str(row["seed"])
-        if seed not in files:
-            raise ValueError(f"{package}/{FILE}: row {row['id']}: seed {seed!r} is not under 'seeds:'")
+        if not files.get(seed):
+            raise ValueError(f"{where}: row {row['id']}: seed {seed!r} has no file under 'seeds:'")
         if row["id"] in seen:
-            raise ValueError(f"{package}/{FILE}: row id {row['id']!r} twice")
+            raise ValueError(f"{where}: row id {row['id']!r} twice")
         seen.add(str(row["id"]))
         out.append(Reference(id=str(row["id"]), what=str(row["what"]), seed=seed,
                              source=str(row["source"]), conditions=str(row["conditions"]),

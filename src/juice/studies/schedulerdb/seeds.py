@@ -81,7 +81,7 @@ def _crossing(confs: Sequence[dict[str, Any]], thr: float, label: Callable[[Any]
     else:
         m = Match("sdb.updates_crossing", x.text(), UNDECIDED, "the data do not support the crossing", cond)
     f = k["fit"]
-    t20, t10 = float(f.predict(20000.0)[0]), float(f.predict(10000.0)[0])
+    t20, t10 = (float(x) for x in f.predict([20000.0, 10000.0]))
     measured = c["max_n"] >= 20000
     v20 = (f"fit: {num(t20, 's')} at 20K, {num(t10, 's')} at 10K"
            + ("" if measured else f" (extrapolated from ≤ {_k(c['max_n'])})"))
