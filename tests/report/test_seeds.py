@@ -118,7 +118,7 @@ def test_keystone_seed_table_values_come_from_the_runs(tmp_path: Path) -> None:
         man.write_text(json.dumps(m))
     again = _rows(render([copy], tmp_path / "k2.html").read_text())
     write2 = again["%reads/%writes: create-user-update-password"]
-    assert write2[1].startswith("89.5 / 10.5") and write2[3].startswith("same shape")
+    assert write2[1].startswith("89.50 / 10.50") and write2[3].startswith("same shape")
 
 
 def test_nova_seed_rows_follow_the_data(tmp_path: Path) -> None:
@@ -179,3 +179,13 @@ def test_every_section_has_its_seed_table_and_the_summary_counts_verdicts(tmp_pa
     for t in titles:  # the seed table follows the section's findings
         assert text.index(f'<section class=findings data-title="{t}"') < text.index(
             f'<section class=seeds data-title="{t}"')
+
+
+def test_each_seed_states_its_setting_and_the_table_shows_it() -> None:
+    for package in PACKAGES:
+        refs = S.load_references(package)
+        assert all(len(r.setting) > 40 for r in refs), package
+    refs = S.load_references("juice.studies.nova")
+    html = S.seed_table("nova", refs, [], "1 host (2 CPUs, 23.5 GiB, every site on it)")
+    assert "Seed 002 (002_d74f4a576a9bdaca.txt): SoftLayer" in html and "Seed 004 (" in html
+    assert "<li>Juice: 1 host (2 CPUs" in html

@@ -55,6 +55,7 @@ class Reference:
     approx: bool = False
     numbers: Mapping[str, float] = field(default_factory=dict)
     file: str = ""
+    setting: str = ""  # the seed's conditions common to all its rows (hardware, versions, scale)
 
     def seed_text(self) -> str:
         """"≈66 % local (seed 003, slide 36)"."""
@@ -86,7 +87,8 @@ def parse_references(text: str, where: str = FILE) -> list[Reference]:
     """The reference rows of a ``seed.yaml`` text; ValueError naming the row and what it lacks
     when one is incomplete, names a seed not under ``seeds:``, or repeats an id."""
     doc = yaml.safe_load(text) or {}
-    files = {str(k): str((v or {}).get("file", "")) for k, v in (doc.get("seeds") or {}).items()}
+    seeds = {str(k): (v or {}) for k, v in (doc.get("seeds") or {}).items()}
+    files = {k: str(v.get("file", "")) for k, v in seeds.items()}
     out: list[Reference] = []
     seen: set[str] = set()
     for i, row in enumerate(doc.get("rows") or []):
@@ -103,7 +105,7 @@ def parse_references(text: str, where: str = FILE) -> list[Reference]:
                              source=str(row["source"]), conditions=str(row["conditions"]),
                              value=str(row["value"]), approx=bool(row.get("approx", False)),
                              numbers={str(k): float(v) for k, v in (row.get("numbers") or {}).items()},
-                             file=files[seed]))
+                             file=files[seed], setting=str(seeds[seed].get("conditions", ""))))
     return out
 
 
@@ -237,12 +239,14 @@ def seed_table(title: str, refs: Sequence[Reference], matches: Sequence[Match],
         return ""
     t = rows(refs, matches)
     n = counts(t)
-    files = ", ".join(dict.fromkeys(f"{r.seed} ({r.file})" for r in refs))
+    settings = "".join(dict.fromkeys(
+        f"<li>Seed {escape(r.seed)} ({escape(r.file)}): {escape(r.setting or 'conditions not stated')}</li>"
+        for r in refs))
     tally = ", ".join(f"{k} {v}" for k, v in n.items())
     return (f'<section class=seeds data-title="{escape(title, quote=True)}" '
             f'data-tally="{escape(tally, quote=True)}"><h3>The seed beside Juice</h3>'
-            f"<p class=note>Seeds: {escape(files)}. {NOTE} Juice's conditions: "
-            f"{escape(conditions)}.</p>{boxed(table_html(t, classes='data seeds'))}"
+            f"<p class=note>{NOTE}</p><ul class=note>{settings}<li>Juice: {escape(conditions)}</li></ul>"
+            f"{boxed(table_html(t, classes='data seeds'))}"
             f"<p class=note>Verdicts: {escape(tally)}.</p></section>")
 
 

@@ -71,7 +71,7 @@ def _rw(it: pd.DataFrame, rw: pd.DataFrame | None, refs: Mapping[str, Any]) -> l
         why = (f"{r - seed_r:+.2f} points of reads; reads dominate on both sides" if ok else
                f"{r - seed_r:+.2f} points of reads: statements per call depend on the Keystone release "
                "and the driver's context (the seed counted its Rally context's setup/cleanup too)")
-        out.append(Match(ref.id, f"{num(r, '', 4)} / {num(w, '', 4)} ({len(g)} run{'s' * (len(g) > 1)})",
+        out.append(Match(ref.id, f"{r:.2f} / {w:.2f} ({len(g)} run{'s' * (len(g) > 1)})",
                          SAME if ok else DIFFERENT, why, "MariaDB/Galera statement counters around "
                          "the drivers' window, contexts included"))
     return out
