@@ -189,3 +189,10 @@ def test_each_seed_states_its_setting_and_the_table_shows_it() -> None:
     html = S.seed_table("nova", refs, [], "1 host (2 CPUs, 23.5 GiB, every site on it)")
     assert "Seed 002 (002_d74f4a576a9bdaca.txt): SoftLayer" in html and "Seed 004 (" in html
     assert "<li>Juice: 1 host (2 CPUs" in html
+
+
+def test_the_docs_list_every_reference_value() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "seeds.md").read_text()
+    for package in PACKAGES:
+        for r in S.load_references(package):
+            assert f"`{r.id}`" in doc and r.value.replace("|", "\\|") in doc, r.id
