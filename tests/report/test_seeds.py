@@ -196,3 +196,33 @@ def test_the_docs_list_every_reference_value() -> None:
     for package in PACKAGES:
         for r in S.load_references(package):
             assert f"`{r.id}`" in doc and r.value.replace("|", "\\|") in doc, r.id
+
+
+def test_keystone_high_load_rows_follow_the_data() -> None:
+    from juice.studies.keystone import seeds as ks_seeds
+
+    rng = np.random.default_rng(5)
+
+    def runs(mariadb_fail: float, galera_slow: float) -> pd.DataFrame:
+        rows = []
+        for rd in ("mariadb", "galera"):
+            for load in ("light", "high"):
+                slow = galera_slow if (rd, load) == ("galera", "high") else 1.0
+                for rep in range(2):
+                    for i, v in enumerate(rng.normal(0.1 * slow, 0.005, 40)):
+                        fail = rd == "mariadb" and load == "high" and i < 40 * mariadb_fail
+                        rows.append({"run": f"{rd}-{load}-{rep}", "rdbms": rd, "load": load, "sites": 9,
+                                     "delay_ms": 0.0, "failed": fail, "total_s": v,
+                                     "scenario": "KeystoneBasic.authenticate_user_and_validate_token"})
+        return pd.DataFrame(rows)
+
+    def got(it: pd.DataFrame) -> dict[str, S.Match]:
+        return {m.id: m for m in ks_seeds.matches(it, None)}
+
+    collapse, calm = got(runs(0.9, 4.0)), got(runs(0.0, 1.0))
+    assert collapse["high.mariadb_failures"].verdict == S.SAME
+    assert calm["high.mariadb_failures"].verdict == S.DIFFERENT
+    ratio = re.search(r"\(([\d.]+)×\)", str(collapse["high.galera_time"].juice))
+    assert collapse["high.galera_time"].verdict == S.SAME and ratio and 3.5 < float(ratio.group(1)) < 4.5
+    assert calm["high.galera_time"].verdict == S.DIFFERENT
+    assert "rw.authenticate_user_and_validate_token" not in collapse  # no counters: not measured here
