@@ -47,3 +47,15 @@ def test_traced_runs_fill_the_phase_rows_of_seed_004() -> None:
     assert grow.verdict in (S.SAME, S.DIFFERENT, S.UNDECIDED) and "at 2 →" in str(grow.juice)
     rates = nova_seeds._rates(t.summary)
     assert rates is not None and rates.id == "s004.fixed_failures" and "traced" in str(rates.juice)
+
+
+def test_schedulers_are_compared_only_where_both_counts_ran(tmp_path: Path) -> None:
+    from juice.studies.nova import report as nova_report
+    from tests.report.synth import nova_results
+
+    df = nova_report.load([nova_results(tmp_path / "n", sched_effect=-1.0)])
+    top = df["concurrency"].max()
+    lone = df[~((df["concurrency"] == top) & (df["schedulers"] == df["schedulers"].max()))]
+    m = nova_seeds._schedulers(lone)  # the top level ran with one scheduler only: the next one is used
+    assert m is not None and f"{df['concurrency'].nlargest(len(df)).unique()[1]:g} concurrent" in str(m.juice)
+    assert nova_seeds._schedulers(df[df["schedulers"] == 1]) is None

@@ -101,7 +101,11 @@ def _schedulers(df: pd.DataFrame) -> Match | None:
     base = _base(df)
     if "schedulers" not in base.columns or base["schedulers"].nunique() < 2:
         return None
-    hi = base["concurrency"].max()
+    both = base.groupby("concurrency")["schedulers"].nunique()
+    both = both[both >= 2]
+    if both.empty:  # no concurrency was run with two numbers of schedulers
+        return None
+    hi = both.index.max()
     at = base[base["concurrency"] == hi]
     s = sorted(at["schedulers"].dropna().unique())
     a, b = at[at["schedulers"] == s[0]], at[at["schedulers"] == s[-1]]
