@@ -94,6 +94,9 @@ def test_juice_conditions_come_from_the_manifests() -> None:
     assert "keystone 30.0.0" in one and "mariadbd 10.11.19-MariaDB-0+deb12u1" in one and "juice 0.3.0" in one
     two = S.juice_conditions([m, {**m, "host": {"hostname": "b", "cpus": 8, "mem_gib": 64}}])
     assert two.startswith("2 hosts (2/8 CPUs")
+    hosts = [{"site": i, "address": f"h{i}", "hostname": f"h{i}", "nproc": 4} for i in (1, 2, 3)]
+    ssh = S.juice_conditions([{**m, "wan": {"provider": {"provider": "enoslib-static", "hosts": hosts}}}])
+    assert ssh.startswith("3 hosts (4 CPUs)")
 
 
 def test_keystone_seed_table_values_come_from_the_runs(tmp_path: Path) -> None:

@@ -149,6 +149,22 @@ def _short_version(v: Any) -> str:
     return m.group(0) if m else str(v)[:24]
 
 
+def remote_hosts(m: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
+    """The SSH hosts a run's lab recorded (a ``provider`` mapping's ``hosts`` list, wherever the
+    study keeps it in its manifest); [] for the local lab."""
+    if depth > 4:
+        return []
+    for k, v in m.items():
+        if not isinstance(v, Mapping):
+            continue
+        if k == "provider" and v.get("provider") != "local" and isinstance(v.get("hosts"), list):
+            return [h for h in v["hosts"] if isinstance(h, Mapping)]
+        found = remote_hosts(v, depth + 1)
+        if found:
+            return found
+    return []
+
+
 def juice_conditions(manifests: Sequence[Mapping[str, Any]]) -> str:
     """What Juice's runs record about hardware, versions and scale, in one line: hosts (and
     their CPUs/memory), component versions, the Juice version."""
@@ -157,11 +173,12 @@ def juice_conditions(manifests: Sequence[Mapping[str, Any]]) -> str:
     juice: set[str] = set()
     for m in manifests:
         h = m.get("host")
-        if isinstance(h, Mapping):
+        remote = remote_hosts(m)
+        if remote:  # sites on SSH hosts: those hosts (the driver's host is not a site)
+            for hs in remote:
+                hosts[str(hs.get("address") or hs.get("hostname"))] = {**hs, "cpus": hs.get("nproc", "?")}
+        elif isinstance(h, Mapping):
             hosts[str(h.get("hostname", len(hosts)))] = h
-        for hs in m.get("hosts") or []:  # runs on SSH hosts record each host
-            if isinstance(hs, Mapping):
-                hosts[str(hs.get("hostname", hs.get("address", len(hosts))))] = hs
         v = m.get("versions")
         if isinstance(v, Mapping):
             for k, x in v.items():
@@ -184,7 +201,8 @@ def juice_conditions(manifests: Sequence[Mapping[str, Any]]) -> str:
         cpus = sorted({str(h.get("cpus", "?")) for h in hosts.values()})
         mem = sorted({str(h.get("mem_gib", "?")) for h in hosts.values()})
         n = len(hosts)
-        parts.append(f"{n} host{'s' if n != 1 else ''} ({'/'.join(cpus)} CPUs, {'/'.join(mem)} GiB"
+        mem_text = "" if mem == ["?"] else f", {'/'.join(mem)} GiB"
+        parts.append(f"{n} host{'s' if n != 1 else ''} ({'/'.join(cpus)} CPUs{mem_text}"
                      + (", every site on it" if n == 1 else "") + ")")
     else:
         parts.append("host not recorded")

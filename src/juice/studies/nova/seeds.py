@@ -25,6 +25,7 @@ from juice.report.seeds import (
     Match,
     juice_conditions,
     load_references,
+    remote_hosts,
     seed_table,
     trend,
 )
@@ -113,14 +114,10 @@ def _schedulers(df: pd.DataFrame) -> Match | None:
     vb, cb = boot_times(b)
     c = contrast(va, vb, ca, cb, key=("nova-seed", "sched", hi), stat="median")
     v, why = trend(c, "down", f"{s[-1]:g} vs {s[0]:g} schedulers: ")
-    if v != SAME:
-        why += "; one 2-core host: the schedulers share its cores" if len(_hosts(df)) <= 1 else ""
+    if v != SAME and not any(remote_hosts(m) for m in manifests(df)):
+        why += "; one host runs every scheduler: they share its cores"
     return Match("s004.schedulers", f"{with_ci(c.a)} → {with_ci(c.b)} (median boot, {hi:g} concurrent)",
                  v, why, _scale(at))
-
-
-def _hosts(df: pd.DataFrame) -> set[str]:
-    return {str(m.get("host", {}).get("hostname")) for m in manifests(df)}
 
 
 def _preload(df: pd.DataFrame) -> Match | None:
