@@ -152,16 +152,20 @@ def findings_html(title: str, findings: Sequence[Finding], note: str = "") -> st
 _BLOCK = re.compile(r'<section class=findings data-title="([^"]*)"><h3>Findings</h3><ul>(.*?)</ul>',
                     re.S)
 _ITEM = re.compile(r"<li>.*?</li>", re.S)
+_SEEDS = re.compile(r'<section class=seeds data-title="([^"]*)" data-tally="([^"]*)">')
 
 
 def with_summary(parts: list[str], per_section: int = 3) -> list[str]:
     """``parts`` with a one-screen summary first when two or more of them open with findings:
-    the first ``per_section`` findings of each, under its study's title."""
+    the first ``per_section`` findings of each, under its study's title, and the tally of its
+    "seed beside Juice" verdicts (``juice.report.seeds``) when it has that table."""
     blocks = [(m.group(1), _ITEM.findall(m.group(2))) for p in parts for m in _BLOCK.finditer(p)]
     if len(blocks) < 2:
         return parts
-    rows = "".join(f"<li><b>{title}</b><ul>{''.join(items[:per_section])}</ul></li>"
-                   for title, items in blocks)
+    tallies = {m.group(1): m.group(2) for p in parts for m in _SEEDS.finditer(p)}
+    rows = "".join(f"<li><b>{title}</b><ul>{''.join(items[:per_section])}"
+                   + (f"<li class=tally>Seed beside Juice: {tallies[title]}</li>" if title in tallies else "")
+                   + "</ul></li>" for title, items in blocks)
     return ["<section class=summary><h2>Summary</h2><p class=note>The first findings of each "
             f"section below ({len(blocks)} sections).</p><ul>{rows}</ul></section>", *parts]
 
@@ -169,7 +173,7 @@ def with_summary(parts: list[str], per_section: int = 3) -> list[str]:
 CSS = """
 section.findings{background:#f7f9fc;border-left:4px solid #4e79a7;padding:.3em 1em;margin:1em 0}
 section.findings h3{margin:.3em 0}section.findings li{margin:.2em 0}
-section.summary>ul>li{margin:.4em 0}
+section.summary>ul>li{margin:.4em 0}li.tally{color:#555;font-size:13px}
 .v{font-size:11px;padding:0 4px;border-radius:3px;white-space:nowrap}
 .v.real{background:#d8ecd8}.v.noise{background:#eee}.v.na{background:#fbeed5}
 """

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from juice import __version__
 from juice.contract import ReportInput
 from juice.errors import UserError
-from juice.report import findings, layout
+from juice.report import findings, layout, seeds
 from juice.report.figures import figure_html
 from juice.report.tables import table_html
 from juice.results import tidy
@@ -112,7 +112,7 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         raise UserError(f"{', '.join(str(p) for p in paths)}: the runs hold no iteration (and no "
                         "report section knows them): nothing to report")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-            f"<title>{escape(title)}</title><style>{CSS}{layout.CSS}{findings.CSS}</style></head><body>"
+            f"<title>{escape(title)}</title><style>{CSS}{layout.CSS}{findings.CSS}{seeds.CSS}</style></head><body>"
             + "\n".join(body + parts) + "</body></html>\n")
 
 

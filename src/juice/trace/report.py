@@ -20,6 +20,7 @@ import pandas as pd
 from juice.report.figures import Tile, figure_html, tiles_figure
 from juice.report.tables import table_html
 from juice.trace import flow
+from juice.trace.tables import Traced
 
 LEVELS_NOTE = (
     "What tracing needs from nova's logs: nova-api and nova-compute at INFO (the request log line, "
@@ -111,18 +112,30 @@ def _skew_html(sk: pd.DataFrame, boots: pd.DataFrame) -> list[str]:
     return out
 
 
-def trace_sections(run_dirs: Sequence[Path]) -> list[str]:
-    """The HTML of the tracing section for these nova runs ([] when none kept its logs)."""
+def traced(run_dirs: Sequence[Path]) -> Traced | str | None:
+    """The trace of the runs that kept their logs: None when none did, the error's text when
+    tracing failed (a report is never lost to one unreadable log)."""
     from juice.trace.tables import trace
 
     dirs = [Path(d) for d in run_dirs if (Path(d) / "logs").is_dir()]
     if not dirs:
-        return []
+        return None
     try:
-        t = trace(dirs, workers=1)
-    except Exception as e:  # a report is never lost to one unreadable log
+        return trace(dirs, workers=1)
+    except Exception as e:
+        return str(e)
+
+
+def trace_sections(run_dirs: Sequence[Path], t: Traced | str | None = None) -> list[str]:
+    """The HTML of the tracing section for these nova runs ([] when none kept its logs);
+    ``t``: their ``traced(run_dirs)`` when the caller already has it."""
+    if t is None:
+        t = traced(run_dirs)
+    if t is None:
+        return []
+    if isinstance(t, str):
         return ["<h2>nova: request tracing from logs (seed 004)</h2>",
-                f"<p class=note>tracing failed: {escape(str(e))}</p>"]
+                f"<p class=note>tracing failed: {escape(t)}</p>"]
     s, b = t.summary, t.boots
     n = int(s["boots"].sum()) if not s.empty else 0
     term = int(s["terminal"].sum()) if "terminal" in s.columns else 0

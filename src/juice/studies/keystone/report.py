@@ -248,9 +248,10 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
     data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
     colors = op_colors(operation_order(df))
     from juice.report.findings import findings_html
+    from juice.studies.keystone import seeds
     from juice.studies.keystone.findings import findings
 
-    body = [findings_html("Keystone", findings(it, data.rw)),
+    body = [findings_html("Keystone", findings(it, data.rw)), seeds.section(it, data.rw, manifests),
             _provenance(found, df, it, manifests, filter_q), *_targets(manifests),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
     rw = keystone.rwratio_table(data)

@@ -297,10 +297,12 @@ def sections(paths: Sequence[Path]) -> list[str]:
             "one-way times are exact. Load is open loop (intended send times; a late send counts from its "
             "intended time in 'rtt_int'). NATS runs use Juice's own oslo.messaging transport "
             f"(plugins/juice-messaging), not an upstream driver. {escape(HOST_NOTE)}</p>")
+    from juice.studies.messaging import seeds
     from juice.studies.messaging.findings import findings
 
+    mans = [json.loads((Path(d) / "manifest.json").read_text()) for d in df["dir"]]
     body = ["<h2>Messaging: oslo.messaging RPC over real buses</h2>",
-            findings_html("messaging", findings(df)), note,
+            findings_html("messaging", findings(df)), seeds.section(df, mans), note,
             "<h3>Configurations (medians over repetitions)</h3>", _table(a) if a is not None else ""]
     for case in sorted(df["case"].unique()):
         body.append(scale_figure(df, str(case)))

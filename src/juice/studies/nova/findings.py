@@ -104,3 +104,29 @@ def findings(df: pd.DataFrame) -> list[Finding]:
         out.append(Finding("Scenarios: " + ", ".join(_scenario(s) for s in sorted(df["scenario"].unique()))
                            + " (the findings above pool them)"))
     return out
+
+
+def phase_findings(means: pd.DataFrame) -> list[Finding]:
+    """From the traced boots' mean seconds per phase, a row per concurrency (``juice.trace.
+    report.phase_means``): which phase dominates a boot, and from which concurrency on, e.g.
+    "The claim phase dominates above 20 concurrent boots (41 % of a boot at 60)"."""
+    if means.empty:
+        return []
+    m = means.sort_index()
+    share = m.div(m.sum(axis=1).replace(0, np.nan), axis=0)
+    top = share.idxmax(axis=1)
+    last = str(top.iloc[-1])
+    key = str(m.index.name or "concurrency")
+    what = "concurrent boots" if key == "concurrency" else f"({key})"
+    at = f"{100 * float(share[last].iloc[-1]):.0f} % of a boot at {m.index[-1]:g}"
+    if len(m) < 2:
+        return [Finding(f"The {last} phase dominates at {m.index[-1]:g} {what} ({at})")]
+    i = len(top) - 1
+    while i > 0 and str(top.iloc[i - 1]) == last:
+        i -= 1
+    if i == 0:
+        return [Finding(f"The {last} phase dominates at every concurrency traced, {m.index[0]:g} to "
+                        f"{m.index[-1]:g} {what} ({at})")]
+    before = str(top.iloc[i - 1])
+    return [Finding(f"The {last} phase dominates above {m.index[i - 1]:g} {what} ({at}); "
+                    f"the {before} phase below")]

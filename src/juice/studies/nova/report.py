@@ -171,10 +171,17 @@ def sections(paths: Sequence[Path]) -> list[str]:
     from juice.profile import report as profile_report
 
     t = table(paths, [])
-    from juice.studies.nova.findings import findings
+    from juice.studies.nova import seeds
+    from juice.studies.nova.findings import findings, phase_findings
+    from juice.trace.report import phase_means, traced
 
+    dirs = [Path(d) for d in df["dir"]]
+    tr = traced(dirs)
+    boots = tr.boots if tr is not None and not isinstance(tr, str) else None
+    summ = tr.summary if tr is not None and not isinstance(tr, str) else None
+    phases = phase_findings(phase_means(boots)) if boots is not None else []
     body = ["<h2>nova: boots under load (seeds 002, 004)</h2>",
-            findings_html("nova", findings(df)),
+            findings_html("nova", findings(df) + phases), seeds.section(df, boots, summ),
             f"<p class=note>{len(df)} runs, {int(df['boots'].sum())} boots. Boot time as Rally measures it "
             "(<code>nova.boot_server</code>: POST, 1 s, then a GET every 2 s until ACTIVE) and from nova's "
             "own <code>instance.create.end</code> notification (minus the POST's send time, one clock): "
@@ -193,6 +200,6 @@ def sections(paths: Sequence[Path]) -> list[str]:
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]
-    body += trace_sections([Path(d) for d in df["dir"]])
+    body += trace_sections(dirs, tr)
     body += profile_report.sections([Path(d) for d in df["dir"]], level_key="concurrency")
     return [b for b in body if b]

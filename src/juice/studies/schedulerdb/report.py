@@ -320,11 +320,13 @@ def section(paths: list[Path]) -> str | None:
     from juice.report.findings import findings_html
     from juice.report.layout import boxed
     from juice.report.tables import table_html
+    from juice.studies.schedulerdb import seeds
     from juice.studies.schedulerdb.findings import findings
 
     parts = [
         "<h2>Scheduler ↔ database: compute-node state read, t(N)</h2>",
         findings_html("scheduler-db", findings(reads, confs, thr, _label)),
+        seeds.section(reads, confs, thr, _label, mans),
         f"<p>{len(mans)} runs; host {escape(str(host.get('hostname', '?')))}, "
         f"{host.get('cpus', '?')} CPUs, {host.get('mem_gib', '?')} GiB; 1-min load average before "
         f"the runs {min(loads):.1f}–{max(loads):.1f} (other work on the host inflates the times). "
