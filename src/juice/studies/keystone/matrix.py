@@ -1,6 +1,7 @@
 """The run matrix of a Keystone study: the product of its axes, in execution order.
 
-Order = how labs and deployments are reused: one lab per site count; inside it one
+Order (``runner.order: as-written``; the sweep arranges the other orders from this one,
+``juice.runner.order``) = how labs and deployments are reused: one lab per site count; inside it one
 deployment (database + Keystone) per (rdbms, cache); inside that the WAN points are applied
 to the running lab (``set_wan``, then checked); then load × scenario × repetition. A run is
 identified by ``key`` (a hash of its parameters), stored in its manifest, so a resumed sweep
@@ -79,6 +80,18 @@ class RunPoint:
     @property
     def deployment(self) -> tuple[int, str, bool]:
         return (self.sites, self.rdbms, self.cache)
+
+    @property
+    def point_key(self) -> str:
+        """The run key without the repetition: the same point at another repetition."""
+        return f"{self.study}:{self.deployment_key}:{self.wan.label}:{self.load}:{self.scenario}:" + (
+            json.dumps([self.scenario_args, self.contexts], sort_keys=True))
+
+    @property
+    def block_key(self) -> str:
+        """Runs that share a WAN point: ``juice.runner.order`` keeps them together (a WAN change
+        and check costs seconds)."""
+        return self.wan.label
 
     @property
     def lab_key(self) -> int:

@@ -17,6 +17,7 @@ Every list is an axis; the run matrix is their product (see ``juice.studies.keys
       - authenticate_user_and_validate_token
       - {name: create_user_update_password, args: {}, contexts: {users: {tenants: 1, users_per_tenant: 1}}}
     runner: {times: 20, concurrency: 2}          # closed loop, like Rally's `constant`
+    # runner: {order: interleaved}   # the default; as-written | shuffled (juice.runner.order)
     # runner: {rate: 50, times: 500, arrival: poisson}   # open loop
     keystone: {cache: [true], workers: 1, password_hash_rounds: 4}
 
@@ -37,6 +38,8 @@ field                           range            why
 ``runner.rate``                 0.01..10,000/s   open loop; below 0.01/s a run is hours per
                                                  iteration, above 10,000/s one driver cannot send
 ``runner.max_in_flight``        1..100,000       open loop: arrivals beyond are dropped
+``runner.order``                as-written, shuffled, interleaved (default): the run order inside
+                                                 each deployment, seeded by ``seed``
 ``runner.timeout_s``            1..86,400 s      per iteration (one iteration is >= 14
                                                  requests: under 1 s only times out)
 ``keystone.workers``            1..32            gunicorn workers per site
@@ -68,6 +71,7 @@ from juice.faults.spec import Fault, check_sites
 from juice.lab.provider import Provider
 from juice.lab.provider import check_sites as check_provider_sites
 from juice.profile.spec import Profile
+from juice.runner.order import ORDER_DOC
 from juice.sla.criteria import SLA_FIELD_DOC, IterationSla
 from juice.spec.base import (
     MAX_PLAN_S,
@@ -171,6 +175,8 @@ class Runner(Strict):
         default=None, description="or: seconds of load before the measured window, 0..3,600")
     stop_on_sla: bool = Field(default=False, description="end the load as soon as an sla: criterion "
                               "can no longer pass (juice.sla.stop)")
+    order: Literal["as-written", "shuffled", "interleaved"] = Field(
+        default="interleaved", description=ORDER_DOC)
 
     @model_validator(mode="after")
     def _one_warmup(self) -> Runner:
@@ -180,9 +186,10 @@ class Runner(Strict):
 
     def key_dump(self) -> dict[str, Any]:
         """What run keys hash: the fields, without the ones added later while unset (so runs
-        stored before them keep their keys)."""
+        stored before them keep their keys), and never ``order`` (where a run stands in the
+        order is not what it is: a resumed sweep in another order skips it)."""
         return {k: v for k, v in self.model_dump(mode="json").items()
-                if not (k in ("warmup", "warmup_s", "stop_on_sla") and not v)}
+                if not (k in ("warmup", "warmup_s", "stop_on_sla") and not v) and k != "order"}
 
 
 class KeystoneAxis(Strict):
