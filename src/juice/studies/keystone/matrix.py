@@ -40,6 +40,7 @@ class RunPoint:
     faults: tuple[Fault, ...] = field(default=(), hash=False, compare=False)
     target: str | None = None      # an existing cloud (its label): no lab, no deployment
     max_rps: float | None = None   # the target's rate cap (requests/s, the whole run)
+    write_attribution: bool = False  # statements by kind and table (performance_schema ON)
 
     def params(self) -> dict[str, Any]:
         """The run's parameters as stored in its manifest (and as analysis columns)."""
@@ -51,6 +52,7 @@ class RunPoint:
             "repetition": self.repetition, "seed": self.seed, "run_id": self.key,
             **({"faults": len(self.faults)} if self.faults else {}),
             **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
+            **({"write_attribution": True} if self.write_attribution else {}),
             **({"warmup": self.runner["warmup"]} if self.runner.get("warmup") else {}),
             **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {})}
         if self.target is not None:  # the cloud's cache is the cloud's business: unknown here
@@ -64,7 +66,9 @@ class RunPoint:
                  "rdbms": self.rdbms, "sites": self.sites, "wan": self.wan.label, "load": self.load,
                  "cache": self.cache, "repetition": self.repetition, "runner": self.runner,
                  **({"faults": [f.model_dump(mode="json") for f in self.faults]} if self.faults else {}),
-                 **({"target": self.target, "max_rps": self.max_rps} if self.target else {})}
+                 **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
+                 # a deviation from the server's defaults (performance_schema ON): other runs
+                 **({"write_attribution": True} if self.write_attribution else {})}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     @property
@@ -136,5 +140,6 @@ def expand(exp: Experiment) -> list[RunPoint]:
                                     contexts=dict(contexts),
                                     rdbms=rdbms, sites=sites, wan=wan, load=load, cache=cache,
                                     repetition=rep, seed=exp.seed + rep, runner=runner,
-                                    faults=tuple(exp.faults)))
+                                    faults=tuple(exp.faults),
+                                    write_attribution=exp.keystone.write_attribution))
     return out

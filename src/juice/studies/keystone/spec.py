@@ -19,7 +19,7 @@ Every list is an axis; the run matrix is their product (see ``juice.studies.keys
     runner: {times: 20, concurrency: 2}          # closed loop, like Rally's `constant`
     # runner: {order: interleaved}   # the default; as-written | shuffled (juice.runner.order)
     # runner: {rate: 50, times: 500, arrival: poisson}   # open loop
-    keystone: {cache: [true], workers: 1, password_hash_rounds: 4}
+    keystone: {cache: [true], workers: 1, password_hash_rounds: 4}   # write_attribution: true
 
 Unknown keys are rejected; errors name the field path and the file (exit 2).
 
@@ -43,6 +43,9 @@ field                           range            why
 ``runner.timeout_s``            1..86,400 s      per iteration (one iteration is >= 14
                                                  requests: under 1 s only times out)
 ``keystone.workers``            1..32            gunicorn workers per site
+``keystone.write_attribution``  true/false       statements of each run by kind and table
+                                                 (default false: on MariaDB/Galera it turns
+                                                 performance_schema ON, off by default there)
 ``keystone.password_hash_rounds``  4..14         bcrypt cost: each round doubles a password
                                                  check (4: ~1 ms, 12: ~0.25 s, 14: ~0.9 s on
                                                  this host); the plan's estimate assumes cheap
@@ -198,6 +201,9 @@ class KeystoneAxis(Strict):
     workers: Annotated[PositiveInt, Le(32)] = Field(default=1, description="gunicorn workers per site, 1..32")
     password_hash_rounds: Annotated[PositiveInt, Interval(ge=4, le=14)] = Field(
         default=4, description="bcrypt cost, 4..14")
+    write_attribution: StrictBool = Field(
+        default=False, description="statements per run by kind and table (juice.services.attribution); "
+        "on MariaDB/Galera it turns performance_schema ON, a deviation from the server's defaults")
 
     @field_validator("cache")
     @classmethod
