@@ -83,3 +83,13 @@ def test_an_unknown_order_is_a_one_line_error() -> None:
 
     with pytest.raises(UserError, match="runner.order"):
         spec(runner={"order": "random"})
+
+
+def test_interleaved_wan_changes_are_estimated_and_stay_under_the_specs_bound() -> None:
+    from juice.studies.keystone import estimate
+    from juice.studies.keystone.spec import work_bound_s
+
+    s = spec(repetitions=4)
+    written = estimate.total_s(order.arrange(expand(s), "as-written", 1))
+    inter = estimate.total_s(order.arrange(expand(s), "interleaved", 1))
+    assert written < inter <= work_bound_s(s)

@@ -370,9 +370,13 @@ def work_bound_s(exp: Experiment) -> float:
         for rdbms in exp.rdbms:
             for cache in exp.keystone.cache:
                 total += 10.0 + 2.0 * sites + 10 * _rtt_s(wans[0]) + 8.0 + 1.5 * sites  # deployment
+                # WAN changes and checks: one per WAN point; interleaved passes turn back at the
+                # last point, so (repetitions - 1) x (points - 1) more (juice.runner.order)
+                changes = len(wans) + (max(exp.repetitions - 1, 0) * (len(wans) - 1)
+                                       if r.order == "interleaved" else 0)
+                total += changes * (2.0 + 0.02 * sites * sites)
                 for w in wans:
                     rtt = _rtt_s(w)
-                    total += 2.0 + 0.02 * sites * sites  # WAN change and check
                     for load in exp.load:
                         it = _REQUESTS * _REQUEST_S
                         if rdbms == "galera":
