@@ -210,8 +210,9 @@ class MySQLDigestProbe(Probe):
 class PgStatementsProbe(Probe):
     source = "pg_stat_statements"
 
-    def __init__(self, servers: list[PgServer], dbname: str) -> None:
-        self.servers, self.dbname = servers, dbname
+    def __init__(self, servers: list[PgServer], dbname: str, stats_db: str = "juice") -> None:
+        # the view lives in the database where the extension was created (Juice's own)
+        self.servers, self.dbname, self.stats_db = servers, dbname, stats_db
 
     def tables(self) -> list[str]:
         return [str(r[0]) for r in self.servers[0].query(
@@ -224,8 +225,9 @@ class PgStatementsProbe(Probe):
             rows = s.query(f"SET ROLE {PROBE_ROLE}; SELECT userid::text || ':' || queryid::text, calls, "
                            "regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements WHERE dbid = "
                            f"(SELECT oid FROM pg_database WHERE datname = '{self.dbname}') AND userid <> "
-                           f"(SELECT oid FROM pg_roles WHERE rolname = '{PROBE_ROLE}')", self.dbname)
-            info = s.query(f"SET ROLE {PROBE_ROLE}; SELECT dealloc FROM pg_stat_statements_info", self.dbname)
+                           f"(SELECT oid FROM pg_roles WHERE rolname = '{PROBE_ROLE}')", self.stats_db)
+            info = s.query(f"SET ROLE {PROBE_ROLE}; SELECT dealloc FROM pg_stat_statements_info",
+                           self.stats_db)
             for r in rows:
                 if len(r) >= 3:
                     out[f"{i}:{r[0]}"] = ("\t".join(r[2:]), int(str(r[1])))

@@ -1,10 +1,10 @@
-"""Write attribution on real servers: a 1-site Keystone on MariaDB with
+"""Write attribution on real servers: a 1-site Keystone on MariaDB (and on PostgreSQL) with
 ``keystone.write_attribution`` runs create_user_update_password twice (two repetitions,
 interleaved); each run's statements are attributed by kind and table from
-performance_schema, to tables of the keystone schema, and its writes by table add up to the
-%reads/%writes write count (Com_*). The manifest records performance_schema ON as a
-deviation and where the run stood in the order; the report shows the breakdown and the
-order-effect table."""
+performance_schema (pg_stat_statements), to tables of the keystone schema, and its writes by
+table add up to the %reads/%writes write count (Com_* / pg_stat_statements). On MariaDB the
+manifest records performance_schema ON as a deviation; it records where each run stood in the
+order; the report shows the breakdown and the order-effect table."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.services.conftest import needs_lab
@@ -21,8 +22,9 @@ pytestmark = needs_lab
 JUICE = [sys.executable, "-m", "juice.cli"]
 
 
-def test_writes_are_attributed_to_keystone_tables_and_add_up(tmp_path: Path) -> None:
-    data = {"name": "attr", "rdbms": ["mariadb"], "sites": [1], "wan": {"delay_ms": [0]},
+@pytest.mark.parametrize("rdbms", ["mariadb", "postgres"])
+def test_writes_are_attributed_to_keystone_tables_and_add_up(tmp_path: Path, rdbms: str) -> None:
+    data = {"name": "attr", "rdbms": [rdbms], "sites": [1], "wan": {"delay_ms": [0]},
             "scenarios": ["create_user_update_password"], "repetitions": 2, "check_wan": False,
             "runner": {"times": 3, "concurrency": 1},
             "keystone": {"password_hash_rounds": 4, "write_attribution": True}}
@@ -38,8 +40,10 @@ def test_writes_are_attributed_to_keystone_tables_and_add_up(tmp_path: Path) -> 
     for run in runs:
         m = json.loads((run / "manifest.json").read_text())
         wa, rw = m["write_attribution"], m["rwratio"]
-        assert wa["source"].startswith("performance_schema") and wa["exact"]
-        assert "performance_schema" in m["deployment"]["deviations"]
+        source = "performance_schema" if rdbms == "mariadb" else "pg_stat_statements"
+        assert wa["source"].startswith(source) and wa["exact"]
+        assert ("performance_schema" in m["deployment"]["deviations"]) if rdbms == "mariadb" else (
+            "deviations" not in m["deployment"])
         tables = set(wa["schema_tables"])
         assert len(tables) > 10, tables  # Keystone's schema, read from the server's catalog
         writes = [r for r in wa["rows"] if r["kind"] in ("insert", "update", "delete", "replace")]
