@@ -2,7 +2,8 @@
 
     before, ran, failed = sweep.run(study, spec, data, spec_text, study_dir, progress)
 
-Loop structure: the points of ``study.expand(spec)`` not complete yet, in their order; one lab
+Loop structure: the points of ``study.expand(spec)`` not complete yet, in the spec's run order
+(``runner.order``, ``juice.runner.order``: a pure function of the spec and its seed); one lab
 per run of adjacent points with equal ``lab_key``; in it one deployment per run of adjacent
 points with equal ``deployment_key``; then each point into its own ``RunDir``. Groups whose
 points are all complete open nothing. A run that raises a JuiceError is kept as ``.failed``
@@ -14,6 +15,10 @@ same table): a sampler runs around ``study.run_point``
 and writes ``profile.parquet`` into the run (kept in ``.failed`` runs too), and the
 manifest gets a ``profile`` entry (rate, metrics, processes, the sampler's own CPU). The
 rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PROFILE_HZ``.
+
+Each run's manifest records where it stood in that order: ``order_index`` (its place in the
+whole spec's order) and ``order`` (mode, seed, ``position``: how many runs its deployment ran
+before it in this sweep, 0 = the first run on a fresh deployment; ``deployment``).
 
 After each run, the spec's ``sla:`` criteria (any study whose spec has that field) are judged
 on the run's files and stored in its manifest and rally.json (``juice.sla.store``);
@@ -34,6 +39,7 @@ from juice.errors import JuiceError
 from juice.lab.place import Lab
 from juice.profile import sampler
 from juice.results.store import RunDir
+from juice.runner import order
 
 Progress = Callable[[str], None]
 
@@ -70,7 +76,7 @@ class Plan:
 
 
 def plan(study: Study[Any, Any], spec: Any, study_dir: Path) -> Plan:
-    points = study.expand(spec)
+    points = order.arrange(study.expand(spec), order.mode_of(spec), order.seed_of(spec))
     done = completed(study, study_dir)
     todo = [p for p in points if p.key not in done]
     est = sum(study.estimate_s(p) for p in todo) + study.overhead_s(todo)
@@ -91,18 +97,25 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
              f"{len(pl.todo)} to run → {study_dir}")
     ran = failed = 0
     position = n - len(pl.todo)
+    index = {id(p): i for i, p in enumerate(pl.points)}
+    mode, seed = order.mode_of(spec), order.seed_of(spec)
     for _lab_key, by_lab in groupby(pl.todo, key=lambda p: p.lab_key):
         lab_points = list(by_lab)
         with study.lab(spec, lab_points, progress) as lab:
             for _dep_key, by_dep in groupby(lab_points, key=lambda p: p.deployment_key):
                 dep_points = list(by_dep)
                 with study.deployment(spec, lab, dep_points, progress) as dep:
-                    for p in dep_points:
+                    for in_dep, p in enumerate(dep_points):
                         position += 1
                         progress(f"[{position}/{n}] {p.label}")
+                        where = {"order_index": index[id(p)],
+                                 "order": {"mode": mode, "seed": seed, "position": in_dep,
+                                           "deployment": order.deployment_id(p)},
+                                 **({"repetition": p.repetition}
+                                    if isinstance(getattr(p, "repetition", None), int) else {})}
                         try:
                             _one(study, spec, spec_data, spec_text, study_dir, p, lab, dep, conf,
-                                 progress, ui, task_args)
+                                 progress, ui, task_args, where)
                             ran += 1
                         except JuiceError as e:
                             failed += 1
@@ -112,7 +125,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
 
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
          p: Point, lab: Lab | None, dep: Any, conf: sampler.Settings, progress: Progress, ui: Any,
-         task_args: Mapping[str, Any] | None = None) -> None:
+         task_args: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None) -> None:
     with RunDir(study_dir, p.dirname) as rd:
         prof = sampler.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
         try:
@@ -127,7 +140,23 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
             raise JuiceError(f"study {study.name!r} wrote no manifest for run {p.key} (a bug in the study)")
         if summary is not None:
             sampler.add_to_manifest(manifest, summary)
+        if where:
+            _add_order(manifest, where)
         _judge(spec, rd, progress, task_args)
+
+
+def _add_order(manifest: Path, where: Mapping[str, Any]) -> None:
+    """The run's place in the run order into its manifest (atomically; mtime kept, as the
+    profile entry: no parameter of the run changes)."""
+    import os
+
+    from juice.util import atomic
+
+    st = manifest.stat()
+    data = json.loads(manifest.read_text())
+    data.update(where)
+    atomic.write_json(manifest, data)
+    os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def _judge(spec: Any, rd: RunDir, progress: Progress, task_args: Mapping[str, Any] | None) -> None:

@@ -70,6 +70,7 @@ class GaleraOptions:
     slave_threads: int = 2
     buffer_pool_mb: int = 48
     sst: str = "seed"  # seed | rsync
+    performance_schema: bool = False  # MariaDB's default; ON for statement attribution
 
 
 def render_provider_options(ip: str, site: int, opts: GaleraOptions) -> str:
@@ -139,6 +140,7 @@ class Galera(Service):
         self.nodes: dict[int, MariaDBServer] = {}
         for i, s in enumerate(self.node_sites, start=1):
             opts = ServerOptions(bind=lab.site_ip(s), buffer_pool_mb=self.opts.buffer_pool_mb,
+                                 performance_schema=self.opts.performance_schema,
                                  extra=wsrep_args(ips, i, self.opts))
             self.nodes[s] = MariaDBServer(lab, s, "galera", opts)
         self.timings: dict[str, float] = {}

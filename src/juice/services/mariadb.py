@@ -39,6 +39,7 @@ class ServerOptions:
     port: int = PORT
     buffer_pool_mb: int = 64
     max_connections: int = 500
+    performance_schema: bool = False  # MariaDB's default (OFF); ON only when a spec asks for it
     extra: tuple[tuple[str, str], ...] = ()  # further --key=value options (e.g. wsrep)
 
 
@@ -53,7 +54,8 @@ def server_args(opts: ServerOptions, home: Path) -> list[str]:
         "--innodb-log-file-size=48M", "--innodb-flush-log-at-trx-commit=2",
         f"--max-connections={opts.max_connections}",
         "--skip-name-resolve", "--character-set-server=utf8mb4",
-        "--collation-server=utf8mb4_general_ci", "--performance-schema=OFF",
+        "--collation-server=utf8mb4_general_ci",
+        f"--performance-schema={'ON' if opts.performance_schema else 'OFF'}",
         "--skip-log-bin",
     ]
     args += [f"--{k}={v}" if v != "" else f"--{k}" for k, v in opts.extra]
@@ -243,12 +245,13 @@ class MariaDBCentral(Service):
     kind = "mariadb"
 
     def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
-                 buffer_pool_mb: int = 128) -> None:
+                 buffer_pool_mb: int = 128, performance_schema: bool = False) -> None:
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
         self.server = MariaDBServer(lab, site, "mariadb",
-                                    ServerOptions(bind=lab.site_ip(site), buffer_pool_mb=buffer_pool_mb))
+                                    ServerOptions(bind=lab.site_ip(site), buffer_pool_mb=buffer_pool_mb,
+                                                  performance_schema=performance_schema))
 
     def configure(self) -> None:
         self.server.place.remove(self.server.home)

@@ -22,7 +22,7 @@ from juice.load.progress import ProgressUI, RichProgress
 from juice.load.rally_json import write_rally
 from juice.load.runner import RunnerSpec
 from juice.results.store import RunDir
-from juice.services import counters
+from juice.services import attribution, counters
 from juice.services.base import Progress, Service
 from juice.sla.criteria import Sla
 from juice.sla.stop import stop_rule, stopped
@@ -79,7 +79,14 @@ def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: P
         progress(f"no statement counters for {p.rdbms} ({e}); %reads/%writes not measured")
         probe = None
     faults = FaultRunner(p.faults, target, progress) if p.faults and target is not None else None
-    return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults)
+    attr = None
+    if p.write_attribution:
+        from juice.services.keystone import DB_NAME
+
+        attr = attribution.probe_for(db, DB_NAME)
+        if attr is None:
+            progress(f"no statement attribution for {p.rdbms}; writes by table not measured")
+    return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults, attr)
 
 
 def pool_size(spec: RunnerSpec) -> int:
@@ -96,11 +103,13 @@ def job(p: RunPoint, site: int, spec: RunnerSpec, env: dict[str, Any]) -> Driver
 
 def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: list[DriverJob],
                probe: counters.Probe | None, progress: Progress, ui: ProgressUI | None = None,
-               faults: FaultRunner | None = None) -> dict[str, Any]:
-    """Run ``jobs`` at once (statement counters around them when ``probe``), write the run's
-    iterations.jsonl, rally.json and events.jsonl; the manifest fields of the outcome."""
+               faults: FaultRunner | None = None, attr: attribution.Probe | None = None) -> dict[str, Any]:
+    """Run ``jobs`` at once (statement counters around them when ``probe``, statements by kind
+    and table when ``attr``), write the run's iterations.jsonl, rally.json and events.jsonl;
+    the manifest fields of the outcome."""
     bar = ui if ui is not None else RichProgress()
-    with probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
+    with attr.window() if attr is not None else nullcontext() as aw, \
+            probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
         results = run_drivers(launcher, jobs, faults.watch(bar) if faults is not None else bar)
     rw: dict[str, Any] | None = None
     if w is not None:
@@ -108,6 +117,7 @@ def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: lis
         rw = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
               "pct_writes": round(c.pct_writes, 2), "exact": c.exact, "per_command": c.per_command,
               "window": "drivers incl. Rally-like contexts (setup/cleanup)"}
+    by_table = aw.summary(attr.source) if aw is not None and attr is not None else None
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
         atomic.write_text(rd.file(EVENTS), "".join(json.dumps(e) + "\n" for e in events))
@@ -125,6 +135,7 @@ def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: lis
         progress(f"stopped by sla: {halt['criterion']} could no longer pass after "
                  f"{halt['iterations_done']} iterations (site {halt['site']})")
     return {**({"sla_stopped": halt} if halt is not None else {}),
+            **({"write_attribution": by_table} if by_table is not None else {}),
             "rwratio": rw, "drivers": per_site, "iterations": n, "faults": events,
             "warmup_iterations": sum(len(r.warmup) for r in results),
             "failed_iterations": sum(r.failed_count for r in results),

@@ -84,7 +84,7 @@ def total_s(points: Sequence[RunPoint]) -> float:
     total = 0.0
     labs: set[int] = set()
     deployments: set[tuple[int, str, bool]] = set()
-    wans: set[tuple[tuple[int, str, bool], str]] = set()
+    last_wan: tuple[tuple[int, str, bool], str] | None = None  # a WAN change per change (run order)
     for p in points:
         if p.target is not None:  # no lab, no deployment: a token and the RTT probes
             total += 2.0 if not deployments else 0.0
@@ -97,8 +97,8 @@ def total_s(points: Sequence[RunPoint]) -> float:
         if p.deployment not in deployments:
             deployments.add(p.deployment)
             total += deployment_s(p.sites, p.rdbms, rtt_s(p))
-        if (p.deployment, p.wan.label) not in wans:
-            wans.add((p.deployment, p.wan.label))
+        if (p.deployment, p.wan.label) != last_wan:
+            last_wan = (p.deployment, p.wan.label)
             total += 2.0 + 0.02 * p.sites * p.sites
         total += run_s(p)
     return total

@@ -1,6 +1,7 @@
 """The run matrix of a Keystone study: the product of its axes, in execution order.
 
-Order = how labs and deployments are reused: one lab per site count; inside it one
+Order (``runner.order: as-written``; the sweep arranges the other orders from this one,
+``juice.runner.order``) = how labs and deployments are reused: one lab per site count; inside it one
 deployment (database + Keystone) per (rdbms, cache); inside that the WAN points are applied
 to the running lab (``set_wan``, then checked); then load × scenario × repetition. A run is
 identified by ``key`` (a hash of its parameters), stored in its manifest, so a resumed sweep
@@ -39,6 +40,7 @@ class RunPoint:
     faults: tuple[Fault, ...] = field(default=(), hash=False, compare=False)
     target: str | None = None      # an existing cloud (its label): no lab, no deployment
     max_rps: float | None = None   # the target's rate cap (requests/s, the whole run)
+    write_attribution: bool = False  # statements by kind and table (performance_schema ON)
 
     def params(self) -> dict[str, Any]:
         """The run's parameters as stored in its manifest (and as analysis columns)."""
@@ -50,6 +52,7 @@ class RunPoint:
             "repetition": self.repetition, "seed": self.seed, "run_id": self.key,
             **({"faults": len(self.faults)} if self.faults else {}),
             **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
+            **({"write_attribution": True} if self.write_attribution else {}),
             **({"warmup": self.runner["warmup"]} if self.runner.get("warmup") else {}),
             **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {})}
         if self.target is not None:  # the cloud's cache is the cloud's business: unknown here
@@ -63,7 +66,9 @@ class RunPoint:
                  "rdbms": self.rdbms, "sites": self.sites, "wan": self.wan.label, "load": self.load,
                  "cache": self.cache, "repetition": self.repetition, "runner": self.runner,
                  **({"faults": [f.model_dump(mode="json") for f in self.faults]} if self.faults else {}),
-                 **({"target": self.target, "max_rps": self.max_rps} if self.target else {})}
+                 **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
+                 # a deviation from the server's defaults (performance_schema ON): other runs
+                 **({"write_attribution": True} if self.write_attribution else {})}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     @property
@@ -79,6 +84,18 @@ class RunPoint:
     @property
     def deployment(self) -> tuple[int, str, bool]:
         return (self.sites, self.rdbms, self.cache)
+
+    @property
+    def point_key(self) -> str:
+        """The run key without the repetition: the same point at another repetition."""
+        return f"{self.study}:{self.deployment_key}:{self.wan.label}:{self.load}:{self.scenario}:" + (
+            json.dumps([self.scenario_args, self.contexts], sort_keys=True))
+
+    @property
+    def block_key(self) -> str:
+        """Runs that share a WAN point: ``juice.runner.order`` keeps them together (a WAN change
+        and check costs seconds)."""
+        return self.wan.label
 
     @property
     def lab_key(self) -> int:
@@ -123,5 +140,6 @@ def expand(exp: Experiment) -> list[RunPoint]:
                                     contexts=dict(contexts),
                                     rdbms=rdbms, sites=sites, wan=wan, load=load, cache=cache,
                                     repetition=rep, seed=exp.seed + rep, runner=runner,
-                                    faults=tuple(exp.faults)))
+                                    faults=tuple(exp.faults),
+                                    write_attribution=exp.keystone.write_attribution))
     return out

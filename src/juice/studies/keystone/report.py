@@ -1,7 +1,8 @@
 """The Keystone study's report section (seed 000's shape), re-made from stored runs alone.
 
 Content: provenance (runs, parameters, versions, host facts, WAN backend, skipped runs); the
-outline tables; %reads/%writes; per scenario the stacked-bar tiles per rdbms (by sites, by
+outline tables; %reads/%writes and the writes by table (``writes``); the run order and its
+effect (``runorder``); per scenario the stacked-bar tiles per rdbms (by sites, by
 delay, by zones when they vary) with λ and σ, the CDFs, and the describe tables. Bars and
 CDFs drop, per run, the iterations above the 95th percentile of the run's totals (the seed's
 ``filter_percentile(.95, ...)``; ``filter_q=None`` keeps them all); tables use every iteration.
@@ -248,17 +249,23 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
     data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
     colors = op_colors(operation_order(df))
     from juice.report.findings import findings_html
-    from juice.studies.keystone import seeds
+    from juice.studies.keystone import runorder, seeds, writes
     from juice.studies.keystone.findings import findings
 
-    body = [findings_html("Keystone", findings(it, data.rw)), seeds.section(it, data.rw, manifests),
+    by_table, write_found = writes.section(manifests)
+    order_parts, order_found = runorder.section(manifests, it)
+    body = [findings_html("Keystone", order_found + findings(it, data.rw) + write_found),
+            seeds.section(it, data.rw, manifests),
             _provenance(found, df, it, manifests, filter_q), *_targets(manifests),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
     rw = keystone.rwratio_table(data)
+    if rw or by_table:
+        body += ["<h2>%reads / %writes</h2>"]
     if rw:
-        body += ["<h2>%reads / %writes</h2>", "<p class=note>Statement counters of the database "
+        body += ["<p class=note>Statement counters of the database "
                  "around each run's window (reads: SELECT; writes: INSERT, UPDATE, DELETE, REPLACE); "
                  "mean over runs.</p>", rw]
+    body += by_table + order_parts
     scenarios: list[Any] = (sorted(df["scenario"].dropna().unique().tolist(), key=str)
                             if "scenario" in df.columns else [None])
     for s in scenarios:

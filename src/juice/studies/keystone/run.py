@@ -64,7 +64,8 @@ def deployment(lab: Lab, p: RunPoint, exp: Experiment, progress: Progress) -> It
     progress(f"deploying {p.rdbms} for {p.sites} sites")
     t0 = time.monotonic()
     # bounded waits that grow with the deployment (45 sites on 2 cores take minutes)
-    db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites))
+    pfs = {"performance_schema": True} if p.write_attribution and p.rdbms in ("mariadb", "galera") else {}
+    db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites), **pfs)
     try:
         progress(f"{p.rdbms} healthy in {time.monotonic() - t0:.1f} s; starting a Keystone in every site "
                  f"(cache {'on' if p.cache else 'off'})")
@@ -107,9 +108,12 @@ def run_point(run: Run[Experiment, RunPoint], dep: Deployment) -> None:
         dep.wan = p.wan.label
     target = KeystoneFaults(dep.lab, dep.db, dep.ks, p.wan, exp.wan.jitter_ms, exp.wan.loss_pct)
     outcome = drive.execute(run.rd, p, dep.lab, dep.db, dep.ks, run.progress, run.ui, target, sla=exp.sla)
+    deviations = ({"performance_schema": "ON (keystone.write_attribution; MariaDB's default is OFF)"}
+                  if p.write_attribution and p.rdbms in ("mariadb", "galera") else {})
     run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data),
                  scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
-                 versions=versions(dep.ks), deployment={"rdbms": p.rdbms, **dep.ks.facts()},
+                 versions=versions(dep.ks), deployment={"rdbms": p.rdbms, **dep.ks.facts(),
+                                                        **({"deviations": deviations} if deviations else {})},
                  wan=dep.wan_report, **outcome)
     drive.finish(run.rd)
 

@@ -17,8 +17,9 @@ Every list is an axis; the run matrix is their product (see ``juice.studies.keys
       - authenticate_user_and_validate_token
       - {name: create_user_update_password, args: {}, contexts: {users: {tenants: 1, users_per_tenant: 1}}}
     runner: {times: 20, concurrency: 2}          # closed loop, like Rally's `constant`
+    # runner: {order: interleaved}   # the default; as-written | shuffled (juice.runner.order)
     # runner: {rate: 50, times: 500, arrival: poisson}   # open loop
-    keystone: {cache: [true], workers: 1, password_hash_rounds: 4}
+    keystone: {cache: [true], workers: 1, password_hash_rounds: 4}   # write_attribution: true
 
 Unknown keys are rejected; errors name the field path and the file (exit 2).
 
@@ -37,9 +38,14 @@ field                           range            why
 ``runner.rate``                 0.01..10,000/s   open loop; below 0.01/s a run is hours per
                                                  iteration, above 10,000/s one driver cannot send
 ``runner.max_in_flight``        1..100,000       open loop: arrivals beyond are dropped
+``runner.order``                as-written, shuffled, interleaved (default): the run order inside
+                                                 each deployment, seeded by ``seed``
 ``runner.timeout_s``            1..86,400 s      per iteration (one iteration is >= 14
                                                  requests: under 1 s only times out)
 ``keystone.workers``            1..32            gunicorn workers per site
+``keystone.write_attribution``  true/false       statements of each run by kind and table
+                                                 (default false: on MariaDB/Galera it turns
+                                                 performance_schema ON, off by default there)
 ``keystone.password_hash_rounds``  4..14         bcrypt cost: each round doubles a password
                                                  check (4: ~1 ms, 12: ~0.25 s, 14: ~0.9 s on
                                                  this host); the plan's estimate assumes cheap
@@ -68,6 +74,7 @@ from juice.faults.spec import Fault, check_sites
 from juice.lab.provider import Provider
 from juice.lab.provider import check_sites as check_provider_sites
 from juice.profile.spec import Profile
+from juice.runner.order import ORDER_DOC
 from juice.sla.criteria import SLA_FIELD_DOC, IterationSla
 from juice.spec.base import (
     MAX_PLAN_S,
@@ -171,6 +178,8 @@ class Runner(Strict):
         default=None, description="or: seconds of load before the measured window, 0..3,600")
     stop_on_sla: bool = Field(default=False, description="end the load as soon as an sla: criterion "
                               "can no longer pass (juice.sla.stop)")
+    order: Literal["as-written", "shuffled", "interleaved"] = Field(
+        default="interleaved", description=ORDER_DOC)
 
     @model_validator(mode="after")
     def _one_warmup(self) -> Runner:
@@ -180,9 +189,10 @@ class Runner(Strict):
 
     def key_dump(self) -> dict[str, Any]:
         """What run keys hash: the fields, without the ones added later while unset (so runs
-        stored before them keep their keys)."""
+        stored before them keep their keys), and never ``order`` (where a run stands in the
+        order is not what it is: a resumed sweep in another order skips it)."""
         return {k: v for k, v in self.model_dump(mode="json").items()
-                if not (k in ("warmup", "warmup_s", "stop_on_sla") and not v)}
+                if not (k in ("warmup", "warmup_s", "stop_on_sla") and not v) and k != "order"}
 
 
 class KeystoneAxis(Strict):
@@ -191,6 +201,9 @@ class KeystoneAxis(Strict):
     workers: Annotated[PositiveInt, Le(32)] = Field(default=1, description="gunicorn workers per site, 1..32")
     password_hash_rounds: Annotated[PositiveInt, Interval(ge=4, le=14)] = Field(
         default=4, description="bcrypt cost, 4..14")
+    write_attribution: StrictBool = Field(
+        default=False, description="statements per run by kind and table (juice.services.attribution); "
+        "on MariaDB/Galera it turns performance_schema ON, a deviation from the server's defaults")
 
     @field_validator("cache")
     @classmethod
@@ -357,9 +370,13 @@ def work_bound_s(exp: Experiment) -> float:
         for rdbms in exp.rdbms:
             for cache in exp.keystone.cache:
                 total += 10.0 + 2.0 * sites + 10 * _rtt_s(wans[0]) + 8.0 + 1.5 * sites  # deployment
+                # WAN changes and checks: one per WAN point; interleaved passes turn back at the
+                # last point, so (repetitions - 1) x (points - 1) more (juice.runner.order)
+                changes = len(wans) + (max(exp.repetitions - 1, 0) * (len(wans) - 1)
+                                       if r.order == "interleaved" else 0)
+                total += changes * (2.0 + 0.02 * sites * sites)
                 for w in wans:
                     rtt = _rtt_s(w)
-                    total += 2.0 + 0.02 * sites * sites  # WAN change and check
                     for load in exp.load:
                         it = _REQUESTS * _REQUEST_S
                         if rdbms == "galera":
