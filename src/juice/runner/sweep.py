@@ -15,6 +15,10 @@ and writes ``profile.parquet`` into the run (kept in ``.failed`` runs too), and 
 manifest gets a ``profile`` entry (rate, metrics, processes, the sampler's own CPU). The
 rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PROFILE_HZ``.
 
+When the run had a lab, its manifest gets ``deviations``: every server setting of the
+deployment that differs from the shipped defaults, with its reason and source
+(``juice.services.deviations``; runs of earlier versions have none).
+
 After each run, the spec's ``sla:`` criteria (any study whose spec has that field) are judged
 on the run's files and stored in its manifest and rally.json (``juice.sla.store``);
 :func:`sla_failures` lists the complete runs of a spec whose stored verdict failed.
@@ -34,6 +38,7 @@ from juice.errors import JuiceError
 from juice.lab.place import Lab
 from juice.profile import sampler
 from juice.results.store import RunDir
+from juice.services import deviations
 
 Progress = Callable[[str], None]
 
@@ -127,6 +132,8 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
             raise JuiceError(f"study {study.name!r} wrote no manifest for run {p.key} (a bug in the study)")
         if summary is not None:
             sampler.add_to_manifest(manifest, summary)
+        if lab is not None:  # servers Juice started: what they run with beyond the defaults
+            deviations.add_to_manifest(manifest, deviations.of(study.profile_sources(dep)))
         _judge(spec, rd, progress, task_args)
 
 

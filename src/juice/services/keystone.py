@@ -45,6 +45,7 @@ from juice.openstack.creds import ADMIN_PROJECT, AdminCredentials, render_openrc
 from juice.openstack.creds import read_openrc as read_openrc  # re-exported
 from juice.paths import cache_dir
 from juice.services.base import Endpoint, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import SPEC, Deviation, dev, spec_set
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
@@ -121,10 +122,16 @@ class KeystoneOptions:
     token_expiration_s: int = 3600      # [token] expiration
     sites: tuple[int, ...] | None = None  # sites running a Keystone (default: every site)
     access_log: bool = False            # gunicorn's access log (one line per request) in the site's log
+    max_pool_size: int | None = None    # [database] max_pool_size (None: oslo.db's 5)
+    max_overflow: int | None = None     # [database] max_overflow (None: oslo.db's 50)
 
     def __post_init__(self) -> None:
         if not 1 <= self.workers <= 64:
             raise UserError(f"workers: expected 1..64 gunicorn workers per site, got {self.workers}")
+        if self.max_pool_size is not None and not 1 <= self.max_pool_size <= 1000:
+            raise UserError(f"max_pool_size: expected 1..1000 connections, got {self.max_pool_size}")
+        if self.max_overflow is not None and not -1 <= self.max_overflow <= 1000:
+            raise UserError(f"max_overflow: expected -1..1000 connections, got {self.max_overflow}")
         if not 4 <= self.password_hash_rounds <= 31:
             raise UserError(f"password_hash_rounds: bcrypt accepts 4..31, got {self.password_hash_rounds}")
         if self.token_expiration_s < 60:
@@ -147,10 +154,11 @@ def render_conf(*, db_url: str, slave_url: str | None, memcache: str | None, fer
     ]
     if slave_url:
         lines.append(f"slave_connection = {slave_url}")
+    if opts.max_pool_size is not None:
+        lines.append(f"max_pool_size = {opts.max_pool_size}")
+    if opts.max_overflow is not None:
+        lines.append(f"max_overflow = {opts.max_overflow}")
     lines += [
-        "max_pool_size = 10",
-        "max_overflow = 50",
-        "connection_recycle_time = 600",
         "",
         "[token]",
         "provider = fernet",
@@ -178,6 +186,46 @@ def render_conf(*, db_url: str, slave_url: str | None, memcache: str | None, fer
     return "\n".join(lines) + "\n"
 
 
+OSLO_DB_POOL = 5       # oslo.db's [database] max_pool_size
+OSLO_DB_OVERFLOW = 50  # oslo.db's [database] max_overflow
+DEFAULT_HASH_ROUNDS = 12
+GUNICORN_TIMEOUT = ("--timeout", "300", "30",
+                    "a request can outlast 30 s under high load (bcrypt, WAN round trips to the "
+                    "database): gunicorn would kill the worker in the middle of it")
+GUNICORN_GRACE = ("--graceful-timeout", "10", "30", "a lab's stop does not wait 30 s per server")
+
+
+def keystone_deviations(opts: KeystoneOptions) -> list[Deviation]:
+    """What Keystone runs with that differs from Keystone 30's, oslo's and gunicorn's defaults."""
+    out = [dev("keystone gunicorn", o, v, d, why) for o, v, d, why in (GUNICORN_TIMEOUT, GUNICORN_GRACE)]
+    if opts.workers != 1:
+        out.append(spec_set("keystone gunicorn", "--workers", opts.workers, 1, "keystone.workers"))
+    if opts.cache:
+        out.append(dev("keystone", "[cache] enabled", True, False,
+                       "a memcached per site, as devstack and kolla deploy Keystone (the spec's "
+                       "keystone.cache turns it off)", SPEC))
+        out.append(dev("keystone", "[cache] backend", CACHE_BACKEND, "dogpile.cache.null",
+                       "goes with [cache] enabled", SPEC))
+    if opts.password_hash_rounds != DEFAULT_HASH_ROUNDS:
+        out.append(spec_set("keystone", "[identity] password_hash_rounds", opts.password_hash_rounds,
+                            DEFAULT_HASH_ROUNDS, "cheaper bcrypt: the load driver creates users"))
+    if opts.token_expiration_s != 3600:
+        out.append(spec_set("keystone", "[token] expiration", opts.token_expiration_s, 3600))
+    if opts.max_pool_size is not None and opts.max_pool_size != OSLO_DB_POOL:
+        out.append(spec_set("keystone", "[database] max_pool_size", opts.max_pool_size, OSLO_DB_POOL))
+    if opts.max_overflow is not None and opts.max_overflow != OSLO_DB_OVERFLOW:
+        out.append(spec_set("keystone", "[database] max_overflow", opts.max_overflow, OSLO_DB_OVERFLOW))
+    return out
+
+
+def db_connections(opts: KeystoneOptions, sites: int) -> int:
+    """The most database connections Keystone's pools may open: sites x workers x (pool +
+    overflow) (each gunicorn worker has its own pool)."""
+    pool = opts.max_pool_size if opts.max_pool_size is not None else OSLO_DB_POOL
+    over = opts.max_overflow if opts.max_overflow is not None else OSLO_DB_OVERFLOW
+    return sites * opts.workers * (pool + max(over, 0))
+
+
 ACCESS_FORMAT = "juice-access %(m)s %(U)s q=%(q)s %(s)s"
 
 
@@ -188,7 +236,8 @@ def gunicorn_args(bind: str, workers: int, pidfile: Path, shim_dir: Path,
     access = ["--access-logfile", "-", "--access-logformat", ACCESS_FORMAT] if access_log else []
     return [str(VENV / "bin" / "gunicorn"), "--bind", bind, "--workers", str(workers),
             "--pythonpath", str(shim_dir),
-            "--worker-class", "sync", "--timeout", "300", "--graceful-timeout", "10",
+            "--worker-class", "sync", GUNICORN_TIMEOUT[0], GUNICORN_TIMEOUT[1],
+            GUNICORN_GRACE[0], GUNICORN_GRACE[1],
             "--pid", str(pidfile), "--error-logfile", "-", "--log-level", "info", *access,
             "--name", "keystone", APP]
 
@@ -522,6 +571,10 @@ class Keystone(Service):
         self.servers.clear()
         if self.memcached is not None:
             self.memcached.stop()
+
+    def deviations(self) -> list[Deviation]:
+        """Keystone's and its memcacheds' (``juice.services.deviations``)."""
+        return keystone_deviations(self.opts) + (self.memcached.deviations() if self.memcached else [])
 
     def records(self) -> list[ServerRecord]:
         recs = [srv.record(self.kind, port=PORT, datadir=self.home(s),
