@@ -20,6 +20,8 @@ from juice.services.nova_conf import DRIVER, QUOTAS, ComputeOptions, NovaOptions
 
 OSLO_DB_POOL = 5         # oslo.db [database] max_pool_size
 OSLO_DB_OVERFLOW = 50    # oslo.db [database] max_overflow
+PLACEMENT_POOL = 5       # placement's [placement_database] options are unset: SQLAlchemy's pool_size
+PLACEMENT_OVERFLOW = 10  # ... and max_overflow
 RPC_DEFAULTS = {"rpc_response_timeout": 60, "rpc_conn_pool_size": 30, "executor_thread_pool_size": 64}
 GUNICORN = (("--timeout", "300", "30",
              "a boot's API calls can outlast 30 s under load: gunicorn would kill the worker mid-request"),
@@ -87,8 +89,6 @@ def compute_deviations(c: ComputeOptions) -> list[Deviation]:
             "simulated nodes are exact: a node holds exactly its flavors"),
         dev("nova-compute", "ram_allocation_ratio", 1.0, "1.5 (initial_ram_allocation_ratio)",
             "simulated nodes are exact: a node holds exactly its flavors"),
-        dev("nova-compute", "heal_instance_info_cache_interval", -1, 60,
-            "no real network service (a stand-in): nothing to heal"),
     ]
     if c.max_concurrent_builds != 10:
         out.append(spec_set("nova-compute", "max_concurrent_builds", c.max_concurrent_builds, 10))
@@ -102,17 +102,18 @@ def placement_deviations(workers: int, max_pool_size: int | None,
     if workers != 1:
         out.append(dev("placement gunicorn", "--workers", workers, 1,
                        "every scheduler and every compute's periodic report call placement", JUICE))
-    for name, v, default in (("max_pool_size", max_pool_size, OSLO_DB_POOL),
-                             ("max_overflow", max_overflow, OSLO_DB_OVERFLOW)):
+    for name, v, default in (("max_pool_size", max_pool_size, PLACEMENT_POOL),
+                             ("max_overflow", max_overflow, PLACEMENT_OVERFLOW)):
         if v is not None and v != default:
             out.append(spec_set("placement", f"[placement_database] {name}", v, default))
     return out
 
 
-def pool_of(max_pool_size: int | None, max_overflow: int | None) -> int:
-    """Connections one engine may hold: pool + overflow (oslo.db's defaults when unset)."""
-    pool = OSLO_DB_POOL if max_pool_size is None else max_pool_size
-    over = OSLO_DB_OVERFLOW if max_overflow is None else max_overflow
+def pool_of(max_pool_size: int | None, max_overflow: int | None, pool_default: int = OSLO_DB_POOL,
+            overflow_default: int = OSLO_DB_OVERFLOW) -> int:
+    """Connections one engine may hold: pool + overflow (the defaults when unset)."""
+    pool = pool_default if max_pool_size is None else max_pool_size
+    over = overflow_default if max_overflow is None else max_overflow
     return pool + max(over, 0)
 
 
@@ -124,9 +125,10 @@ def db_connections(o: NovaOptions, *, placement_workers: int, keystone: int) -> 
     per = pool_of(o.max_pool_size, o.max_overflow)
     procs = o.api_workers + o.conductor_workers + len(o.scheduler_placement) * o.scheduler_workers
     nova = procs * 2 * per
-    placement = placement_workers * pool_of(None, None)
+    per_placement = PLACEMENT_POOL + PLACEMENT_OVERFLOW
+    placement = placement_workers * per_placement
     total = nova + placement + keystone + ADMIN_HEADROOM
     how = (f"the deployment's pools: nova {procs} processes x 2 databases x {per} "
            f"(max_pool_size + max_overflow) = {nova}, placement {placement_workers} x "
-           f"{pool_of(None, None)}, Keystone {keystone}, {ADMIN_HEADROOM} for nova-manage and probes")
+           f"{per_placement}, Keystone {keystone}, {ADMIN_HEADROOM} for nova-manage and probes")
     return total, how
