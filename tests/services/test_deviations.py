@@ -15,11 +15,13 @@ import pytest
 from juice.errors import UserError
 from juice.report import deviations as report_devs
 from juice.services import deviations as devs
+from juice.services.cockroach import Cockroach
 from juice.services.deviations import JUICE, SOURCES, SPEC, Deviation
 from juice.services.galera import GaleraOptions, galera_deviations
 from juice.services.keystone import KeystoneOptions, keystone_deviations, render_conf
 from juice.services.mariadb import ServerOptions, check_max_connections, server_args
 from juice.services.mariadb import deviations as mariadb_deviations
+from juice.services.memcached import Memcached
 from juice.services.memcached import server_args as memcached_args
 from juice.services.nova_conf import ComputeOptions, ConfContext, NovaOptions, render_nova_conf
 from juice.services.nova_deploy import NovaStack
@@ -28,6 +30,8 @@ from juice.services.postgres import PgOptions
 from juice.services.postgres import deviations as pg_deviations
 from juice.services.postgres import render_conf as pg_conf
 from juice.services.rabbitmq import deviations as rabbit_deviations
+from juice.services.redis import Redis
+from tests.services.conftest import FakeSites
 
 HOME = Path("/lab/s1/mariadb")
 
@@ -161,11 +165,15 @@ def test_nova_database_limit_is_the_sum_of_the_pools_and_says_so() -> None:
     assert NovaStack(nova=small, placement_workers=1).db_limit() == (None, None)  # fits in 151
 
 
-def test_memcached_and_rabbitmq() -> None:
+def test_memcached_rabbitmq_redis_cockroach() -> None:
     argv = memcached_args("10.0.0.1", 11211, 64, "memcache")
     assert "-c" not in argv and "-t" not in argv  # memcached's own 1024 connections, 4 threads
+    assert Memcached(FakeSites(), sites=[1]).deviations() == []  # 64 MB is memcached's default
+    _well_formed(Memcached(FakeSites(), sites=[1], memory_mb=1024).deviations())
     _well_formed(rabbit_deviations("classic"))
     assert any(d.source == SPEC for d in rabbit_deviations("mirrored"))
+    _well_formed(Redis(FakeSites(), maxmemory_mb=256).deviations())  # type: ignore[arg-type]
+    _well_formed(Cockroach(FakeSites()).deviations())  # type: ignore[arg-type]
 
 
 class _Svc:
