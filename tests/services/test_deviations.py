@@ -18,7 +18,8 @@ from juice.services import deviations as devs
 from juice.services.cockroach import Cockroach
 from juice.services.deviations import JUICE, SOURCES, SPEC, Deviation
 from juice.services.galera import GaleraOptions, galera_deviations
-from juice.services.keystone import KeystoneOptions, keystone_deviations, render_conf
+from juice.services.keystone import KeystoneOptions, render_conf
+from juice.services.keystone_settings import keystone_deviations
 from juice.services.mariadb import ServerOptions, check_max_connections, server_args
 from juice.services.mariadb import deviations as mariadb_deviations
 from juice.services.memcached import Memcached

@@ -35,7 +35,7 @@ from juice.services.deviations import Deviation
 from juice.services.deviations import of as deviations_of
 from juice.services.fake_openstack import IMAGE_ID, FakeServices
 from juice.services.keystone import Keystone, KeystoneOptions
-from juice.services.keystone import db_connections as keystone_connections
+from juice.services.keystone_settings import db_connections as keystone_connections
 from juice.services.mariadb import DEFAULT_MAX_CONNECTIONS, check_max_connections
 from juice.services.nova import Nova
 from juice.services.nova_compute import NovaComputes
