@@ -214,6 +214,9 @@ def test_report_table_counts_runs_and_skips_older_ones(tmp_path: Path) -> None:
     t = report_devs.table(runs)
     assert list(t["value"]) == ["300", "500"] and list(t["runs"]) == ["2 of 3", "1 of 3"]
     assert list(report_devs.table(runs[:1])["runs"]) == ["all"]
+    ours = Deviation("rabbitmq", "disk_free_limit.absolute", "10MB", "50MB", "tmpfs", JUICE)
+    mixed = report_devs.table([{"deviations": [ours.as_dict(), a.as_dict()]}])
+    assert list(mixed["set by"]) == [SPEC, JUICE]  # what the spec set comes first
 
 
 def test_report_section_of_runs(tmp_path: Path) -> None:

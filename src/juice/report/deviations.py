@@ -1,6 +1,7 @@
 """The report's "Server settings that differ from the shipped defaults" table, in each study's
 section: the ``deviations`` stored in the runs' manifests (``juice.services.deviations``),
-one row per (server, option, value), with the share of the runs that ran with it.
+one row per (server, option, value), with the share of the runs that ran with it; what the
+spec set comes first, and a long table folds (``layout.fit_table``).
 
     html = section(paths, owns=lambda m: study.key_of(m) is not None, heading="h3")
 
@@ -18,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from juice.results.samples import runs_under
-from juice.services.deviations import Deviation, stored
+from juice.services.deviations import SPEC, Deviation, stored
 
 COLUMNS = ["server", "option", "value", "shipped default", "set by", "reason", "runs"]
 
@@ -44,8 +45,9 @@ def manifests(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] |
 
 
 def table(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per deviation found in the manifests ``runs`` (in first-seen order), with
-    ``runs`` = how many of the runs that recorded deviations ran with it ("all" when every one)."""
+    """One row per deviation found in the manifests ``runs`` (what the spec set first, then
+    Juice's, each in first-seen order), with ``runs`` = how many of the runs that recorded
+    deviations ran with it ("all" when every one)."""
     recorded = [stored(m) for m in runs if isinstance(m.get("deviations"), list)]
     count: dict[Deviation, int] = {}
     for devs in recorded:
@@ -54,14 +56,14 @@ def table(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     rows = [{"server": d.server, "option": d.option, "value": d.value, "shipped default": d.default,
              "set by": d.source, "reason": d.reason,
              "runs": "all" if n == len(recorded) else f"{n} of {len(recorded)}"}
-            for d, n in count.items()]
+            for d, n in sorted(count.items(), key=lambda kv: kv[0].source != SPEC)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | None = None,
             heading: str = "h3") -> str:
     """The table of the runs under ``paths`` ("" when none of them recorded deviations)."""
-    from juice.report.tables import table_html
+    from juice.report.layout import fit_table
 
     runs = manifests(paths, owns)
     with_field = sum(1 for m in runs if isinstance(m.get("deviations"), list))
@@ -77,4 +79,4 @@ def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | N
             f"given).{note}</p>")
     if t.empty:
         return head + "<p>None: every server ran with its shipped defaults.</p>"
-    return head + table_html(t)
+    return head + fit_table(t, constants=False, title="server settings, the spec's first")
