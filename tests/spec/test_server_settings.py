@@ -11,6 +11,7 @@ import pytest
 from juice.errors import UserError
 from juice.studies.keystone.matrix import expand as ks_expand
 from juice.studies.keystone.spec import parse as ks_parse
+from juice.studies.keystone.study import KeystoneStudy
 from juice.studies.nova.points import expand as nova_expand
 from juice.studies.nova.spec import parse as nova_parse
 from juice.studies.nova.study import _stack
@@ -59,6 +60,9 @@ def test_keystone_max_connections_is_an_axis_and_unset_keeps_keys() -> None:
     assert not {p.key for p in axis} & {p.key for p in plain}
     assert axis[1].params()["max_connections"] == 500 and "mc500" in axis[1].dirname
     assert "max_connections" not in plain[0].params()
+    study = KeystoneStudy()
+    assert [study.plan_columns(p)["max_connections"] for p in axis] == [151, 500]
+    assert "max_connections" not in study.plan_columns(plain[0])
     # an empty section is the same spec as none: the same keys
     assert [p.key for p in ks_expand(ks_parse(ks(database={}), "x"))] == [p.key for p in plain]
 
