@@ -77,6 +77,7 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
     assert (study / "report.html").is_file() and "report: " in cp.stdout
     html = (study / "report.html").read_text()
     assert "Resource profiles" in html and "Keystone and database CPU per site" in html
+    assert "Server settings that differ from the shipped defaults" in html
 
     # a third invocation has nothing to do: no lab, no deployment
     cp = subprocess.run([*JUICE, "run", str(spec), "--results", str(study), "--no-report"],
@@ -96,6 +97,12 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
         assert rally["info"]["format_version"] == "1.2"
         assert len(rally["tasks"][0]["subtasks"][0]["workloads"][0]["data"]) == 3
         assert (p / "actions.parquet").is_file()
+        # the servers' settings beyond their shipped defaults, with reasons (max_connections is
+        # MariaDB's own: nothing in this spec sets it)
+        devs = {(d["server"], d["option"]): d for d in m["deviations"]}
+        assert devs[("mariadb", "character_set_server")]["default"] == "latin1"
+        assert devs[("keystone", "[identity] password_hash_rounds")]["source"] == "spec"
+        assert ("mariadb", "max_connections") not in devs and all(d["reason"] for d in devs.values())
         # the resource profile the runner samples around every run
         prof = m["profile"]
         assert prof["table"] == "profile.parquet" and prof["interval_s"] == 0.1 and prof["databases"] == 1

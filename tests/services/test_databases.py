@@ -59,11 +59,34 @@ def test_central_mariadb_is_read_across_the_wan(lab3: LocalLab) -> None:
             finally:
                 conn.close()
 
+        # shipped defaults: MariaDB's own 151 connections, not recorded as a deviation
+        assert db.server.query("SHOW VARIABLES LIKE 'max_connections'") == [("max_connections", "151")]
+        assert "max_connections" not in {d.option for d in db.deviations()}
         elapsed, rows = client.in_site(lab3.site_ns(3), reads)
         assert rows[0][1] == 1
         rtt_s = (lab3.links[(3, 1)].delay_ms + lab3.links[(1, 3)].delay_ms) / 1000
         # Each query is one round trip across the WAN: n of them take at least n RTTs.
         assert elapsed / rtt_s >= n * 0.95
+    assert no_servers_left(lab3)
+
+
+def _as_server_shows(value: str) -> str:
+    """A deviation's value as SHOW VARIABLES prints it (sizes in bytes)."""
+    if value[:-1].isdigit() and value[-1] in "MG":
+        return str(int(value[:-1]) * 1024 ** (2 if value[-1] == "M" else 3))
+    return value
+
+
+def test_mariadb_runs_with_exactly_its_recorded_deviations(lab3: LocalLab) -> None:
+    """max_connections from the spec reaches the server and the record; every deviation the
+    service lists is what the running server reports."""
+    with deploy(lab3, "mariadb", max_connections=64) as db:
+        assert isinstance(db, mdb.MariaDBCentral)
+        found = {d.option: d for d in db.deviations()}
+        assert found["max_connections"].source == "spec" and found["max_connections"].default == "151"
+        for option, d in found.items():
+            rows = db.server.query(f"SHOW GLOBAL VARIABLES LIKE '{option}'")
+            assert rows == [(option, _as_server_shows(d.value))], option
     assert no_servers_left(lab3)
 
 
@@ -73,6 +96,14 @@ def test_galera_three_nodes_replicate(lab3: LocalLab) -> None:
         assert [db.cluster_size(n) for n in db.nodes.values()] == [3, 3, 3]
         assert all(n.status("wsrep_ready") == "ON" for n in db.nodes.values())
         assert db.endpoint(2).write.host == lab3.site_ip(2)  # clients use their local node
+        node = db.nodes[2]
+        for d in db.deviations():  # what the nodes run with is what the record says
+            if d.option.startswith("wsrep_provider_options "):
+                got = node.query("SHOW GLOBAL VARIABLES LIKE 'wsrep_provider_options'")[0][1]
+                assert f"{d.option.split()[1]} = {d.value}" in got, d
+            else:
+                assert node.query(f"SHOW GLOBAL VARIABLES LIKE '{d.option}'") == [
+                    (d.option, _as_server_shows(d.value))], d.option
 
         def write() -> None:
             conn = mdb.connect(db.endpoint(1).write)
@@ -99,6 +130,10 @@ def test_galera_three_nodes_replicate(lab3: LocalLab) -> None:
 def test_postgres_central_and_read_local(lab3: LocalLab) -> None:
     with deploy(lab3, "postgres") as db:
         assert db.endpoint(3).read.host == lab3.site_ip(1)
+        assert isinstance(db, Postgres)
+        assert db.primary.query("SHOW max_connections") == [("100",)]  # PostgreSQL's own
+        for d in db.deviations():  # what the server runs with is what the record says
+            assert db.primary.query(f"SHOW {d.option}") == [(d.value,)], d.option
         got = client.in_site(lab3.site_ns(2), lambda: _pg_one(db.endpoint(2).read, "SELECT 41 + 1"))
         assert got == 42
     with deploy(lab3, "postgres-readlocal", sync_quorum=1) as db:

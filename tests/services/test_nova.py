@@ -35,6 +35,18 @@ def test_nova_stack_boots_and_deletes_servers(nova_cloud: NovaCloud, tmp_path: P
     services = Counter((s["binary"], s["state"]) for s in dep.nova.services())
     assert services == {("nova-conductor", "up"): 1, ("nova-scheduler", "up"): 1,
                         ("nova-compute", "up"): 1}
+    # The database's limit is the sum of the deployment's pools (above MariaDB's 151), as
+    # recorded with how it was counted; the other servers keep their shipped defaults.
+    limit, why = dep.stack.db_limit()
+    assert limit is not None and why is not None
+    assert dep.db.server.query("SHOW VARIABLES LIKE 'max_connections'") == [  # type: ignore[attr-defined]
+        ("max_connections", str(limit))]
+    found = {(d.server, d.option): d for d in dep.deviations()}
+    assert found[("mariadb", "max_connections")].reason == why
+    assert ("nova-compute", "reserved_host_memory_mb") in found
+    assert ("rabbitmq", "disk_free_limit.absolute") in found
+    conf = (dep.nova.place(1).read(dep.nova.home("juice-conductor") / "nova.conf") or b"").decode()
+    assert "[database]" in conf and "max_pool_size" not in conf and "connection_recycle_time" not in conf
 
     cli = dep.client(2)  # a client in the computes' site, across the WAN
     flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)

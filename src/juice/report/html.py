@@ -8,7 +8,8 @@ results alone, written atomically.
 
 Content: a provenance line (what was read, how to re-make the report), then the sections of
 the ``studies`` given (``Study.report_sections``: each returns [] when the paths hold none of
-its runs, and opens with its findings, ``findings``), then extra sections; with several
+its runs, and opens with its findings, ``findings``, and ends with the table of server
+settings that differ from the shipped defaults, ``deviations``), then extra sections; with several
 sections holding findings, a one-screen summary of them comes first. Each study's sections
 say what they show. The report never looks studies up itself: the registry
 (``juice.studies.report``) hands them in.
@@ -91,7 +92,7 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         raise tidy.no_run_error(paths, found)
     inputs = ReportInput(list(paths), out_html, filter_q, dict(params or {}))
     body = [f"<h1>{escape(title)}</h1>", _provenance_short(paths, found, out_html)]
-    from juice.report import sla
+    from juice.report import deviations, sla
 
     parts: list[str] = []
     for study in studies:
@@ -102,6 +103,11 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
                                    heading="h3" if headed else "h2")
             if verdicts:
                 mine = [_after_heading(mine[0], verdicts), *mine[1:]] if headed else [verdicts, *mine]
+            # the servers' settings beyond their shipped defaults, last in the study's section
+            settings = deviations.section(paths, owns=lambda m, s=study: s.key_of(m) is not None,  # type: ignore[misc]
+                                          heading="h3" if headed else "h2")
+            if settings:
+                mine = [*mine, settings]
         parts += mine
     for fn in [*_REGISTERED, *(sections or [])]:
         frag = fn(list(paths))

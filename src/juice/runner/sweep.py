@@ -19,6 +19,9 @@ rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PR
 Each run's manifest records where it stood in that order: ``order_index`` (its place in the
 whole spec's order) and ``order`` (mode, seed, ``position``: how many runs its deployment ran
 before it in this sweep, 0 = the first run on a fresh deployment; ``deployment``).
+When the run had a lab, its manifest gets ``deviations``: every server setting of the
+deployment that differs from the shipped defaults, with its reason and source
+(``juice.services.deviations``; runs of earlier versions have none).
 
 After each run, the spec's ``sla:`` criteria (any study whose spec has that field) are judged
 on the run's files and stored in its manifest and rally.json (``juice.sla.store``);
@@ -40,6 +43,7 @@ from juice.lab.place import Lab
 from juice.profile import sampler
 from juice.results.store import RunDir
 from juice.runner import order
+from juice.services import deviations
 
 Progress = Callable[[str], None]
 
@@ -142,6 +146,8 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
             sampler.add_to_manifest(manifest, summary)
         if where:
             _add_order(manifest, where)
+        if lab is not None:  # servers Juice started: what they run with beyond the defaults
+            deviations.add_to_manifest(manifest, deviations.of(study.profile_sources(dep)))
         _judge(spec, rd, progress, task_args)
 
 

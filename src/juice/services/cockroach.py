@@ -16,6 +16,7 @@ from pathlib import Path
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation, dev
 from juice.services.process import Server, spawn, stop_all
 
 SQL_PORT = 26257
@@ -119,6 +120,12 @@ class Cockroach(Service):
         local = site if site in self.node_sites else self.node_sites[0]
         ep = Endpoint("postgresql", self.lab.site_ip(local), SQL_PORT, "root", "", "defaultdb", local)
         return Endpoints(read=ep, write=ep)
+
+    def deviations(self) -> list[Deviation]:
+        """What the nodes run with that differs from CockroachDB's defaults (--cache 128MiB
+        is the default)."""
+        return [dev("cockroach", "--max-sql-memory", "128MiB", "25% of the machine's memory",
+                    "memory: a node per site, up to 45 on one machine")]
 
     def records(self) -> list[ServerRecord]:
         return [srv.record(self.kind, port=SQL_PORT, datadir=self.home(s))

@@ -28,15 +28,20 @@ from typing import Any
 from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.services.base import Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation, dev
 from juice.services.mariadb import (
     MariaDBServer,
     ServerOptions,
     _pid,
+    check_max_connections,
     endpoint_of,
     install_datadir,
     socket_ok,
     socket_query,
     template_args,
+)
+from juice.services.mariadb import (
+    deviations as mariadb_deviations,
 )
 from juice.services.process import spawn, stop_all
 
@@ -57,6 +62,21 @@ WAN_EVS = {
     # WAN can take longer than the 30 s default.
     "pc.wait_prim_timeout": "PT150S",
 }
+# Galera 4's defaults of the options above, and the reason for each change.
+WAN_DEFAULTS = {
+    "evs.keepalive_period": "PT1S", "evs.suspect_timeout": "PT5S", "evs.inactive_timeout": "PT15S",
+    "evs.install_timeout": "PT7.5S", "evs.send_window": "4", "evs.user_send_window": "2",
+    "pc.wait_prim_timeout": "PT30S",
+}
+WAN_REASON = ("a WAN of 50-150 ms one-way: timeouts well above the round trip, larger send "
+              "windows (Galera's WAN guidance; verified in VERIFIED-FACTS.md)")
+DEFAULT_GCACHE_MB = 128
+DEFAULT_SLAVE_THREADS = 1
+# (option, value, MariaDB's default, reason): what every Galera node needs beyond MariaDB's.
+REQUIRED = (
+    ("binlog_format", "ROW", "MIXED", "required by Galera (row-based write sets)"),
+    ("innodb_autoinc_lock_mode", "2", "1", "required by Galera (interleaved auto-increment locks)"),
+)
 
 
 @dataclass(frozen=True)
@@ -67,10 +87,28 @@ class GaleraOptions:
     gcache_mb: int = 64
     segments: dict[int, int] | None = None  # site -> gmcast.segment (default: all 0)
     provider_extra: tuple[tuple[str, str], ...] = ()  # e.g. (("gcs.fc_limit", "64"),)
-    slave_threads: int = 2
+    slave_threads: int = DEFAULT_SLAVE_THREADS  # wsrep_slave_threads
     buffer_pool_mb: int = 48
     sst: str = "seed"  # seed | rsync
     performance_schema: bool = False  # MariaDB's default; ON for statement attribution
+    max_connections: int | None = None  # None: MariaDB's default (151)
+    max_connections_reason: str | None = None  # None: the spec set it
+
+
+def galera_deviations(opts: GaleraOptions) -> list[Deviation]:
+    """What a Galera node runs with beyond MariaDB's own deviations (``mariadb.deviations``)."""
+    out = [dev("galera", o, v, d, why) for o, v, d, why in REQUIRED]
+    out += [dev("galera", f"wsrep_provider_options {k}", v, WAN_DEFAULTS[k], WAN_REASON)
+            for k, v in WAN_EVS.items()]
+    if opts.gcache_mb != DEFAULT_GCACHE_MB:
+        out.append(dev("galera", "wsrep_provider_options gcache.size", f"{opts.gcache_mb}M",
+                       f"{DEFAULT_GCACHE_MB}M", "disk: a node per site, up to 45 on one machine"))
+    if opts.slave_threads != DEFAULT_SLAVE_THREADS:
+        out.append(dev("galera", "wsrep_slave_threads", opts.slave_threads, DEFAULT_SLAVE_THREADS,
+                       "set by the caller (GaleraOptions.slave_threads)"))
+    out += [dev("galera", f"wsrep_provider_options {k}", v, "(unset)", "set by the caller (provider_extra)")
+            for k, v in opts.provider_extra]
+    return out
 
 
 def render_provider_options(ip: str, site: int, opts: GaleraOptions) -> str:
@@ -130,6 +168,7 @@ class Galera(Service):
             if s not in lab.sites:
                 raise ServiceError(f"sites: {s} is not a site of this lab (1..{len(lab.sites)})")
         self.opts = options or GaleraOptions()
+        check_max_connections(self.opts.max_connections)
         if self.opts.sst not in ("seed", "rsync"):
             raise ServiceError(f"sst: expected seed or rsync, got {self.opts.sst!r}")
         # Pre-seeding copies one datadir to every node, on this machine's disk or packed to the
@@ -141,6 +180,8 @@ class Galera(Service):
         for i, s in enumerate(self.node_sites, start=1):
             opts = ServerOptions(bind=lab.site_ip(s), buffer_pool_mb=self.opts.buffer_pool_mb,
                                  performance_schema=self.opts.performance_schema,
+                                 max_connections=self.opts.max_connections,
+                                 max_connections_reason=self.opts.max_connections_reason,
                                  extra=wsrep_args(ips, i, self.opts))
             self.nodes[s] = MariaDBServer(lab, s, "galera", opts)
         self.timings: dict[str, float] = {}
@@ -310,6 +351,9 @@ class Galera(Service):
 
     def records(self) -> list[ServerRecord]:
         return [n.record(self.kind) for n in self.nodes.values()]
+
+    def deviations(self) -> list[Deviation]:
+        return mariadb_deviations(self.first.options, self.kind) + galera_deviations(self.opts)
 
     def logs(self) -> list[tuple[Place, Path]]:
         return [(n.place, n.log) for n in self.nodes.values()]

@@ -35,7 +35,7 @@ import secrets
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,10 @@ from juice.openstack.creds import ADMIN_PROJECT, AdminCredentials, render_openrc
 from juice.openstack.creds import read_openrc as read_openrc  # re-exported
 from juice.paths import cache_dir
 from juice.services.base import Endpoint, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation
+from juice.services.keystone_settings import CACHE_BACKEND as CACHE_BACKEND
+from juice.services.keystone_settings import GUNICORN_GRACE, GUNICORN_TIMEOUT, keystone_deviations
+from juice.services.keystone_settings import KeystoneOptions as KeystoneOptions
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
@@ -55,7 +59,6 @@ VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", str(cache_dir() / "openstack"
 PORT = 5000
 DB_NAME = "keystone"
 ADMIN_USER = "admin"
-CACHE_BACKEND = "dogpile.cache.pymemcache"
 APP = "juice_keystone_wsgi:application"
 # The WSGI module gunicorn loads: oslo.config parses sys.argv when Keystone initializes, and
 # a worker inherits gunicorn's command line, so the shim empties it first (config comes from
@@ -111,28 +114,6 @@ with ThreadPoolExecutor(max_workers=4) as ex:
 
 # ---- options, credentials, rendering (pure) ----------------------------------------------
 
-@dataclass(frozen=True)
-class KeystoneOptions:
-    """Knobs of a Keystone deployment. Invalid values raise UserError naming the field."""
-
-    cache: bool = True                  # a memcached per site + Keystone [cache] enabled
-    workers: int = 1                    # gunicorn workers per site
-    password_hash_rounds: int = 12      # [identity] password_hash_rounds (bcrypt cost; Keystone's default)
-    token_expiration_s: int = 3600      # [token] expiration
-    sites: tuple[int, ...] | None = None  # sites running a Keystone (default: every site)
-    access_log: bool = False            # gunicorn's access log (one line per request) in the site's log
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.workers <= 64:
-            raise UserError(f"workers: expected 1..64 gunicorn workers per site, got {self.workers}")
-        if not 4 <= self.password_hash_rounds <= 31:
-            raise UserError(f"password_hash_rounds: bcrypt accepts 4..31, got {self.password_hash_rounds}")
-        if self.token_expiration_s < 60:
-            raise UserError(f"token_expiration_s: expected >= 60 s, got {self.token_expiration_s}")
-        if self.sites is not None and not self.sites:
-            raise UserError("sites: give at least one site (or leave it unset for every site)")
-
-
 def render_conf(*, db_url: str, slave_url: str | None, memcache: str | None, fernet_dir: Path,
                 credential_dir: Path, opts: KeystoneOptions) -> str:
     """keystone.conf for one site (logs go to stderr, which gunicorn's log file captures)."""
@@ -147,10 +128,11 @@ def render_conf(*, db_url: str, slave_url: str | None, memcache: str | None, fer
     ]
     if slave_url:
         lines.append(f"slave_connection = {slave_url}")
+    if opts.max_pool_size is not None:
+        lines.append(f"max_pool_size = {opts.max_pool_size}")
+    if opts.max_overflow is not None:
+        lines.append(f"max_overflow = {opts.max_overflow}")
     lines += [
-        "max_pool_size = 10",
-        "max_overflow = 50",
-        "connection_recycle_time = 600",
         "",
         "[token]",
         "provider = fernet",
@@ -188,7 +170,8 @@ def gunicorn_args(bind: str, workers: int, pidfile: Path, shim_dir: Path,
     access = ["--access-logfile", "-", "--access-logformat", ACCESS_FORMAT] if access_log else []
     return [str(VENV / "bin" / "gunicorn"), "--bind", bind, "--workers", str(workers),
             "--pythonpath", str(shim_dir),
-            "--worker-class", "sync", "--timeout", "300", "--graceful-timeout", "10",
+            "--worker-class", "sync", GUNICORN_TIMEOUT[0], GUNICORN_TIMEOUT[1],
+            GUNICORN_GRACE[0], GUNICORN_GRACE[1],
             "--pid", str(pidfile), "--error-logfile", "-", "--log-level", "info", *access,
             "--name", "keystone", APP]
 
@@ -522,6 +505,10 @@ class Keystone(Service):
         self.servers.clear()
         if self.memcached is not None:
             self.memcached.stop()
+
+    def deviations(self) -> list[Deviation]:
+        """Keystone's and its memcacheds' (``juice.services.deviations``)."""
+        return keystone_deviations(self.opts) + (self.memcached.deviations() if self.memcached else [])
 
     def records(self) -> list[ServerRecord]:
         recs = [srv.record(self.kind, port=PORT, datadir=self.home(s),

@@ -5,6 +5,10 @@ The server runs as the ``mysql`` user (``--user=mysql``; its dirs are chowned), 
 ``--no-defaults`` and every option on the command line (rendered by ``server_args``, a pure
 function), so nothing from /etc/mysql leaks in. Its datadir, socket, pid file and log live
 in ``<lab.workdir>/s<site>/<name>/``.
+
+Every other option is MariaDB 10.11's shipped default unless listed by ``deviations``
+(``juice.services.deviations``): ``max_connections`` stays 151 unless the spec or the
+deployment (the sum of its clients' pools, with the reason) sets it.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import Any
 
 import pymysql
 
-from juice.errors import ServiceError
+from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import SET_IN_SPEC, SPEC, Deviation, dev
 from juice.services.process import Server, spawn, tail_at
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -29,18 +34,61 @@ PORT = 3306
 USER = "juice"
 PASSWORD = "juice"
 DATABASE = "juice"
+DEFAULT_MAX_CONNECTIONS = 151  # MariaDB 10.11's
+DEFAULT_BUFFER_POOL_MB = 128
+LOG_FILE_MB = 48
+# (option, Juice's value, MariaDB 10.11's default, reason): what server_args always changes.
+FIXED: tuple[tuple[str, str, str, str], ...] = (
+    ("character_set_server", "utf8mb4", "latin1",
+     "OpenStack's databases are utf8mb4 (Debian's own my.cnf and devstack set it; --no-defaults "
+     "skips that file)"),
+    ("collation_server", "utf8mb4_general_ci", "latin1_swedish_ci", "goes with character_set_server"),
+    ("skip_name_resolve", "ON", "OFF",
+     "lab addresses have no DNS names: a reverse lookup per new connection would wait on the resolver"),
+    ("innodb_flush_log_at_trx_commit", "2", "1",
+     "throw-away lab data, and every site's server shares one disk in a local lab: an fsync per "
+     "commit would measure that disk, not the WAN or the control plane"),
+    ("innodb_log_file_size", f"{LOG_FILE_MB}M", "96M",
+     "disk: one redo log per server, up to 45 servers on one machine"),
+)
 
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """What varies between MariaDB servers (pure data; rendered by ``server_args``)."""
+    """What varies between MariaDB servers (pure data; rendered by ``server_args``).
+    ``max_connections`` None: MariaDB's default (151); ``max_connections_reason`` None: the
+    spec set it, else why Juice did (e.g. the deployment's pools)."""
 
     bind: str
     port: int = PORT
-    buffer_pool_mb: int = 64
-    max_connections: int = 500
+    buffer_pool_mb: int = DEFAULT_BUFFER_POOL_MB
+    max_connections: int | None = None
+    max_connections_reason: str | None = None
     performance_schema: bool = False  # MariaDB's default (OFF); ON only when a spec asks for it
     extra: tuple[tuple[str, str], ...] = ()  # further --key=value options (e.g. wsrep)
+
+
+def check_max_connections(value: int | None, field: str = "max_connections") -> None:
+    """UserError naming ``field`` unless ``value`` is None or 1..100000 (MariaDB's range)."""
+    if value is not None and (isinstance(value, bool) or not 1 <= value <= 100_000):
+        raise UserError(f"{field}: expected 1..100000 connections (MariaDB ships 151), got {value!r}")
+
+
+def deviations(opts: ServerOptions, server: str = "mariadb") -> list[Deviation]:
+    """What the server runs with that differs from MariaDB 10.11's defaults, with the reasons."""
+    out = [dev(server, o, v, d, why) for o, v, d, why in FIXED]
+    if opts.buffer_pool_mb != DEFAULT_BUFFER_POOL_MB:
+        out.append(dev(server, "innodb_buffer_pool_size", f"{opts.buffer_pool_mb}M",
+                       f"{DEFAULT_BUFFER_POOL_MB}M",
+                       "memory: a server per site, up to 45 on one machine (the lab's data fits)"))
+    if opts.max_connections is not None and opts.max_connections != DEFAULT_MAX_CONNECTIONS:
+        why = opts.max_connections_reason
+        out.append(dev(server, "max_connections", opts.max_connections, DEFAULT_MAX_CONNECTIONS,
+                       why or SET_IN_SPEC, source="juice" if why else SPEC))
+    if opts.performance_schema:
+        out.append(dev(server, "performance_schema", "ON", "OFF",
+                       f"{SET_IN_SPEC} (keystone.write_attribution: statements by table)", source=SPEC))
+    return out
 
 
 def server_args(opts: ServerOptions, home: Path) -> list[str]:
@@ -51,8 +99,8 @@ def server_args(opts: ServerOptions, home: Path) -> list[str]:
         f"--pid-file={home / 'mysqld.pid'}", f"--log-error={home / 'error.log'}",
         f"--bind-address={opts.bind}", f"--port={opts.port}",
         f"--innodb-buffer-pool-size={opts.buffer_pool_mb}M",
-        "--innodb-log-file-size=48M", "--innodb-flush-log-at-trx-commit=2",
-        f"--max-connections={opts.max_connections}",
+        f"--innodb-log-file-size={LOG_FILE_MB}M", "--innodb-flush-log-at-trx-commit=2",
+        *([f"--max-connections={opts.max_connections}"] if opts.max_connections is not None else []),
         "--skip-name-resolve", "--character-set-server=utf8mb4",
         "--collation-server=utf8mb4_general_ci",
         f"--performance-schema={'ON' if opts.performance_schema else 'OFF'}",
@@ -88,7 +136,8 @@ def template_args(home: Path) -> list[str]:
             f"--socket={home / 'mysqld.sock'}", f"--pid-file={home / 'mysqld.pid'}",
             f"--log-error={home / 'error.log'}", f"--tmpdir={home / 'tmp'}", "--skip-networking",
             "--skip-log-bin",
-            "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=48M", "--performance-schema=OFF"]
+            "--innodb-buffer-pool-size=32M", f"--innodb-log-file-size={LOG_FILE_MB}M",
+            "--performance-schema=OFF"]
 
 
 def install_db_args(home: Path) -> list[str]:
@@ -245,13 +294,21 @@ class MariaDBCentral(Service):
     kind = "mariadb"
 
     def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
-                 buffer_pool_mb: int = 128, performance_schema: bool = False) -> None:
+                 buffer_pool_mb: int = DEFAULT_BUFFER_POOL_MB, max_connections: int | None = None,
+                 max_connections_reason: str | None = None,
+                 performance_schema: bool = False) -> None:
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise ServiceError(f"site: {site} is not a site of this lab (1..{len(lab.sites)})")
+        check_max_connections(max_connections)
         self.server = MariaDBServer(lab, site, "mariadb",
                                     ServerOptions(bind=lab.site_ip(site), buffer_pool_mb=buffer_pool_mb,
+                                                  max_connections=max_connections,
+                                                  max_connections_reason=max_connections_reason,
                                                   performance_schema=performance_schema))
+
+    def deviations(self) -> list[Deviation]:
+        return deviations(self.server.options, self.kind)
 
     def configure(self) -> None:
         self.server.place.remove(self.server.home)

@@ -23,6 +23,7 @@ from typing import Any
 from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation, dev
 from juice.services.process import Server, spawn, stop_all
 from juice.util import proc
 
@@ -42,10 +43,21 @@ def run_user(place: Place | None = None) -> str:
         return "nobody"
 
 
-def server_args(ip: str, port: int, memory_mb: int, user: str, max_conns: int = 4096) -> list[str]:
-    """The memcached command line (foreground, TCP only on ``ip:port``, UDP off)."""
-    return [MEMCACHED, "-u", user, "-l", ip, "-p", str(port), "-U", "0", "-m", str(memory_mb),
-            "-c", str(max_conns), "-t", "2", "-v"]
+DEFAULT_MEMORY_MB = 64  # memcached's -m
+
+
+def server_args(ip: str, port: int, memory_mb: int, user: str) -> list[str]:
+    """The memcached command line (foreground, TCP only on ``ip:port``, UDP off: memcached's
+    default since 1.5.6). Connections (-c 1024) and threads (-t 4) are memcached's defaults."""
+    return [MEMCACHED, "-u", user, "-l", ip, "-p", str(port), "-U", "0", "-m", str(memory_mb), "-v"]
+
+
+def deviations(memory_mb: int) -> list[Deviation]:
+    """What memcached runs with that differs from its defaults."""
+    if memory_mb == DEFAULT_MEMORY_MB:
+        return []
+    return [dev("memcached", "-m (memory MB)", memory_mb, DEFAULT_MEMORY_MB,
+                "set by the caller: the cache holds a whole data set (schedulerdb's kv backend)")]
 
 
 def version() -> str:
@@ -188,6 +200,9 @@ class Memcached(Service):
         s = site if site in self.server_sites else self.server_sites[0]
         ep = Endpoint("memcached", host, int(port), "", site=s)
         return Endpoints(read=ep, write=ep)
+
+    def deviations(self) -> list[Deviation]:
+        return deviations(self.memory_mb)
 
     def records(self) -> list[ServerRecord]:
         return [srv.record(self.kind, port=self.port, datadir=self.home(s))

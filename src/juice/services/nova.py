@@ -44,8 +44,10 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation
 from juice.services.keystone import VENV, Keystone, venv_versions
 from juice.services.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
+from juice.services.nova_settings import nova_deviations
 from juice.services.os_api import Catalog, argv_shim, check_venv, gunicorn_argv, os_env, venv_bin, wait_http
 from juice.services.placement import Placement
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
@@ -274,6 +276,9 @@ class Nova(Service):
             killed[h] = srv.kill(self._workers(srv))
         return {"pid": next(iter(killed.values())), "killed": killed}
 
+    def deviations(self) -> list[Deviation]:
+        return nova_deviations(self.opts)
+
     def records(self) -> list[ServerRecord]:
         roles = {h: r for r, h, _ in self.roles()}
         return [srv.record(f"nova-{roles[h]}", port=API_PORT if roles[h] == "api" else 0,
@@ -294,8 +299,10 @@ class Nova(Service):
                 "scheduler_sites": list(o.scheduler_placement), "concurrency_backend": o.concurrency_backend,
                 "host_subset_size": o.host_subset_size, "max_attempts": o.max_attempts,
                 "scheduler_workers": o.scheduler_workers, "max_pool_size": o.max_pool_size,
-                "max_overflow": o.max_overflow, "log_levels": {r: o.level(r) for r in
-                                                               ("api", "conductor", "scheduler", "compute")},
+                "max_overflow": o.max_overflow, "rpc_response_timeout": o.rpc_response_timeout,
+                "rpc_conn_pool_size": o.rpc_conn_pool_size,
+                "executor_thread_pool_size": o.executor_thread_pool_size,
+                "log_levels": {r: o.level(r) for r in ("api", "conductor", "scheduler", "compute")},
                 "notifications_log": o.notifications_log, "db_writers": o.db_writers,
                 "timings": dict(self.timings)}
 

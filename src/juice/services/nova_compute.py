@@ -34,8 +34,10 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation
 from juice.services.nova import Nova, copy_logs
 from juice.services.nova_conf import ComputeOptions, backend_env, render_nodes, render_nova_conf, service_id
+from juice.services.nova_settings import compute_deviations
 from juice.services.os_api import check_venv, os_env, venv_bin
 from juice.services.process import Server, rss, spawn, stop_all
 from juice.util import atomic
@@ -242,6 +244,9 @@ class NovaComputes(Service):
         self.servers[hosts[0][0]].wait_ready(up, timeout, f"nova-compute in site {site} restarted",
                                              interval=1.0, fail=self._dead)
         return {"pids": [self.servers[h].pid for h, _ in hosts], "restart_s": round(time.monotonic() - t0, 3)}
+
+    def deviations(self) -> list[Deviation]:
+        return compute_deviations(self.opts)
 
     def records(self) -> list[ServerRecord]:
         return [srv.record(self.kind, port=0, datadir=self.home(h),

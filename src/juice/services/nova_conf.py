@@ -32,6 +32,9 @@ QUOTAS = ("instances", "cores", "ram", "metadata_items", "injected_files",
           "server_groups", "server_group_members")
 
 
+RPC_OPTIONS = ("rpc_response_timeout", "rpc_conn_pool_size", "executor_thread_pool_size")
+
+
 def _default_levels() -> dict[str, str]:
     return {"api": "INFO", "conductor": "DEBUG", "scheduler": "DEBUG", "compute": "INFO",
             "manage": "INFO"}
@@ -54,8 +57,11 @@ class NovaOptions:
     max_attempts: int = 3                 # [scheduler] max_attempts
     host_subset_size: int = 1             # [filter_scheduler] host_subset_size
     concurrency_backend: str = "threading"  # [DEFAULT] concurrency_backend (eventlet: deprecated)
-    max_pool_size: int = 10               # [database] / [api_database] max_pool_size
-    max_overflow: int = 20                # [database] / [api_database] max_overflow
+    max_pool_size: int | None = None      # [database] / [api_database] max_pool_size (oslo.db: 5)
+    max_overflow: int | None = None       # [database] / [api_database] max_overflow (oslo.db: 50)
+    rpc_response_timeout: int | None = None       # [DEFAULT] (oslo.messaging: 60 s)
+    rpc_conn_pool_size: int | None = None         # [DEFAULT] (oslo.messaging: 30)
+    executor_thread_pool_size: int | None = None  # [DEFAULT] (oslo.messaging: 64)
     log_levels: dict[str, str] = field(default_factory=_default_levels)  # per role
     notifications_log: bool = False       # [oslo_messaging_notifications] driver = log
     log_json: bool = False                # [DEFAULT] use_json: oslo.log's JSON lines (with templates)
@@ -69,11 +75,15 @@ class NovaOptions:
         if self.scheduler_sites is not None and not self.scheduler_sites:
             raise UserError("scheduler_sites: give at least one site (or leave it unset)")
         for name in ("api_workers", "conductor_workers", "scheduler_workers", "max_attempts",
-                     "host_subset_size", "max_pool_size"):
-            if not 1 <= getattr(self, name) <= 1000:
-                raise UserError(f"{name}: expected 1..1000, got {getattr(self, name)}")
-        if self.max_overflow < -1:
-            raise UserError(f"max_overflow: expected >= -1, got {self.max_overflow}")
+                     "host_subset_size", "max_pool_size", "rpc_conn_pool_size",
+                     "executor_thread_pool_size"):
+            v = getattr(self, name)
+            if v is not None and not 1 <= v <= 1000:
+                raise UserError(f"{name}: expected 1..1000, got {v}")
+        if self.max_overflow is not None and not -1 <= self.max_overflow <= 1000:
+            raise UserError(f"max_overflow: expected -1..1000, got {self.max_overflow}")
+        if self.rpc_response_timeout is not None and not 1 <= self.rpc_response_timeout <= 3600:
+            raise UserError(f"rpc_response_timeout: expected 1..3600 s, got {self.rpc_response_timeout}")
         if self.db_writers not in ("single", "local"):
             raise UserError(f"db_writers: expected single or local, got {self.db_writers!r}")
         if self.concurrency_backend not in BACKENDS:
@@ -213,6 +223,9 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
         "debug": opts.level(role) == "DEBUG", "transport_url": ctx.transport_url,
         "concurrency_backend": opts.concurrency_backend,
     }
+    for k in RPC_OPTIONS:
+        if getattr(opts, k) is not None:
+            default[k] = getattr(opts, k)
     if opts.log_json:
         default["use_json"] = True
     if opts.level(role) == "WARNING":
@@ -228,8 +241,7 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
             "resume_guests_state_on_host_boot": False})
     lines = ["# rendered by juice", "[DEFAULT]"] + [
         f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in default.items()]
-    pool = {"max_pool_size": opts.max_pool_size, "max_overflow": opts.max_overflow,
-            "connection_recycle_time": 600}
+    pool = {k: getattr(opts, k) for k in ("max_pool_size", "max_overflow") if getattr(opts, k) is not None}
     if role in ("api", "conductor", "scheduler", "manage"):
         lines += _section("api_database", {"connection": ctx.api_db_url, **pool})
     if role in ("conductor", "manage", "api", "scheduler"):

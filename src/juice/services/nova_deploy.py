@@ -12,7 +12,9 @@ fake-neutron, nova's control plane and the simulated compute hosts — torn down
 Placement of each piece is a parameter (``NovaStack``); the defaults put the database, the bus,
 Keystone, placement, the fakes and nova's control plane in site 1 and the computes in site 2.
 Keystone runs in one site only (one region), cache off, cheap password hashing (4 rounds):
-it is not what the nova study measures.
+it is not what the nova study measures. The database keeps MariaDB's ``max_connections``
+(151) unless the stack sets one or its pools may open more (``NovaStack.db_limit``: the sum,
+recorded with how it was counted among the deployment's deviations).
 """
 
 from __future__ import annotations
@@ -29,11 +31,16 @@ from juice.errors import UserError
 from juice.openstack.nova import NovaClient
 from juice.services import registry
 from juice.services.base import Progress, Service, Sites, quiet
+from juice.services.deviations import Deviation
+from juice.services.deviations import of as deviations_of
 from juice.services.fake_openstack import IMAGE_ID, FakeServices
 from juice.services.keystone import Keystone, KeystoneOptions
+from juice.services.keystone_settings import db_connections as keystone_connections
+from juice.services.mariadb import DEFAULT_MAX_CONNECTIONS, check_max_connections
 from juice.services.nova import Nova
 from juice.services.nova_compute import NovaComputes
 from juice.services.nova_conf import ComputeOptions, NovaOptions
+from juice.services.nova_settings import db_connections
 from juice.services.placement import Placement
 from juice.services.rabbitmq import RabbitMQ
 
@@ -53,10 +60,28 @@ class NovaStack:
     fakes_site: int = 1
     nova: NovaOptions = field(default_factory=NovaOptions)
     computes: ComputeOptions = field(default_factory=ComputeOptions)
+    db_max_connections: int | None = None  # the database's max_connections (None: see db_limit)
 
     def __post_init__(self) -> None:
         if self.db not in ("mariadb", "galera"):
             raise UserError(f"db: nova and placement run on mariadb or galera, not {self.db!r}")
+        check_max_connections(self.db_max_connections)
+
+    def keystone(self) -> KeystoneOptions:
+        """Keystone's options: one site, cache off, cheap hashing (not what is measured)."""
+        return KeystoneOptions(cache=False, password_hash_rounds=4, sites=(self.keystone_site,))
+
+    def db_limit(self) -> tuple[int | None, str | None]:
+        """(max_connections, reason) of the database: the spec's (reason None); else the sum
+        of the deployment's pools when it exceeds MariaDB's 151 (with how it was counted);
+        else (None, None): MariaDB's default."""
+        if self.db_max_connections is not None:
+            return self.db_max_connections, None
+        needed, how = db_connections(self.nova, placement_workers=self.placement_workers,
+                                     keystone=keystone_connections(self.keystone(), 1))
+        if needed <= DEFAULT_MAX_CONNECTIONS:
+            return None, None
+        return needed, f"{how} (more than MariaDB's {DEFAULT_MAX_CONNECTIONS})"
 
 
 # What each service needs running before it starts. nova waits for placement: its scheduler
@@ -105,11 +130,12 @@ class NovaDeployment:
     def __init__(self, lab: Sites, progress: Progress = quiet, stack: NovaStack | None = None) -> None:
         self.lab, self.progress = lab, progress
         self.stack = s = stack or NovaStack()
-        self.db: Service = registry.build(lab, s.db, progress, **({"site": s.db_site} if s.db == "mariadb"
-                                                                  else {}))
+        limit, why = s.db_limit()
+        self.db: Service = registry.build(lab, s.db, progress, max_connections=limit,
+                                          max_connections_reason=why,
+                                          **({"site": s.db_site} if s.db == "mariadb" else {}))
         self.mq = RabbitMQ(lab, progress, nodes=list(s.bus_sites))
-        self.ks = Keystone(lab, self.db, progress, KeystoneOptions(
-            cache=False, password_hash_rounds=4, sites=(s.keystone_site,)))
+        self.ks = Keystone(lab, self.db, progress, s.keystone())
         self.placement = Placement(lab, self.db, self.ks, progress, site=s.placement_site,
                                    workers=s.placement_workers)
         self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site)
@@ -190,6 +216,10 @@ class NovaDeployment:
         for name, svc in self.services():
             out += svc.collect_logs(dest / name)
         return out
+
+    def deviations(self) -> list[Deviation]:
+        """Every service's settings that differ from the shipped defaults."""
+        return deviations_of(svc for _, svc in self.services())
 
     def facts(self) -> dict[str, Any]:
         return {"db": self.stack.db, "nova": self.nova.facts(), "computes": self.computes.facts(),

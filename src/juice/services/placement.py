@@ -31,7 +31,9 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation
 from juice.services.keystone import VENV, Keystone, venv_versions
+from juice.services.nova_settings import placement_deviations
 from juice.services.os_api import Catalog, check_venv, gunicorn_argv, os_env, wait_http
 from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
 from juice.services.schema import create_database
@@ -43,7 +45,7 @@ APP = "placement.wsgi.api:application"
 
 
 def render_placement_conf(*, db_url: str, auth_url: str, password: str, debug: bool = False,
-                          max_pool_size: int = 10, max_overflow: int = 20) -> str:
+                          max_pool_size: int | None = None, max_overflow: int | None = None) -> str:
     """placement.conf: the database, keystonemiddleware (service user ``placement``), logs on
     stderr (gunicorn's log file captures them)."""
     return "\n".join([
@@ -57,9 +59,8 @@ def render_placement_conf(*, db_url: str, auth_url: str, password: str, debug: b
         "",
         "[placement_database]",
         f"connection = {db_url}",
-        f"max_pool_size = {max_pool_size}",
-        f"max_overflow = {max_overflow}",
-        "connection_recycle_time = 600",
+        *([f"max_pool_size = {max_pool_size}"] if max_pool_size is not None else []),
+        *([f"max_overflow = {max_overflow}"] if max_overflow is not None else []),
         "",
         "[keystone_authtoken]",
         f"www_authenticate_uri = {auth_url}",
@@ -82,7 +83,7 @@ class Placement(Service):
 
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = 2, debug: bool = False,
-                 max_pool_size: int = 10, max_overflow: int = 20) -> None:
+                 max_pool_size: int | None = None, max_overflow: int | None = None) -> None:
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"placement.site: {site} is not a site of this lab (1..{len(lab.sites)})")
@@ -188,6 +189,9 @@ class Placement(Service):
         pid = self.server.kill(workers)
         self.server = None
         return {"pid": pid, "workers": workers}
+
+    def deviations(self) -> list[Deviation]:
+        return placement_deviations(self.workers, *self.pool)
 
     def records(self) -> list[ServerRecord]:
         if self.server is None:

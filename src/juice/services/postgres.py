@@ -21,9 +21,10 @@ from pathlib import Path
 
 import psycopg
 
-from juice.errors import ServiceError
+from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import SET_IN_SPEC, SPEC, Deviation, dev
 from juice.services.process import Server, spawn
 
 BIN = Path("/usr/lib/postgresql/15/bin")
@@ -40,9 +41,46 @@ class PgOptions:
     """What varies between deployments (pure data; rendered by ``render_conf``)."""
 
     shared_buffers_mb: int = 64
-    max_connections: int = 300
+    max_connections: int | None = None  # None: PostgreSQL's default (100)
+    max_connections_reason: str | None = None  # None: the spec set it
     sync_quorum: int = 0  # read-local only: standbys that must confirm each commit
     synchronous_commit: str = "on"  # with a quorum: on | remote_write | remote_apply
+
+
+DEFAULT_MAX_CONNECTIONS = 100  # PostgreSQL 15's
+# (setting, Juice's value, PostgreSQL 15's default, reason): what render_conf always changes.
+FIXED: tuple[tuple[str, str, str, str], ...] = (
+    ("shared_preload_libraries", "pg_stat_statements", "''",
+     "the statement counter probe counts statements by command"),
+    ("pg_stat_statements.max", "10000", "5000", "every distinct statement of a run is counted"),
+    ("max_wal_senders", "64", "10", "one per hot standby: up to 45 sites read-local"),
+    ("max_replication_slots", "64", "10", "goes with max_wal_senders"),
+    ("hot_standby_feedback", "on", "off",
+     "a standby's reads are not cancelled by the primary's vacuum (read-local)"),
+    ("wal_keep_size", "256MB", "0", "a standby catches up after a WAN cut without replication slots"),
+    ("fsync", "off", "on", "throw-away lab data, and every site's server shares one disk in a local "
+     "lab; replication and commit round trips still happen"),
+    ("full_page_writes", "off", "on", "goes with fsync off"),
+)
+
+
+def deviations(opts: PgOptions, server: str = "postgres") -> list[Deviation]:
+    """What the servers run with that differs from PostgreSQL 15's defaults, with the reasons."""
+    out = [dev(server, o, v, d, why) for o, v, d, why in FIXED]
+    if opts.shared_buffers_mb != 128:
+        out.append(dev(server, "shared_buffers", f"{opts.shared_buffers_mb}MB", "128MB",
+                       "memory: a server per site, up to 45 on one machine (the lab's data fits)"))
+    if opts.max_connections is not None and opts.max_connections != DEFAULT_MAX_CONNECTIONS:
+        why = opts.max_connections_reason
+        out.append(dev(server, "max_connections", opts.max_connections, DEFAULT_MAX_CONNECTIONS,
+                       why or SET_IN_SPEC, source="juice" if why else SPEC))
+    if opts.sync_quorum > 0:
+        out.append(dev(server, "synchronous_standby_names", f"ANY {opts.sync_quorum} (...)", "''",
+                       SET_IN_SPEC + " (sync_quorum)", SPEC))
+        if opts.synchronous_commit != "on":
+            out.append(dev(server, "synchronous_commit", opts.synchronous_commit, "on",
+                           SET_IN_SPEC, SPEC))
+    return out
 
 
 def sync_standby_names(opts: PgOptions, standby_names: list[str]) -> str:
@@ -62,7 +100,7 @@ def render_conf(listen: str, port: int, sockdir: Path, opts: PgOptions) -> str:
         f"listen_addresses = '{listen}'",
         f"port = {port}",
         f"unix_socket_directories = '{sockdir}'",
-        f"max_connections = {opts.max_connections}",
+        *([f"max_connections = {opts.max_connections}"] if opts.max_connections is not None else []),
         f"shared_buffers = {opts.shared_buffers_mb}MB",
         "shared_preload_libraries = 'pg_stat_statements'",
         "pg_stat_statements.track = top",
@@ -213,6 +251,9 @@ class Postgres(Service):
         self.read_local = read_local
         self.kind = "postgres-readlocal" if read_local else "postgres"
         self.opts = options or PgOptions()
+        if self.opts.max_connections is not None and not 1 <= self.opts.max_connections <= 100_000:
+            raise UserError(f"max_connections: expected 1..100000 (PostgreSQL ships 100), "
+                            f"got {self.opts.max_connections}")
         self.primary = PgServer(lab, site)
         self.standbys: dict[int, PgServer] = {}
         if read_local:
@@ -307,6 +348,9 @@ class Postgres(Service):
 
     def records(self) -> list[ServerRecord]:
         return [s.record(self.kind) for s in self.servers()]
+
+    def deviations(self) -> list[Deviation]:
+        return deviations(self.opts, self.kind)
 
     def logs(self) -> list[tuple[Place, Path]]:
         return [(s.place, s.log) for s in self.servers()]

@@ -50,6 +50,7 @@ from typing import Any
 from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import SPEC, Deviation, dev
 from juice.services.process import Server, port_open, spawn, stop_all
 from juice.util import proc
 
@@ -119,6 +120,22 @@ def render_conf(node: Node) -> str:
         "disk_free_limit.absolute = 10MB",
         "",
     ])
+
+
+MEMORY_REASON = ("a lab machine is small and carries every site's broker: the default would block "
+                 "publishers on the machine's memory, not the broker's")
+DISK_REASON = "a lab's disk may be small (a tmpfs): the default 50 MB would block publishers"
+
+
+def deviations(queues: str) -> list[Deviation]:
+    """What every broker runs with that differs from RabbitMQ 3.10's defaults."""
+    out = [dev("rabbitmq", "vm_memory_high_watermark.relative", 0.8, 0.4, MEMORY_REASON),
+           dev("rabbitmq", "disk_free_limit.absolute", "10MB", "50MB", DISK_REASON)]
+    if queues == "mirrored":
+        out.append(dev("rabbitmq", "policy ha-all", "ha-mode=all, ha-sync-mode=automatic", "(none)",
+                       "the spec's queues: mirrored (what OpenStack guides of the time recommended)",
+                       SPEC))
+    return out
 
 
 def node_env(node: Node, home: Path) -> dict[str, str]:
@@ -448,6 +465,9 @@ class RabbitMQ(Service):
                     out[name]["connections"] += 1
                     out[name]["channels"] += int(r.get("channels") or 0)
         return out
+
+    def deviations(self) -> list[Deviation]:
+        return deviations(self.queues)
 
     def records(self) -> list[ServerRecord]:
         by_index = {n.index: n for n in self.nodes}

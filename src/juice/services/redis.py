@@ -22,6 +22,7 @@ from pathlib import Path
 from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
+from juice.services.deviations import Deviation, dev
 from juice.services.process import Server, spawn
 from juice.util import proc
 
@@ -161,6 +162,13 @@ class Redis(Service):
     def endpoint(self, site: int) -> Endpoints:
         ep = Endpoint("redis", self.lab.site_ip(self.site), self.port, "", site=self.site)
         return Endpoints(read=ep, write=ep)
+
+    def deviations(self) -> list[Deviation]:
+        """What redis-server runs with that differs from its defaults."""
+        return [dev("redis", "save", '""', "3600 1 300 100 60 10000",
+                    "a cache of throw-away lab data: no snapshots to disk"),
+                dev("redis", "maxmemory", f"{self.maxmemory_mb}mb", "0 (no limit)",
+                    "bounded memory on a machine shared by every site")]
 
     def records(self) -> list[ServerRecord]:
         if self.server is None:

@@ -39,7 +39,8 @@ def _own_namespaces() -> list[str]:
 
 def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Path, juice: Juice) -> None:
     spec = nova_spec(tmp_path, "nv", scenarios=["boot_server", "boot_and_delete_server"],
-                 runner={"times": 3, "concurrency": [2]}, users={"tenants": 1, "users_per_tenant": 2})
+                 runner={"times": 3, "concurrency": [2]}, users={"tenants": 1, "users_per_tenant": 2},
+                 server={"rpc_response_timeout": 90})
     before = set(_own_namespaces())
     code, out, err = juice("run", str(spec))
     assert code == 0, err
@@ -63,9 +64,16 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
         conductor = (r / "logs" / "juice-conductor.log").read_text()
         assert all(rid in (r / "logs" / "juice-api.log").read_text() for rid in boots["request_id"])
         assert "req-" in conductor and "schedule_and_build_instances" in conductor
+        # the settings beyond the shipped defaults: the spec's under its upstream name, the
+        # database's limit counted from the deployment's pools
+        devs = {(d["server"], d["option"]): d for d in man["deviations"]}
+        assert devs[("nova", "[DEFAULT] rpc_response_timeout")]["value"] == "90"
+        assert devs[("nova", "[DEFAULT] rpc_response_timeout")]["source"] == "spec"
+        assert "pools" in devs[("mariadb", "max_connections")]["reason"]
     code, out, _ = juice("analyze", str(tmp_path / "results" / "nv"))
     assert code == 0 and "boot_server" in out
-    assert "nova: boots under load" in (tmp_path / "results" / "nv" / "report.html").read_text()
+    html = (tmp_path / "results" / "nv" / "report.html").read_text()
+    assert "nova: boots under load" in html and "Server settings that differ from the shipped" in html
     assert set(_own_namespaces()) <= before  # the lab is gone
 
 

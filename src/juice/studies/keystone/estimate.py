@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from juice.studies.keystone.matrix import RunPoint
 
@@ -83,8 +84,8 @@ def total_s(points: Sequence[RunPoint]) -> float:
     """Estimated seconds to run ``points`` (e.g. the runs not done yet)."""
     total = 0.0
     labs: set[int] = set()
-    deployments: set[tuple[int, str, bool]] = set()
-    last_wan: tuple[tuple[int, str, bool], str] | None = None  # a WAN change per change (run order)
+    deployments: set[tuple[Any, ...]] = set()
+    last_wan: tuple[tuple[Any, ...], str] | None = None  # a WAN change per change (run order)
     for p in points:
         if p.target is not None:  # no lab, no deployment: a token and the RTT probes
             total += 2.0 if not deployments else 0.0

@@ -41,6 +41,9 @@ class RunPoint:
     target: str | None = None      # an existing cloud (its label): no lab, no deployment
     max_rps: float | None = None   # the target's rate cap (requests/s, the whole run)
     write_attribution: bool = False  # statements by kind and table (performance_schema ON)
+    # server options the spec set under their upstream names (max_connections, max_pool_size,
+    # max_overflow); unset ones are absent, so runs made before them keep their keys
+    server: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def params(self) -> dict[str, Any]:
         """The run's parameters as stored in its manifest (and as analysis columns)."""
@@ -54,7 +57,8 @@ class RunPoint:
             **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
             **({"write_attribution": True} if self.write_attribution else {}),
             **({"warmup": self.runner["warmup"]} if self.runner.get("warmup") else {}),
-            **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {})}
+            **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {}),
+            **self.server}
         if self.target is not None:  # the cloud's cache is the cloud's business: unknown here
             out["cache"] = None
         return out
@@ -68,7 +72,8 @@ class RunPoint:
                  **({"faults": [f.model_dump(mode="json") for f in self.faults]} if self.faults else {}),
                  **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
                  # a deviation from the server's defaults (performance_schema ON): other runs
-                 **({"write_attribution": True} if self.write_attribution else {})}
+                 **({"write_attribution": True} if self.write_attribution else {}),
+                 **({"server": self.server} if self.server else {})}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     @property
@@ -78,12 +83,13 @@ class RunPoint:
         if self.target is not None:
             return f"{short}-target-{self.load}-r{self.repetition}-{self.key}"
         wan = self.wan.label.replace(" ", "").replace("/", "-")
+        conns = f"-mc{self.server['max_connections']}" if "max_connections" in self.server else ""
         return (f"{short}-{self.rdbms}-{self.sites}s-{wan}-{self.load}-"
-                f"{'cache' if self.cache else 'nocache'}-r{self.repetition}-{self.key}")
+                f"{'cache' if self.cache else 'nocache'}{conns}-r{self.repetition}-{self.key}")
 
     @property
-    def deployment(self) -> tuple[int, str, bool]:
-        return (self.sites, self.rdbms, self.cache)
+    def deployment(self) -> tuple[int, str, bool, tuple[tuple[str, Any], ...]]:
+        return (self.sites, self.rdbms, self.cache, tuple(sorted(self.server.items())))
 
     @property
     def point_key(self) -> str:
@@ -103,7 +109,7 @@ class RunPoint:
         return self.sites
 
     @property
-    def deployment_key(self) -> tuple[int, str, bool]:
+    def deployment_key(self) -> tuple[int, str, bool, tuple[tuple[str, Any], ...]]:
         return self.deployment
 
     @property
@@ -128,18 +134,22 @@ def expand(exp: Experiment) -> list[RunPoint]:
                          repetition=rep, seed=exp.seed + rep, runner=runner, target=t.label,
                          max_rps=t.max_rps)
                 for load in exp.load for name, args, contexts in scenarios for rep in range(exp.repetitions)]
+    conns: list[int | None] = [*exp.database.max_connections] if exp.database.max_connections else [None]
     for sites in exp.sites:
         for rdbms in exp.rdbms:
             for cache in exp.keystone.cache:
-                for wan in wan_points(exp.wan):
-                    for load in exp.load:
-                        for name, args, contexts in scenarios:
-                            for rep in range(exp.repetitions):
-                                out.append(RunPoint(
-                                    study=exp.name, scenario=name, scenario_args=dict(args),
-                                    contexts=dict(contexts),
-                                    rdbms=rdbms, sites=sites, wan=wan, load=load, cache=cache,
-                                    repetition=rep, seed=exp.seed + rep, runner=runner,
-                                    faults=tuple(exp.faults),
-                                    write_attribution=exp.keystone.write_attribution))
+                for mc in conns:
+                    server = {**({"max_connections": mc} if mc is not None else {}),
+                              **exp.keystone.server()}
+                    for wan in wan_points(exp.wan):
+                        for load in exp.load:
+                            for name, args, contexts in scenarios:
+                                for rep in range(exp.repetitions):
+                                    out.append(RunPoint(
+                                        study=exp.name, scenario=name, scenario_args=dict(args),
+                                        contexts=dict(contexts),
+                                        rdbms=rdbms, sites=sites, wan=wan, load=load, cache=cache,
+                                        repetition=rep, seed=exp.seed + rep, runner=runner,
+                                        faults=tuple(exp.faults), server=server,
+                                        write_attribution=exp.keystone.write_attribution))
     return out

@@ -65,12 +65,15 @@ def deployment(lab: Lab, p: RunPoint, exp: Experiment, progress: Progress) -> It
     t0 = time.monotonic()
     # bounded waits that grow with the deployment (45 sites on 2 cores take minutes)
     pfs = {"performance_schema": True} if p.write_attribution and p.rdbms in ("mariadb", "galera") else {}
-    db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites), **pfs)
+    conns = {"max_connections": p.server["max_connections"]} if "max_connections" in p.server else {}
+    db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites), **pfs, **conns)
     try:
         progress(f"{p.rdbms} healthy in {time.monotonic() - t0:.1f} s; starting a Keystone in every site "
                  f"(cache {'on' if p.cache else 'off'})")
         opts = KeystoneOptions(cache=p.cache, workers=exp.keystone.workers,
-                               password_hash_rounds=exp.keystone.password_hash_rounds)
+                               password_hash_rounds=exp.keystone.password_hash_rounds,
+                               max_pool_size=p.server.get("max_pool_size"),
+                               max_overflow=p.server.get("max_overflow"))
         ks = Keystone(lab, db, progress, opts)
         ks.up(timeout=max(300.0, 60.0 + 8.0 * p.sites))
         try:

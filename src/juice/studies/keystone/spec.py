@@ -20,6 +20,11 @@ Every list is an axis; the run matrix is their product (see ``juice.studies.keys
     # runner: {order: interleaved}   # the default; as-written | shuffled (juice.runner.order)
     # runner: {rate: 50, times: 500, arrival: poisson}   # open loop
     keystone: {cache: [true], workers: 1, password_hash_rounds: 4}   # write_attribution: true
+    # keystone: {max_pool_size: 5, max_overflow: 50}   # [database] pools (oslo.db's defaults)
+    # database: {max_connections: [151, 500]}          # an axis: the server's max_connections
+
+Servers run with their shipped defaults unless set here (docs/server-settings.md): MariaDB and
+Galera keep ``max_connections`` 151, PostgreSQL 100, Keystone's pools oslo.db's 5 + 50.
 
 Unknown keys are rejected; errors name the field path and the file (exit 2).
 
@@ -46,6 +51,9 @@ field                           range            why
 ``keystone.write_attribution``  true/false       statements of each run by kind and table
                                                  (default false: on MariaDB/Galera it turns
                                                  performance_schema ON, off by default there)
+``keystone.max_pool_size``      1..1,000         [database] max_pool_size per worker (oslo.db: 5)
+``keystone.max_overflow``       -1..1,000        [database] max_overflow per worker (oslo.db: 50)
+``database.max_connections``    1..100,000 each  an axis: mariadb, galera, postgres* (not cockroach)
 ``keystone.password_hash_rounds``  4..14         bcrypt cost: each round doubles a password
                                                  check (4: ~1 ms, 12: ~0.25 s, 14: ~0.9 s on
                                                  this host); the plan's estimate assumes cheap
@@ -98,7 +106,7 @@ from juice.spec.wan import Wan, WanPoint, wan_points
 from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
-LAB_ONLY = ("rdbms", "sites", "wan", "keystone", "check_wan")
+LAB_ONLY = ("rdbms", "sites", "wan", "keystone", "check_wan", "database")
 REMOTE_RDBMS = ("mariadb", "galera")
 LIGHT: tuple[Literal["light", "high"], ...] = ("light",)
 MAX_USERS = 10_000
@@ -204,11 +212,34 @@ class KeystoneAxis(Strict):
     write_attribution: StrictBool = Field(
         default=False, description="statements per run by kind and table (juice.services.attribution); "
         "on MariaDB/Galera it turns performance_schema ON, a deviation from the server's defaults")
+    max_pool_size: Annotated[PositiveInt, Le(1000)] | None = Field(
+        default=None, description="[database] max_pool_size of each worker (unset: oslo.db's 5)")
+    max_overflow: Annotated[int, Interval(ge=-1, le=1000)] | None = Field(
+        default=None, description="[database] max_overflow of each worker (unset: oslo.db's 50)")
+
+    def server(self) -> dict[str, Any]:
+        """The pool options set (run keys hash them; unset ones are left out)."""
+        return {k: v for k in ("max_pool_size", "max_overflow") if (v := getattr(self, k)) is not None}
 
     @field_validator("cache")
     @classmethod
     def _once(cls, v: list[bool]) -> list[bool]:
         no_duplicates(v)
+        return v
+
+
+class DatabaseOptions(Strict):
+    """The database server's options under their upstream names (unset: the shipped default)."""
+
+    max_connections: list[Annotated[PositiveInt, Le(100_000)]] | None = Field(
+        default=None, min_length=1, description="an axis: max_connections (MariaDB/Galera ship 151, "
+        "PostgreSQL 100)")
+
+    @field_validator("max_connections")
+    @classmethod
+    def _once(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            no_duplicates(v)
         return v
 
 
@@ -229,6 +260,8 @@ class Experiment(Strict):
     scenarios: list[ScenarioRef] = Field(min_length=1)
     runner: Runner = Field(default_factory=Runner)
     keystone: KeystoneAxis = Field(default_factory=KeystoneAxis)
+    database: DatabaseOptions = Field(default_factory=DatabaseOptions, description=(
+        "the database server's options (docs/server-settings.md)"))
     check_wan: StrictBool = Field(default=True, description="ping every pair after each WAN change")
     results: ResultsPath | None = Field(default=None, description="results root (default results/<name>)")
     faults: list[Fault] = Field(default_factory=list, max_length=100,
@@ -274,6 +307,13 @@ class Experiment(Strict):
                              f"database, sites and WAN; Juice measures the RTT to it instead)")
         if self.faults:
             raise ValueError("faults: not with a target (Juice injects faults only into its own labs)")
+        return self
+
+    @model_validator(mode="after")
+    def _max_connections(self) -> Experiment:
+        if self.database.max_connections is not None and "cockroach" in self.rdbms:
+            raise ValueError("database.max_connections: cockroach has no max_connections (remove "
+                             "cockroach from rdbms or the option)")
         return self
 
     @model_validator(mode="after")

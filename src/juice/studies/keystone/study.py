@@ -106,7 +106,11 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
     def plan_columns(self, point: RunPoint) -> dict[str, Any]:
         return {"scenario": point.scenario.split(".")[-1], "rdbms": point.rdbms, "sites": point.sites,
                 "wan (one-way)": point.wan.label, "load": point.load,
-                "cache": "-" if point.target else "on" if point.cache else "off", "rep": point.repetition}
+                "cache": "-" if point.target else "on" if point.cache else "off",
+                # set for every point of a spec or for none (an axis when given)
+                **({"max_connections": point.server["max_connections"]}
+                   if "max_connections" in point.server else {}),
+                "rep": point.repetition}
 
     def estimate_s(self, point: RunPoint) -> float:
         return estimate.run_s(point)

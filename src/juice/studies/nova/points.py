@@ -92,7 +92,8 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
              **({"log_format": spec.log_format} if spec.log_format != "text" else {}),
              **({"controllers_site": spec.controllers_site} if spec.controllers_site != 1 else {}),
-             **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {})}
+             **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {}),
+             **({"server": spec.server.set()} if spec.server.set() else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
         fixed = {"target": spec.target.label, "max_rps": spec.target.max_rps, "image": spec.image,

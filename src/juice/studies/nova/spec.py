@@ -13,7 +13,10 @@ Example (``examples/nova-boot.yaml``)::
     schedulers: [1, 3]              # an axis: nova-scheduler processes
     host_subset_size: [1]           # an axis: [filter_scheduler] host_subset_size
     concurrency_backend: [threading]   # an axis: threading | eventlet
-    max_pool_size: [10]             # an axis: [database] max_pool_size (max_overflow 20)
+    max_pool_size: [10]             # an axis: [database] max_pool_size (oslo.db ships 5)
+    # server: {max_overflow: 50, rpc_response_timeout: 60, rpc_conn_pool_size: 30,
+    #          executor_thread_pool_size: 64, conductor_workers: 1, scheduler_workers: 1,
+    #          api_workers: 1, max_connections: 151}   # upstream names; unset: shipped defaults
     computes: {processes: 4, nodes_per_process: 25, vcpus: 8, memory_mb: 16384, disk_gb: 200}
     scenarios:
       - NovaServers.boot_server
@@ -41,7 +44,9 @@ machine; what a run created (servers, users and projects named ``s_juice_<run>..
 after it, and ``juice cleanup --target SPEC`` removes leftovers.
 
 Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset_size`` 1..100;
-``max_pool_size`` 1..500; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
+``max_pool_size`` 1..500; ``server.max_overflow`` -1..1,000, ``rpc_response_timeout`` 1..3,600 s,
+``rpc_conn_pool_size`` and ``executor_thread_pool_size`` 1..1,000, ``*_workers`` 1..64,
+``max_connections`` 1..100,000; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
 20,000 nodes); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000; ``preload`` 0..75,000;
 ``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s`` 0.1..60. ``preload`` +
 ``times`` must fit on the nodes (every resource of a node is exact: allocation ratios 1.0, nothing
@@ -77,7 +82,7 @@ from juice.util.validation import validate
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
-                  "driver_site", "allow_over_capacity", "controllers_site")
+                  "driver_site", "allow_over_capacity", "controllers_site", "server")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -114,6 +119,33 @@ class ScenarioRef(Strict):
         if "force_delete" in self.args and not isinstance(self.args["force_delete"], bool):
             raise ValueError("args.force_delete: expected true or false")
         return self
+
+
+class ServerOptions(Strict):
+    """Server options under their upstream names, one value each (unset: the shipped default;
+    docs/server-settings.md). Every nova process and role gets the same value."""
+
+    max_overflow: Annotated[int, Ge(-1), Le(1000)] | None = Field(
+        default=None, description="[database] and [api_database] max_overflow (oslo.db: 50)")
+    rpc_response_timeout: Annotated[PositiveInt, Le(3600)] | None = Field(
+        default=None, description="[DEFAULT] rpc_response_timeout, s (oslo.messaging: 60)")
+    rpc_conn_pool_size: Annotated[PositiveInt, Le(1000)] | None = Field(
+        default=None, description="[DEFAULT] rpc_conn_pool_size (oslo.messaging: 30)")
+    executor_thread_pool_size: Annotated[PositiveInt, Le(1000)] | None = Field(
+        default=None, description="[DEFAULT] executor_thread_pool_size (oslo.messaging: 64)")
+    api_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+        default=None, description="nova-api gunicorn workers (Juice: 1)")
+    conductor_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+        default=None, description="[conductor] workers (nova: one per CPU; Juice: 1)")
+    scheduler_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+        default=None, description="[scheduler] workers per nova-scheduler (nova: one per CPU; Juice: 1)")
+    max_connections: Annotated[PositiveInt, Le(100_000)] | None = Field(
+        default=None, description="the database's max_connections (MariaDB: 151; unset: 151, or the "
+        "sum of the deployment's pools when larger)")
+
+    def set(self) -> dict[str, int]:
+        """The options the spec set (what run keys hash: unset ones are left out)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
 class Computes(Strict):
@@ -210,6 +242,8 @@ class NovaSpec(Strict):
     max_pool_size: list[Annotated[PositiveInt, Le(500)]] = _axis(int, [10], "[database] max_pool_size")
     preload: list[Annotated[int, Ge(0), Le(75_000)]] = _axis(int, [0], "VMs running before the window")
     computes: Computes = Field(default_factory=Computes)
+    server: ServerOptions = Field(default_factory=ServerOptions, description=(
+        "server options under their upstream names (docs/server-settings.md)"))
     flavor: Flavor = Field(default_factory=Flavor)
     users: Users = Field(default_factory=Users)
     scenarios: list[ScenarioRef] = Field(min_length=1, max_length=10)

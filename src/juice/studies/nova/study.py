@@ -67,9 +67,10 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
 
     c, home = spec.computes, spec.controllers_site
     multi = p.db == "galera" and p.writers == "multi"
+    srv = {k: v for k, v in p.fixed.get("server", {}).items() if k != "max_connections"}
     return NovaStack(db=p.db, db_site=home, bus_sites=(home,), keystone_site=home, placement_site=home,
-                     fakes_site=home,
-                     nova=NovaOptions(control_site=home, schedulers=p.schedulers,
+                     fakes_site=home, db_max_connections=p.fixed.get("server", {}).get("max_connections"),
+                     nova=NovaOptions(**srv, control_site=home, schedulers=p.schedulers,
                                       host_subset_size=p.host_subset_size,
                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
                                       notifications_log=True, log_json=spec.log_format == "json",

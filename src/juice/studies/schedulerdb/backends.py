@@ -27,13 +27,17 @@ from juice.studies.schedulerdb.worker import WorkerProc
 
 DATABASES = {"historical": "nova_2013", "modern": "nova"}
 CACHE_MB = 1024
+HEADROOM = 10  # connections for population (the admin worker), probes and an operator
+SHIPPED_MAX_CONNECTIONS = {"mariadb": 151, "galera": 151, "postgres": 100, "postgres-readlocal": 100}
 
 
 class BackendSession:
     """``with BackendSession(lab, "mariadb", progress) as b: b.prepare("historical") ...``"""
 
-    def __init__(self, lab: Lab, backend: str, progress: Progress) -> None:
+    def __init__(self, lab: Lab, backend: str, progress: Progress, *, readers: int = 0,
+                 update_workers: int = 0) -> None:
         self.lab, self.backend, self.progress = lab, backend, progress
+        self.readers, self.update_workers = readers, update_workers
         self.svc: Service | None = None
         self.prepared: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, int] = {}
@@ -51,8 +55,22 @@ class BackendSession:
 
             self.svc = Redis(self.lab, self.progress, site=1, maxmemory_mb=CACHE_MB).up()
         else:
-            self.svc = deploy(self.lab, b, self.progress)
+            self.svc = deploy(self.lab, b, self.progress, **self.connection_limit())
         return self
+
+    def connection_limit(self) -> dict[str, Any]:
+        """``max_connections`` for the database when the study's workers may open more than its
+        shipped default (MariaDB/Galera 151, PostgreSQL 100), with how it was counted; {}: the
+        default (nothing passed)."""
+        shipped = SHIPPED_MAX_CONNECTIONS.get(self.backend)
+        updaters = len(self.updater_sites) * self.update_workers
+        needed = self.readers + updaters + HEADROOM
+        if shipped is None or needed <= shipped:
+            return {}
+        return {"max_connections": needed, "max_connections_reason": (
+            f"the study's connections: {self.readers} scheduler readers + {len(self.updater_sites)} "
+            f"updater process(es) x {self.update_workers} + {HEADROOM} for population and probes "
+            f"(more than the shipped {shipped})")}
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:

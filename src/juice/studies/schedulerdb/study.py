@@ -200,7 +200,10 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
                    progress: Progress) -> Iterator[Deployment]:
         assert lab is not None  # lab() always makes one
         backend = str(points[0].params["backend"])
-        with BackendSession(lab, backend, progress) as sess, \
+        readers = sum(max(int(q.params["schedulers"]) for q in points if q.params.get("client") == c)
+                      for c in dict.fromkeys(q.params.get("client") for q in points))
+        with BackendSession(lab, backend, progress, readers=readers,
+                            update_workers=spec.update_workers) as sess, \
                 open(lab.workdir / f"workers-{backend}.log", "ab") as logs:
             dep = Deployment(sess, list(points), logs)
             try:
