@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from juice.errors import ServiceError
 from juice.services.jaeger import OTLP_HTTP_PORT, QUERY_HTTP_PORT, STORE, binary, chunks, config, ensure_built
 from juice.trace.jaeger import extent, search_link
 from juice.trace.otlp import document
@@ -89,6 +90,28 @@ def test_bad_jaeger_options_are_one_line_errors(juice: Juice, tmp_path: Path) ->
     assert code == 2 and "--jaeger-for: -1 is not a number of seconds" in err
     code, _, err = juice("trace", str(FIX / "boot" / "logs"), "--jaeger-ui", str(tmp_path))
     assert code == 2 and f"--jaeger-ui: {tmp_path} has no index.html" in err
+
+
+def test_ensure_built_runs_the_build_script_once_and_names_why_it_cannot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher around scripts/jaeger.sh (stand-in scripts: the real build is the test below)."""
+    monkeypatch.setenv("JUICE_CACHE", str(tmp_path / "cache"))
+    no_go = tmp_path / "no-go.sh"
+    no_go.write_text("echo 'jaeger.sh: Go toolchain not found -- cannot build' >&2; exit 3\n")
+    with pytest.raises(ServiceError, match="Jaeger cannot be built here: jaeger.sh: Go toolchain not found"):
+        ensure_built(script=no_go)
+    broken = tmp_path / "broken.sh"
+    broken.write_text("echo 'jaeger.sh: go build of x failed' >&2; exit 1\n")
+    with pytest.raises(ServiceError, match="failed with code 1: jaeger.sh: go build of x failed"):
+        ensure_built(script=broken)
+    builds = tmp_path / "builds"
+    ok = tmp_path / "ok.sh"
+    ok.write_text(f'mkdir -p "$1" && echo x >> {builds} && touch "$1/juice-jaeger-1.76.0"\n')
+    said: list[str] = []
+    built = ensure_built(said.append, script=ok)
+    assert built == binary() == tmp_path / "cache" / "bin" / "juice-jaeger-1.76.0"
+    assert ensure_built(said.append, script=no_go) == binary()            # present: nothing run
+    assert builds.read_text() == "x\n" and said[0].startswith("building Jaeger 1.76.0")
 
 
 # ---- real Jaeger -------------------------------------------------------------------------

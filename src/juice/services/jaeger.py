@@ -27,7 +27,10 @@ query service at a jaeger-ui build (its ``index.html`` directory) when one is at
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -71,12 +74,22 @@ def ensure_built(progress: Progress = quiet, script: Path = BUILD_SCRIPT) -> Pat
              "compiles for many minutes, niced)")
     t0 = time.monotonic()
     p = subprocess.Popen(["bash", str(script), str(b.parent)], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines: list[str] = []
-    assert p.stdout is not None
-    for line in p.stdout:  # the script prints a few lines; the compiler is silent
-        lines.append(line.rstrip())
-    code = p.wait()
+    out = p.stdout
+    reader = threading.Thread(target=lambda: lines.extend(x.rstrip() for x in out or []), daemon=True)
+    reader.start()  # the script prints a few lines; the compiler is silent for minutes
+    while True:
+        try:
+            code = p.wait(timeout=30)
+            break
+        except subprocess.TimeoutExpired:
+            progress(f"still building Jaeger {VERSION} ({(time.monotonic() - t0) / 60:.0f} min)")
+        except BaseException:  # Ctrl-C: stop the build (a later run starts it again)
+            os.killpg(p.pid, signal.SIGTERM)  # the script and the go build it runs
+            p.wait(timeout=30)
+            raise
+    reader.join(timeout=5)
     if code == 3:
         raise ServiceError(f"Jaeger cannot be built here: {lines[-1] if lines else 'no Go toolchain'}")
     if code != 0 or not b.exists():
