@@ -131,7 +131,8 @@ def jaeger_binary() -> Path:
 
 
 def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=30) as r:  # loopback only
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+    with opener.open(url, timeout=30) as r:
         assert r.status == 200
         body = r.read()
     return json.loads(body) if body[:1] in (b"{", b"[") else body.decode(errors="replace")
@@ -151,7 +152,9 @@ def test_boots_loaded_into_jaeger_read_back_through_its_api(jaeger_binary: Path)
     p = subprocess.Popen([sys.executable, "-m", "juice.cli", "trace", str(FIX / "novalidhost"), "-j", "1",
                           "--jaeger-for", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
+    errors: list[str] = []
     threading.Thread(target=lambda: [lines.put(x) for x in p.stdout or []], daemon=True).start()
+    threading.Thread(target=lambda: errors.extend(p.stderr or []), daemon=True).start()
     ui, deadline = None, time.monotonic() + 300
     try:
         while ui is None and time.monotonic() < deadline and p.poll() is None:
@@ -160,7 +163,10 @@ def test_boots_loaded_into_jaeger_read_back_through_its_api(jaeger_binary: Path)
             except queue.Empty:
                 continue
             ui = m.group(1) if m else None
-        assert ui is not None, f"no UI address printed (exit {p.poll()}): {(p.stderr or [''])}"
+        if ui is None:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=120)
+            pytest.fail(f"no UI address printed (exit {p.returncode}): {''.join(errors)[-3000:]}")
         lo, hi = extent(doc)[1]
         got = _get(f"{ui}/api/traces?service=nova&start={lo}&end={hi}&limit=100")["data"]
         assert len(got) == len(t.boots)                                     # a trace per boot
@@ -195,6 +201,6 @@ def test_boots_loaded_into_jaeger_read_back_through_its_api(jaeger_binary: Path)
     finally:
         p.send_signal(signal.SIGTERM)                                      # as Ctrl-C: all removed
         code = p.wait(timeout=120)
-    assert code == 0, p.stderr.read() if p.stderr else ""
+    assert code == 0, "".join(errors)[-3000:]
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"jaeger{p.pid % 100000}" not in ns

@@ -237,8 +237,11 @@ class Jaeger(Service):
         of requests. ServiceError when Jaeger refuses any span."""
         bodies = chunks(doc)
         for body in bodies:
-            status, _, answer = self.place.request(
-                "POST", self.otlp_url(), body, {"Content-Type": "application/json"}, timeout=60)
+            try:
+                status, _, answer = self.place.request(
+                    "POST", self.otlp_url(), body, {"Content-Type": "application/json"}, timeout=60)
+            except OSError as e:
+                raise ServiceError(f"jaeger's OTLP receiver {self.otlp_url()}: no answer ({e})") from e
             text = answer.decode(errors="replace")
             if status != 200:
                 raise ServiceError(f"jaeger refused the traces: HTTP {status} {text[:200]}")
@@ -252,9 +255,12 @@ class Jaeger(Service):
         url = f"{self.query_url()}{path}"
         if params:
             url += "?" + urllib.parse.urlencode(params, doseq=True)
-        status, body = self.place.http(url, timeout=30)
+        try:  # place.request, not place.http: the whole body (http reads its first 4 KiB)
+            status, _, body = self.place.request("GET", url, timeout=30)
+        except OSError as e:
+            raise ServiceError(f"jaeger {path}: no answer ({e})") from e
         if status != 200:
-            raise ServiceError(f"jaeger {path}: HTTP {status} {body[:200]}")
+            raise ServiceError(f"jaeger {path}: HTTP {status} {body[:200].decode(errors='replace')}")
         return json.loads(body)
 
     def traces(self, service: str, window_us: tuple[int, int], limit: int = 100_000) -> list[dict[str, Any]]:
