@@ -90,6 +90,10 @@ def show(doc: Mapping[str, Any], *, keep_s: float | None = None, ui_assets: Path
                 loaded = Loaded(n, len(found), window, f"http://127.0.0.1:{port}")
                 announce(f"Jaeger UI: {loaded.ui}  ({n} boots; API {loaded.ui}/api/traces)")
                 announce(f"the boots: {search_link(loaded.ui, window, n)}")
+                _, page = jaeger.place.http(f"{jaeger.query_url()}/", timeout=10)
+                if "placeholder" in page.lower():
+                    announce("note: this Jaeger has no UI assets (the Go module ships none), so the page "
+                             "is a placeholder; the API works, and --jaeger-ui DIR serves a jaeger-ui build")
                 if check is not None:
                     check(jaeger, loaded)
                 _wait(keep_s, announce)
