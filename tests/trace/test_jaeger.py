@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from juice.errors import ServiceError
 from juice.services.jaeger import OTLP_HTTP_PORT, QUERY_HTTP_PORT, STORE, binary, chunks, config, ensure_built
@@ -112,6 +113,71 @@ def test_ensure_built_runs_the_build_script_once_and_names_why_it_cannot(
     assert built == binary() == tmp_path / "cache" / "bin" / "juice-jaeger-1.76.0"
     assert ensure_built(said.append, script=no_go) == binary()            # present: nothing run
     assert builds.read_text() == "x\n" and said[0].startswith("building Jaeger 1.76.0")
+
+
+class _HostPlace:
+    """A stand-in for an SSH host's place (what Jaeger.configure asks of it): files in a dict."""
+
+    site, label, address, shared_disk = 1, "site 1 (host h1)", "10.210.1.2", False
+
+    def __init__(self, root: Path, executable: set[str]) -> None:
+        self.root, self.executable, self.files = root, executable, {}  # type: dict[str, bytes]
+
+    def run(self, argv: list[str], **_: Any) -> Any:
+        from juice.lab.place import Result
+
+        ok = argv[:2] == ["test", "-x"] and argv[2] in self.executable
+        return Result(0 if ok else 1, "", "")
+
+    def write(self, path: Path, data: str | bytes, *, mode: int = 0o644, owner: str | None = None) -> None:
+        self.files[str(path)] = data.encode() if isinstance(data, str) else data
+        if mode & 0o111:
+            self.executable.add(str(path))
+
+    def mkdir(self, path: Path, owner: str | None = None) -> None:
+        pass
+
+    def remove(self, path: Path) -> None:
+        pass
+
+
+class _HostLab:
+    sites = range(1, 2)
+
+    def __init__(self, place: _HostPlace) -> None:
+        self._place = place
+
+    def place(self, site: int) -> _HostPlace:
+        return self._place
+
+    def site_ip(self, site: int) -> str:
+        return "10.210.1.2"
+
+
+def test_configure_at_a_host_ships_the_binary_once_and_writes_the_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from juice.services.jaeger import Jaeger
+
+    monkeypatch.setenv("JUICE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "bin").mkdir(parents=True)
+    binary().write_bytes(b"\x7fELF stand-in")
+    place = _HostPlace(Path("/var/tmp/juice/lab"), executable=set())
+    j = Jaeger(_HostLab(place))
+    j.configure()
+    shipped = "/var/tmp/juice/lab/bin/juice-jaeger-1.76.0"
+    assert j.exe == shipped and place.files[shipped] == b"\x7fELF stand-in"
+    cfg = yaml.safe_load(place.files["/var/tmp/juice/lab/s1/jaeger/config.yaml"])
+    assert cfg == config("10.210.1.2")
+    place.files.clear()
+    Jaeger(_HostLab(place)).configure()                       # the next deployment: not copied again
+    assert shipped not in place.files
+    place.executable.add(str(binary()))                       # the host has it where this machine does
+    j2 = Jaeger(_HostLab(place))
+    j2.configure()
+    assert j2.exe == str(binary())
+    binary().unlink()                                         # built nowhere: say how to build it
+    with pytest.raises(ServiceError, match="juice-jaeger-1.76.0 is missing: run scripts/jaeger.sh"):
+        Jaeger(_HostLab(_HostPlace(Path("/r"), set()))).configure()
 
 
 # ---- real Jaeger -------------------------------------------------------------------------
