@@ -61,10 +61,9 @@ def search_link(ui: str, window_us: tuple[int, int], limit: int) -> str:
 
 
 def show(doc: Mapping[str, Any], *, keep_s: float | None = None, ui_assets: Path | None = None,
-         announce: Callable[[str], None] = print, progress: Progress = quiet,
-         check: Callable[[Any, Loaded], None] | None = None) -> Loaded:
-    """Serve ``doc`` in Jaeger until Ctrl-C (``keep_s`` None) or for ``keep_s`` seconds.
-    ``check(jaeger, loaded)`` runs while Jaeger serves (tests read the API through it)."""
+         announce: Callable[[str], None] = print, progress: Progress = quiet) -> Loaded:
+    """Serve ``doc`` in Jaeger until Ctrl-C (``keep_s`` None) or for ``keep_s`` seconds; what
+    was loaded and where it was served."""
     from juice.lab import spec as labspec
     from juice.lab.local import LocalLab, require_root
     from juice.services.jaeger import QUERY_HTTP_PORT, Jaeger, ensure_built
@@ -94,8 +93,6 @@ def show(doc: Mapping[str, Any], *, keep_s: float | None = None, ui_assets: Path
                 if "placeholder" in page.lower():
                     announce("note: this Jaeger has no UI assets (the Go module ships none), so the page "
                              "is a placeholder; the API works, and --jaeger-ui DIR serves a jaeger-ui build")
-                if check is not None:
-                    check(jaeger, loaded)
                 _wait(keep_s, announce)
             finally:
                 fwd.stop(grace_s=2)
