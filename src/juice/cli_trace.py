@@ -30,6 +30,14 @@ def trace(
     otlp: Path | None = typer.Option(None, "--otlp", help="Write the boots as OpenTelemetry traces "
                                      "(OTLP/JSON) to this file: a trace per boot, a span per phase "
                                      "and per service call."),
+    jaeger: bool = typer.Option(False, "--jaeger", help="Load the boots into a real Jaeger (built once "
+                                "by scripts/jaeger.sh) started in a one-site lab, print its UI address "
+                                "and wait for Ctrl-C (needs root)."),
+    jaeger_for: float | None = typer.Option(None, "--jaeger-for", metavar="S", help="Like --jaeger, but "
+                                            "keep Jaeger up S seconds instead of waiting for Ctrl-C."),
+    jaeger_ui: Path | None = typer.Option(None, "--jaeger-ui", metavar="DIR", help="A jaeger-ui build "
+                                          "(the directory of its index.html) for Jaeger to serve (the "
+                                          "binary built from the Go module has only a placeholder page)."),
     workers: int | None = typer.Option(None, "--workers", "-j", help="Parser processes (default: CPUs)."),
 ) -> None:
     """Trace every nova boot in the logs: one state machine per request (API → super-conductor →
@@ -42,8 +50,19 @@ def trace(
     juice trace /var/log/nova /var/log/placement --out trace/ --no-skew
 
     juice trace logs/ --clock nova-api,nova-conductor,nova-scheduler,placement-api=ctl --otlp boots.json
+
+    juice trace results/nova-boot --jaeger
     """
     import time
+
+    from juice.errors import UserError
+
+    if jaeger_for is not None and not jaeger_for >= 0:
+        raise UserError(f"--jaeger-for: {jaeger_for:g} is not a number of seconds >= 0 "
+                        "(e.g. --jaeger-for 60)")
+    if jaeger_ui is not None and not (jaeger_ui / "index.html").is_file():
+        raise UserError(f"--jaeger-ui: {jaeger_ui} has no index.html: "
+                        "give the directory of a jaeger-ui build")
 
     from juice.trace.clocks import parse_clock_args
     from juice.trace.tables import trace as run_trace
@@ -60,6 +79,13 @@ def trace(
 
         n = write(t, otlp)
         err.print(f"[dim]·[/dim] wrote {otlp} ({n} traces, OTLP/JSON)")
+    if jaeger or jaeger_for is not None or jaeger_ui is not None:
+        from juice.trace.jaeger import show
+        from juice.trace.otlp import document
+
+        show(document(t), keep_s=jaeger_for, ui_assets=jaeger_ui.resolve() if jaeger_ui else None,
+             announce=lambda m: out.print(m, soft_wrap=True, highlight=False),
+             progress=lambda m: err.print(f"[dim]·[/dim] {m}"))
 
 
 def _print(t: Any, took: float) -> None:
