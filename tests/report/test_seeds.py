@@ -229,3 +229,31 @@ def test_keystone_high_load_rows_follow_the_data() -> None:
     assert collapse["high.galera_time"].verdict == S.SAME and ratio and 3.5 < float(ratio.group(1)) < 4.5
     assert calm["high.galera_time"].verdict == S.DIFFERENT
     assert "rw.authenticate_user_and_validate_token" not in collapse  # no counters: not measured here
+
+
+def test_axes_stored_as_categories_give_the_same_keystone_rows() -> None:
+    """Runs read back from parquet carry their axes as categories (unordered, closed to new
+    values): the seed rows are the same as from plain columns (seen in real runs: min() and
+    fillna() on a category failed and took the report with them)."""
+    from juice.studies.keystone import seeds as ks_seeds
+
+    rng = np.random.default_rng(9)
+    rows = [{"run": f"{rd}-{d}-{load}", "rdbms": rd, "load": load, "sites": 3, "delay_ms": float(d),
+             "failed": False, "total_s": v, "scenario": "KeystoneBasic.authenticate_user_and_validate_token"}
+            for rd in ("mariadb", "galera") for d in (0, 50) for load in ("light", None)
+            for v in rng.normal(0.1 + 0.001 * d, 0.005, 30)]
+    flat = pd.DataFrame(rows)
+    cats = flat.astype({c: "category" for c in ("rdbms", "load", "delay_ms", "scenario")})
+    want = [(m.id, m.verdict, m.juice) for m in ks_seeds.matches(flat, None)]
+    assert want and [(m.id, m.verdict, m.juice) for m in ks_seeds.matches(S.plain(cats), None)] == want
+    html = ks_seeds.section(cats, None, [])
+    assert "not computed" not in html and all(f">{mid}<" not in html for mid, _, _ in want)
+
+
+def test_a_seed_block_that_cannot_be_made_says_why_and_the_report_goes_on() -> None:
+    def broken() -> str:
+        raise TypeError("Categorical is not ordered for operation min")
+
+    note = S.guarded("Keystone", broken)
+    assert "not computed here" in note and "Categorical is not ordered" in note
+    assert S.guarded("Keystone", lambda: "<table></table>") == "<table></table>"

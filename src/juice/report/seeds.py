@@ -17,7 +17,7 @@ clusters cannot match, and the table says so.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from importlib import resources
@@ -75,6 +75,28 @@ class Match:
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r}: one of {', '.join(VERDICTS)}")
+
+
+def plain(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its categorical columns as plain ones (numbers stay numbers): results read
+    from parquet keep the axes as categories, which neither order nor take new values."""
+    out = df.copy()
+    for c in out.columns:
+        col = out[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            numeric = pd.api.types.is_numeric_dtype(col.cat.categories.dtype)
+            out[c] = col.astype(float) if numeric else col.astype(object)
+    return out
+
+
+def guarded(title: str, build: Callable[[], str]) -> str:
+    """The seed block ``build`` makes, or a note saying why it could not be made: the block
+    compares with published values and must never cost a report its other sections."""
+    try:
+        return build()
+    except Exception as e:  # a comparison this data cannot feed: said in the report
+        return (f"<p class=note>The seed beside Juice ({escape(title)}): not computed here "
+                f"({escape(type(e).__name__)}: {escape(str(e)[:200])}).</p>")
 
 
 def load_references(package: str) -> list[Reference]:

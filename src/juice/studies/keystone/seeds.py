@@ -20,9 +20,11 @@ from juice.report.seeds import (
     UNDECIDED,
     Match,
     by_id,
+    guarded,
     juice_conditions,
     load_references,
     near,
+    plain,
     seed_table,
     trend,
 )
@@ -188,5 +190,6 @@ def matches(it: pd.DataFrame, rw: pd.DataFrame | None) -> list[Match]:
 
 def section(it: pd.DataFrame, rw: pd.DataFrame | None, manifests: Sequence[Mapping[str, Any]]) -> str:
     """The "seed beside Juice" block of the Keystone section."""
-    return seed_table("Keystone", load_references("juice.studies.keystone"), matches(it, rw),
-                      juice_conditions(manifests))
+    return guarded("Keystone", lambda: seed_table(
+        "Keystone", load_references("juice.studies.keystone"), matches(plain(it), rw),
+        juice_conditions(manifests)))

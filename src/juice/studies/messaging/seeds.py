@@ -11,7 +11,16 @@ from typing import Any
 import pandas as pd
 
 from juice.report.findings import estimate, with_ci
-from juice.report.seeds import DIFFERENT, SAME, Match, juice_conditions, load_references, seed_table
+from juice.report.seeds import (
+    DIFFERENT,
+    SAME,
+    Match,
+    guarded,
+    juice_conditions,
+    load_references,
+    plain,
+    seed_table,
+)
 
 PACKAGE = "juice.studies.messaging"
 BAD_LOCAL = 80.0     # % local below which a bus "keeps traffic local" badly
@@ -93,4 +102,5 @@ def matches(df: pd.DataFrame) -> list[Match]:
 
 def section(df: pd.DataFrame, manifests: Sequence[Mapping[str, Any]]) -> str:
     """The "seed beside Juice" block of the messaging section."""
-    return seed_table("messaging", load_references(PACKAGE), matches(df), juice_conditions(manifests))
+    return guarded("messaging", lambda: seed_table(
+        "messaging", load_references(PACKAGE), matches(plain(df)), juice_conditions(manifests)))

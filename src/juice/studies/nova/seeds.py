@@ -23,8 +23,10 @@ from juice.report.seeds import (
     SAME,
     UNDECIDED,
     Match,
+    guarded,
     juice_conditions,
     load_references,
+    plain,
     remote_hosts,
     seed_table,
     trend,
@@ -250,5 +252,8 @@ def section(df: pd.DataFrame, boots: pd.DataFrame | None = None, summary: pd.Dat
             mans: Sequence[Mapping[str, Any]] | None = None) -> str:
     """The "seed beside Juice" block of the nova section (``boots``, ``summary``: the traced
     boots and per-run summary of ``juice.trace``, when the runs kept their logs)."""
-    return seed_table("nova", load_references(PACKAGE), matches(df, boots, summary),
-                      juice_conditions(manifests(df) if mans is None else mans))
+    return guarded("nova", lambda: seed_table(
+        "nova", load_references(PACKAGE),
+        matches(plain(df), None if boots is None else plain(boots),
+                None if summary is None else plain(summary)),
+        juice_conditions(manifests(df) if mans is None else mans)))

@@ -16,8 +16,10 @@ from juice.report.seeds import (
     SAME,
     UNDECIDED,
     Match,
+    guarded,
     juice_conditions,
     load_references,
+    plain,
     seed_table,
     trend,
 )
@@ -153,5 +155,6 @@ def matches(reads: pd.DataFrame, confs: Sequence[dict[str, Any]], thr: float,
 def section(reads: pd.DataFrame, confs: Sequence[dict[str, Any]], thr: float, label: Callable[[Any], str],
             manifests: Sequence[Mapping[str, Any]]) -> str:
     """The "seed beside Juice" block of the scheduler-db section."""
-    return seed_table("scheduler-db", load_references(PACKAGE), matches(reads, confs, thr, label),
-                      juice_conditions(manifests))
+    return guarded("scheduler-db", lambda: seed_table(
+        "scheduler-db", load_references(PACKAGE), matches(plain(reads), confs, thr, label),
+        juice_conditions(manifests)))
