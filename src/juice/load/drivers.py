@@ -290,6 +290,15 @@ def _collect(r: _Running) -> LoadResult:
     return result
 
 
+def _report_failed(runs: Sequence[_Running], reported: set[int], ui: ProgressUI) -> None:
+    """Tell ``ui`` of each driver that timed out or exited non-zero, once."""
+    for idx, r in enumerate(runs):
+        if r.proc.poll() is not None and idx not in reported and (r.timed_out or r.proc.returncode != 0):
+            reported.add(idx)
+            ui.site_failed(r.job.site, "timed out" if r.timed_out
+                           else f"driver exited with {r.proc.returncode}")
+
+
 def _with_processes(lab: SiteLauncher, jobs: Sequence[DriverJob],
                     ui: ProgressUI) -> list[LoadResult]:
     q: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
@@ -309,7 +318,7 @@ def _with_processes(lab: SiteLauncher, jobs: Sequence[DriverJob],
             except queue.Empty:
                 pass
             now = time.monotonic()
-            for idx, r in enumerate(runs):
+            for r in runs:
                 if r.proc.poll() is None and now > r.deadline and not r.timed_out:
                     r.timed_out = True
                     _stop([r])
@@ -317,11 +326,9 @@ def _with_processes(lab: SiteLauncher, jobs: Sequence[DriverJob],
                     r.exited_at = now
                 if r.exited_at is not None and not r.eof and now > r.exited_at + 5.0:
                     r.eof = True  # a grandchild holds the pipe: stop waiting for it
-                if r.proc.returncode is not None and idx not in reported and (
-                        r.timed_out or r.proc.returncode != 0):
-                    reported.add(idx)
-                    ui.site_failed(r.job.site, "timed out" if r.timed_out
-                                   else f"driver exited with {r.proc.returncode}")
+            _report_failed(runs, reported, ui)
+        # once more: the loop can end on the pass that sees a driver's exit for the first time
+        _report_failed(runs, reported, ui)
         return [_collect(r) for r in runs]
     finally:
         _stop(runs)
