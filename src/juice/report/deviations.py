@@ -11,34 +11,27 @@ the table says how many runs it covers; no run with the field, no table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from juice.results import tidy
 from juice.results.samples import runs_under
 from juice.services.deviations import SPEC, Deviation, stored
 
 COLUMNS = ["server", "option", "value", "shipped default", "set by", "reason", "runs"]
 
 
-def _manifest(run: Path) -> Mapping[str, Any]:
-    try:
-        m = json.loads((run / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return m if isinstance(m, dict) else {}
-
 
 def manifests(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | None = None
               ) -> list[Mapping[str, Any]]:
     """The manifests of the complete runs under ``paths`` (those ``owns`` accepts)."""
-    out = []
+    out: list[Mapping[str, Any]] = []
     for p in paths:
         for d in (runs_under(p) if p.is_dir() else []):
-            m = _manifest(d)
+            m = tidy.manifest_or_empty(d)
             if m and (owns is None or owns(m)):
                 out.append(m)
     return out

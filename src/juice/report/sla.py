@@ -5,22 +5,14 @@ listed; no judged run, no table."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from juice.results import tidy
 from juice.results.samples import runs_under
 from juice.sla.store import stored
-
-
-def _manifest(run: Path) -> Mapping[str, Any]:
-    try:
-        m = json.loads((run / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return m if isinstance(m, dict) else {}
 
 
 def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | None = None,
@@ -32,7 +24,7 @@ def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | N
     for p in paths:
         for d in (runs_under(p) if p.is_dir() else []):
             v = stored(d)
-            if not v or (owns is not None and not owns(_manifest(d))):
+            if not v or (owns is not None and not owns(tidy.manifest_or_empty(d))):
                 continue
             runs += 1
             failed += v.get("pass") is False

@@ -56,6 +56,15 @@ MAX_SEARCH_DEPTH = 4  # results root -> study -> ... -> run directory
 # ------------------------------------------------------------------------ run directories
 
 
+def manifest_or_empty(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest, or {} when it is missing or unreadable (for the report's optional
+    blocks, which leave such a run out; ``read_manifest`` says why)."""
+    try:
+        return read_manifest(run_dir)
+    except UserError:
+        return {}
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     """The run's manifest (a UserError naming the file if it is missing or not JSON)."""
     path = run_dir / MANIFEST

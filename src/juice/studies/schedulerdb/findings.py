@@ -7,6 +7,7 @@ successful reads (median; clusters = run/repetition).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -14,7 +15,8 @@ import pandas as pd
 from juice.report.findings import Finding, contrast, with_ci
 
 
-def _reads(reads: pd.DataFrame, c: dict[str, Any], n: int) -> pd.DataFrame:
+def reads_of(reads: pd.DataFrame, c: Mapping[str, Any], n: int) -> pd.DataFrame:
+    """The successful reads of configuration ``c`` at ``n`` nodes."""
     g = reads[reads["ok"] & (reads["nodes"] == n)]
     for k in ("backend", "track", "schedulers", "updates"):
         g = g[g[k] == c[k]]
@@ -24,7 +26,7 @@ def _reads(reads: pd.DataFrame, c: dict[str, Any], n: int) -> pd.DataFrame:
 
 
 def _cmp(reads: pd.DataFrame, a: dict[str, Any], b: dict[str, Any], n: int):  # type: ignore[no-untyped-def]
-    ga, gb = _reads(reads, a, n), _reads(reads, b, n)
+    ga, gb = reads_of(reads, a, n), reads_of(reads, b, n)
 
     def cl(g: pd.DataFrame) -> pd.Series:  # type: ignore[type-arg]
         rep = g["repetition"] if "repetition" in g.columns else pd.Series(0, index=g.index)

@@ -23,6 +23,7 @@ from juice.report.seeds import (
     seed_table,
     trend,
 )
+from juice.studies.schedulerdb.findings import reads_of
 
 PACKAGE = "juice.studies.schedulerdb"
 LINEAR_R2 = 0.95  # a linear fit this good: "grows linearly"
@@ -39,18 +40,9 @@ def _conf(confs: Sequence[dict[str, Any]], updates: bool, schedulers: int | None
     return max(got, key=lambda c: c["max_n"]) if got else None
 
 
-def _reads(reads: pd.DataFrame, c: Mapping[str, Any], n: int) -> pd.DataFrame:
-    g = reads[reads["ok"] & (reads["nodes"] == n)]
-    for k in ("backend", "track", "schedulers", "updates"):
-        g = g[g[k] == c[k]]
-    if "client" in g.columns and c.get("client") is not None:
-        g = g[g["client"].fillna("") == (c.get("client") or "")]
-    return g
-
-
 def _cmp(reads: pd.DataFrame, a: Mapping[str, Any], b: Mapping[str, Any]):  # type: ignore[no-untyped-def]
     n = int(min(a["max_n"], b["max_n"]))
-    ga, gb = _reads(reads, a, n), _reads(reads, b, n)
+    ga, gb = reads_of(reads, a, n), reads_of(reads, b, n)
     return n, contrast(ga["seconds"].to_numpy(float), gb["seconds"].to_numpy(float), ga["run"].astype(str),
                        gb["run"].astype(str), key=("sdb-seed", n, b["schedulers"]), stat="median")
 
