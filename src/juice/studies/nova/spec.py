@@ -15,6 +15,10 @@ Example (``examples/nova-boot.yaml``)::
     concurrency_backend: [threading]   # an axis: threading | eventlet
     max_pool_size: [10]             # an axis: [database] max_pool_size (max_overflow 20)
     computes: {processes: 4, nodes_per_process: 25, vcpus: 8, memory_mb: 16384, disk_gb: 200}
+    # computes: {..., spawn_time: {dist: table, table: seed004}}   # SIMULATED waits (seconds):
+    # fakes: {image_fetch_s: {dist: constant, value_s: 0.5}, port_create_s: {dist: uniform,
+    #         low_s: 0.1, high_s: 2}}                  # constant | uniform | lognormal | table
+    # failures: {spawn: 0.01, image_fetch: 0, port_create: 0.05}   # SIMULATED, probabilities
     scenarios:
       - NovaServers.boot_server
       - {name: NovaServers.boot_and_delete_server, args: {min_sleep: 0, max_sleep: 0}}
@@ -72,12 +76,13 @@ from juice.spec.base import (
 )
 from juice.spec.target import Target
 from juice.spec.wan import uniform_delays
+from juice.studies.nova.simulation import WAIT_DOC, Failures, Fakes, Wait
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
-                  "driver_site", "allow_over_capacity", "controllers_site")
+                  "driver_site", "allow_over_capacity", "controllers_site", "fakes", "failures")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -128,6 +133,8 @@ class Computes(Strict):
     sites: list[Annotated[int, Ge(1), Le(9)]] | None = Field(default=None, min_length=1, description=(
         "the sites of the nova-compute processes (spread round-robin); default: every site but "
         "controllers_site"))
+    spawn_time: Wait | None = Field(default=None, description=(
+        "each spawn sleeps a drawn time, the build slot held (per instance uuid), " + WAIT_DOC))
 
     @field_validator("sites")
     @classmethod
@@ -218,6 +225,10 @@ class NovaSpec(Strict):
     controllers_site: Annotated[int, Ge(1), Le(9)] = Field(default=1, description=(
         "the site of the database (mariadb), RabbitMQ, Keystone, placement, the stand-ins, nova-api, "
         "conductor and schedulers (Galera: a node in every site; multi writers spread the schedulers)"))
+    fakes: Fakes = Field(default_factory=Fakes, description=(
+        "SIMULATED latencies of fake-glance and fake-neutron (juice.studies.nova.simulation)"))
+    failures: Failures = Field(default_factory=Failures, description=(
+        "SIMULATED failure probabilities per stage: spawn, image_fetch, port_create"))
     faults: list[Fault] = Field(default_factory=list, max_length=100, description=(
         "events during every run (juice.faults.spec): partition a site, change the WAN, kill and "
         "restart nova-compute, rabbitmq or the database"))
