@@ -6,7 +6,8 @@ PATH -> STATUS``), so what nova really calls can be read in their logs.
 Why not the real glance 33 (it co-installs with nova 34): it would need its own database and
 migrations, a Keystone user, an image upload and one more server per deployment, none of
 which the nova study measures; the compute side never downloads the image (the fake virt
-driver spawns no guest). The fakes answer in microseconds and are named fake-* everywhere.
+driver spawns no guest). The fakes answer in microseconds and are named fake-* everywhere,
+unless SIMULATED waits and failures are given (``simulation``: docs/nova-simulation.md).
 
     fakes = FakeServices(lab, ks, progress, site=1)    # both fakes in site 1
     fakes.up()                # processes, health, catalog: image -> :9292, network -> :9696

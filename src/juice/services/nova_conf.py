@@ -240,6 +240,10 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
             "compute_driver": DRIVER, "reserved_host_memory_mb": 0, "reserved_host_disk_mb": 0,
             "reserved_host_cpus": 0, "cpu_allocation_ratio": 1.0, "ram_allocation_ratio": 1.0,
             "disk_allocation_ratio": 1.0, "max_concurrent_builds": c.max_concurrent_builds,
+            # nova 34, threading: builds and snapshots share ONE pool of max(builds, snapshots)
+            # threads (snapshots default 5), so max_concurrent_builds < 5 would not bound builds;
+            # the study takes no snapshot: the same number makes the build limit exact
+            "max_concurrent_snapshots": c.max_concurrent_builds,
             "update_resources_interval": c.update_resources_interval,
             "heal_instance_info_cache_interval": -1, "instance_usage_audit": False,
             "resume_guests_state_on_host_boot": False})

@@ -50,6 +50,8 @@ Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset
 ``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s`` 0.1..60. ``preload`` +
 ``times`` must fit on the nodes (every resource of a node is exact: allocation ratios 1.0, nothing
 reserved) unless ``allow_over_capacity: true`` (capacity K, K+1 requests: exactly one must fail).
+Simulated waits (``computes.spawn_time``, ``fakes``) are seconds, each draw capped by ``cap_s``
+(default 600, at most 3,600); ``failures`` are probabilities 0..1 (docs/nova-simulation.md).
 """
 
 from __future__ import annotations
