@@ -19,7 +19,8 @@ What nova 34 calls, as seen in their logs (5 boots with ``networks: none``, then
 glance ``GET /`` (version discovery), then per boot ``GET /v2/images/<id>`` and
 ``GET /v2/schemas/image`` (glanceclient builds its model from the schema); neutron ``GET /``,
 per build ``GET /v2.0/networks?tenant_id=<project>&shared=False`` and
-``GET /v2.0/networks?shared=True`` (the compute's allocation, even with no network asked for),
+``GET /v2.0/networks?shared=True`` (nova-compute's; with simulated failures they were seen
+at the server's delete, ``get_instance_nw_info``, not during the build),
 ``GET /v2.0/ports?tenant_id=<project>&device_id=<server>``, per server show
 ``GET /v2.0/ports?fields=security_groups&fields=device_id&device_id=<server>``, per delete
 ``GET /v2.0/ports?device_id=<server>``. Every neutron collection answers an empty list;

@@ -99,28 +99,20 @@ FAILURE: dict[str, tuple[int, Any]] = {
         "type": "HTTPInternalServerError", "detail": "",
         "message": "fake-neutron: injected port creation failure (simulated)"}}),
 }
-COMPUTE_AGENT = "juice-nova-compute"  # in the User-Agent of nova-compute's neutron requests
 
 
-def stage_of(kind: str, method: str, path: str, agent: str = "") -> str | None:
+def stage_of(kind: str, method: str, path: str) -> str | None:
     """The simulated stage a request belongs to (None: answered at once).
 
     glance ``image_fetch``: the image's record (``GET /v2/images/<id>``, which nova-api reads per
     boot; the fake driver downloads nothing, so this is where an image fetch can wait).
-    neutron ``port_create``: ``POST /v2.0/ports``, and nova-compute's network allocation for a
-    server (its first request,
-    ``GET /v2.0/networks?tenant_id=...&shared=False``; with ``networks: none`` nova creates no port,
-    so this request stands for the port creation; nova-api's identical validation request is
-    told apart by the User-Agent juice-nova-compute sets)."""
-    route, _, query = path.partition("?")
-    route = route.rstrip("/")
+    neutron ``port_create``: ``POST /v2.0/ports`` only. With ``networks: none`` (the lab's
+    boots) nova creates no port and nova-compute sends neutron nothing during a build (its
+    network listing comes at the delete), so no boot request of today's lab is in this stage."""
+    route = path.split("?", 1)[0].rstrip("/")
     if kind == "glance":
         return STAGES[kind] if method == "GET" and route == f"/v2/images/{IMAGE_ID}" else None
-    if method == "POST" and route in ("/v2.0/ports", "/v2.0/ports.json"):
-        return STAGES[kind]
-    allocation = (method == "GET" and route in ("/v2.0/networks", "/v2.0/networks.json")
-                  and "shared=False" in query and "tenant_id=" in query and COMPUTE_AGENT in agent)
-    return STAGES[kind] if allocation else None
+    return STAGES[kind] if method == "POST" and route in ("/v2.0/ports", "/v2.0/ports.json") else None
 
 
 def load_simulation(path: str | None) -> dict[str, Any]:
@@ -167,8 +159,7 @@ def serve(kind: str, ip: str, port: int, sim_path: str | None = None) -> None:
             if length:
                 self.rfile.read(length)
             note, fail = "", False
-            simulated = sim.sim and stage_of(kind, self.command, self.path,
-                                             self.headers.get("User-Agent") or "")
+            simulated = sim.sim and stage_of(kind, self.command, self.path)
             if simulated:
                 wait, fail = sim.next()
                 time.sleep(wait)  # this request's thread only

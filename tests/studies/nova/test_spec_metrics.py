@@ -169,9 +169,8 @@ def test_faults_are_checked_against_the_sites_and_refused_with_a_target() -> Non
 
 SIM = {"computes": {"processes": 2, "nodes_per_process": 5,
                     "spawn_time": {"dist": "lognormal", "median_s": 20, "sigma": 1.0, "cap_s": 300}},
-       "fakes": {"image_fetch_s": {"dist": "constant", "value_s": 0.5, "seed": 9},
-                 "port_create_s": {"dist": "table", "table": "seed004"}},
-       "failures": {"spawn": 0.1, "port_create": 0.05}}
+       "fakes": {"image_fetch_s": {"dist": "table", "table": "seed004", "seed": 9}},
+       "failures": {"spawn": 0.1, "image_fetch": 0.05}}
 
 
 def test_simulated_waits_reach_the_driver_the_fakes_and_the_manifest_record() -> None:
@@ -181,11 +180,10 @@ def test_simulated_waits_reach_the_driver_the_fakes_and_the_manifest_record() ->
     s = parse(spec(**SIM), "n")
     st = _stack(s, expand(s)[0])
     assert st.computes.spawn_time == SIM["computes"]["spawn_time"] and st.computes.spawn_failure == 0.1
-    assert st.fakes_simulation == {
-        "glance": {"wait": SIM["fakes"]["image_fetch_s"], "failure": 0.0, "seed": 9},
-        "neutron": {"wait": SIM["fakes"]["port_create_s"], "failure": 0.05, "seed": s.seed}}
+    assert st.fakes_simulation == {"glance": {"wait": SIM["fakes"]["image_fetch_s"], "failure": 0.05,
+                                              "seed": 9}}
     rec = sim_record(s)["stages"]
-    assert set(rec) == {"spawn", "image_fetch", "port_create"}
+    assert set(rec) == {"spawn", "image_fetch"}
     assert rec["spawn"]["wait_s"]["seed"] == s.seed and rec["image_fetch"]["wait_s"]["seed"] == 9
     # the simulation is part of what is measured: another one is another run key
     plain = parse(spec(), "n")
@@ -207,7 +205,11 @@ def test_runs_without_simulation_keep_their_keys() -> None:
      r"fakes\.image_fetch_s\.high_s: required"),
     ({"fakes": {"dns_s": {"dist": "constant", "value_s": 1}}}, r"fakes\.dns_s: unknown key"),
     ({"failures": {"spawn": 1.5}}, r"failures\.spawn: must be <= 1"),
-    ({"failures": {"port_create": -0.1}}, r"failures\.port_create: must be >= 0"),
+    ({"failures": {"image_fetch": -0.1}}, r"failures\.image_fetch: must be >= 0"),
+    # nova creates no port with networks: none: a port creation wait would wait nowhere
+    ({"fakes": {"port_create_s": {"dist": "constant", "value_s": 1}}},
+     r"fakes\.port_create_s: the lab's boots use networks: none"),
+    ({"failures": {"port_create": 0.5}}, r"failures\.port_create: the lab's boots use networks: none"),
     ({"target": {"cloud": "c"}, "image": "0" * 32, "failures": {"spawn": 0.1}},
      r"failures: not with a target"),
 ])
@@ -234,4 +236,4 @@ def test_the_report_states_simulated_waits_and_older_runs_have_none() -> None:
     html = simulation_html(pd.DataFrame({"simulation": [rec, rec, "{}"]}))
     assert "2 run(s): every time below is SIMULATED" in html and "1 run(s)" in html
     assert "spawn — SIMULATED: lognormal (median 20 s, sigma 1), cap 300 s, failure probability 0.1" in html
-    assert "port_create — SIMULATED: table seed004, cap 600 s, failure probability 0.05" in html
+    assert "image_fetch — SIMULATED: table seed004, cap 600 s, failure probability 0.05" in html

@@ -6,9 +6,7 @@ so a driver outside nova's tree cannot be named directly. This launcher applies 
 concurrency choice first (``nova.monkey_patch.patch``, exactly as ``nova.cmd.compute`` does on
 import), then registers ``juice_nova.virt`` as the module ``nova.virt.juice_fake`` and runs
 ``nova.cmd.compute.main()`` unchanged: ``compute_driver = juice_fake.MultiNodeFakeDriver``.
-Nothing is written into nova's installed package. nova-compute's neutron requests carry
-``juice-nova-compute`` in their User-Agent (``mark_agent``): fake-neutron tells its network
-allocation from nova-api's identical request by it (the simulated port creation).
+Nothing is written into nova's installed package.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from __future__ import annotations
 import sys
 
 ALIAS = "nova.virt.juice_fake"
-AGENT = "juice-nova-compute"  # juice.services.fake_server.COMPUTE_AGENT
 
 
 def register_driver() -> None:
@@ -29,20 +26,11 @@ def register_driver() -> None:
     nova.virt.juice_fake = virt
 
 
-def mark_agent() -> None:
-    """Append ``juice-nova-compute`` to neutronclient's User-Agent (read at each client's creation)."""
-    from neutronclient import client
-
-    if AGENT not in client.USER_AGENT:
-        client.USER_AGENT = f"{client.USER_AGENT} {AGENT}"
-
-
 def main() -> None:
     from nova import monkey_patch
 
     monkey_patch.patch(backend="threading")  # what nova.cmd.compute does first
     register_driver()
-    mark_agent()
     from nova.cmd import compute
 
     compute.main()

@@ -2,8 +2,12 @@
 accepts, what the deployment gets and what the manifest and the report state.
 
     computes: {..., spawn_time: {dist: lognormal, median_s: 20, sigma: 1, cap_s: 600}}
-    fakes: {image_fetch_s: {dist: constant, value_s: 0.5}, port_create_s: {dist: table, table: seed004}}
-    failures: {spawn: 0.01, image_fetch: 0.0, port_create: 0.05}     # probabilities 0..1
+    fakes: {image_fetch_s: {dist: constant, value_s: 0.5}}
+    failures: {spawn: 0.01, image_fetch: 0.02}                        # probabilities 0..1
+
+``port_create`` (``fakes.port_create_s``, ``failures.port_create``) is fake-neutron's answer to
+``POST /v2.0/ports``; the spec refuses it while the lab's boots use ``networks: none`` (nova
+creates no port: nothing would wait).
 
 Distributions and draws are ``juice.services.simwait`` (the same file runs in the fake driver
 and the fake servers). ``seed`` of a distribution defaults to the spec's ``seed``.
@@ -22,7 +26,7 @@ from juice.spec.base import FiniteFloat, Strict
 KINDS = {"spawn": "spawn_time", "image_fetch": "image_fetch_s", "port_create": "port_create_s"}
 WHERE = {"spawn": "the fake virt driver's spawn (the build slot held)",
          "image_fetch": "fake-glance's image GET (nova-api, per boot)",
-         "port_create": "fake-neutron: nova-compute's network allocation request, and any POST /v2.0/ports"}
+         "port_create": "fake-neutron's POST /v2.0/ports"}
 
 
 def _dist(v: dict[str, Any]) -> dict[str, Any]:
@@ -42,8 +46,9 @@ WAIT_DOC = ("seconds, SIMULATED: {dist: constant, value_s} | {dist: uniform, low
 class Fakes(Strict):
     image_fetch_s: Wait | None = Field(default=None, description="fake-glance's answer to the image "
                                        "GET, " + WAIT_DOC)
-    port_create_s: Wait | None = Field(default=None, description="fake-neutron's answer to the port "
-                                       "creation (nova-compute's network allocation), " + WAIT_DOC)
+    port_create_s: Wait | None = Field(default=None, description="fake-neutron's answer to a port "
+                                       "creation (POST /v2.0/ports; refused in the lab while boots use "
+                                       "networks: none: nova creates no port), " + WAIT_DOC)
 
 
 class Failures(Strict):

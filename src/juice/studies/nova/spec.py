@@ -16,9 +16,9 @@ Example (``examples/nova-boot.yaml``)::
     max_pool_size: [10]             # an axis: [database] max_pool_size (max_overflow 20)
     computes: {processes: 4, nodes_per_process: 25, vcpus: 8, memory_mb: 16384, disk_gb: 200}
     # computes: {..., spawn_time: {dist: table, table: seed004}}   # SIMULATED waits (seconds):
-    # fakes: {image_fetch_s: {dist: constant, value_s: 0.5}, port_create_s: {dist: uniform,
-    #         low_s: 0.1, high_s: 2}}                  # constant | uniform | lognormal | table
-    # failures: {spawn: 0.01, image_fetch: 0, port_create: 0.05}   # SIMULATED, probabilities
+    # fakes: {image_fetch_s: {dist: uniform, low_s: 0.1, high_s: 2}}   # constant | uniform |
+    #                                                  # lognormal | table (docs/nova-simulation.md)
+    # failures: {spawn: 0.01, image_fetch: 0.02}       # SIMULATED, probabilities
     scenarios:
       - NovaServers.boot_server
       - {name: NovaServers.boot_and_delete_server, args: {min_sleep: 0, max_sleep: 0}}
@@ -294,6 +294,11 @@ class NovaSpec(Strict):
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
         hosts_fit(self.provider, self.sites, "nova")
+        for field, on in (("fakes.port_create_s", self.fakes.port_create_s is not None),
+                          ("failures.port_create", self.failures.port_create > 0)):
+            if on:
+                raise ValueError(f"{field}: the lab's boots use networks: none, so nova creates no port "
+                                 "and nothing would wait or fail; remove it (docs/nova-simulation.md)")
         check_sites(self.faults, self.sites)
         if self.driver_site > self.sites:
             raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")
