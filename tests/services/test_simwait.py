@@ -155,6 +155,16 @@ def test_a_slow_image_get_does_not_hold_other_requests(serve: Callable[[str, dic
     assert slow["status"] == 200
 
 
+def test_injected_image_failures_answer_503_as_glanceclient_reads_it(
+        serve: Callable[[str, dict[str, Any]], str]) -> None:
+    base = serve("glance", {"wait": None, "failure": 1.0})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"{base}/v2/images/{fake_server.IMAGE_ID}", timeout=10)
+    body = json.loads(e.value.read())
+    # glanceclient.exc.from_response: [obj.get("message") for obj in body.values()]
+    assert e.value.code == 503 and all(isinstance(v, dict) and v.get("message") for v in body.values())
+
+
 def test_injected_port_failures_answer_neutrons_500(serve: Callable[[str, dict[str, Any]], str]) -> None:
     base = serve("neutron", {"wait": None, "failure": 1.0})
     req = urllib.request.Request(base + "/v2.0/ports", data=b"{}", method="POST")

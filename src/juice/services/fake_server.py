@@ -93,8 +93,9 @@ def answer(kind: str, method: str, path: str, base: str) -> tuple[int, Any]:
 # The stage each fake simulates, and its failure answer (the real services' error bodies).
 STAGES = {"glance": "image_fetch", "neutron": "port_create"}
 FAILURE: dict[str, tuple[int, Any]] = {
-    "glance": (503, {"message": "fake-glance: injected failure (simulated)",
-                     "code": "503 Service Unavailable", "title": "Service Unavailable"}),
+    # glanceclient reads a JSON error as {<any>: {"message": ...}, ...} (exc.from_response)
+    "glance": (503, {"error": {"message": "fake-glance: injected failure (simulated)", "code": 503,
+                               "title": "Service Unavailable"}}),
     "neutron": (500, {"NeutronError": {
         "type": "HTTPInternalServerError", "detail": "",
         "message": "fake-neutron: injected port creation failure (simulated)"}}),
