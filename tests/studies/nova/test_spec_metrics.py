@@ -237,3 +237,23 @@ def test_the_report_states_simulated_waits_and_older_runs_have_none() -> None:
     assert "2 run(s): every time below is SIMULATED" in html and "1 run(s)" in html
     assert "spawn — SIMULATED: lognormal (median 20 s, sigma 1), cap 300 s, failure probability 0.1" in html
     assert "image_fetch — SIMULATED: table seed004, cap 600 s, failure probability 0.05" in html
+
+
+def test_seed_verdicts_that_a_simulation_decides_are_no_verdict() -> None:
+    import pandas as pd
+
+    from juice.report.seeds import SAME, UNDECIDED, Match
+    from juice.studies.nova.points import sim_record
+    from juice.studies.nova.seeds import simulated
+
+    found = [Match("s004.success", "99 %", SAME, "", "c"), Match("s004.dominant_phase", "spawn: 80 %", SAME),
+             Match("s004.schedulers", "1 s → 2 s", SAME)]
+    plain = pd.DataFrame({"simulation": ["{}"]})
+    assert simulated(plain, found) == found  # no simulation: untouched
+    sim = pd.DataFrame({"simulation": [json.dumps(sim_record(parse(spec(**SIM), "n")))]})
+    out = {m.id: m for m in simulated(sim, found)}
+    assert out["s004.success"].verdict == UNDECIDED and "failures.image_fetch, failures.spawn" in \
+        out["s004.success"].reason
+    assert out["s004.dominant_phase"].verdict == UNDECIDED and "computes.spawn_time" in \
+        out["s004.dominant_phase"].reason
+    assert out["s004.schedulers"].verdict == SAME and "SIMULATED" in out["s004.schedulers"].conditions
