@@ -69,6 +69,7 @@ def test_compute_conf_makes_capacity_exact() -> None:
     for k in ("cpu_allocation_ratio", "ram_allocation_ratio", "disk_allocation_ratio"):
         assert d[k] == "1.0"
     assert d["max_concurrent_builds"] == "4" and d["debug"] == "false"  # compute: INFO by default
+    assert d["max_concurrent_snapshots"] == "4"  # threading: one pool of max(builds, snapshots)
     assert not cp.has_section("api_database") and not cp.has_section("database")  # no DB access
     assert cp["placement"]["username"] == "nova" and cp["placement"]["region_name"] == "Region1"
 

@@ -6,7 +6,8 @@ PATH -> STATUS``), so what nova really calls can be read in their logs.
 Why not the real glance 33 (it co-installs with nova 34): it would need its own database and
 migrations, a Keystone user, an image upload and one more server per deployment, none of
 which the nova study measures; the compute side never downloads the image (the fake virt
-driver spawns no guest). The fakes answer in microseconds and are named fake-* everywhere.
+driver spawns no guest). The fakes answer in microseconds and are named fake-* everywhere,
+unless SIMULATED waits and failures are given (``simulation``: docs/nova-simulation.md).
 
     fakes = FakeServices(lab, ks, progress, site=1)    # both fakes in site 1
     fakes.up()                # processes, health, catalog: image -> :9292, network -> :9696
@@ -18,7 +19,8 @@ What nova 34 calls, as seen in their logs (5 boots with ``networks: none``, then
 glance ``GET /`` (version discovery), then per boot ``GET /v2/images/<id>`` and
 ``GET /v2/schemas/image`` (glanceclient builds its model from the schema); neutron ``GET /``,
 per build ``GET /v2.0/networks?tenant_id=<project>&shared=False`` and
-``GET /v2.0/networks?shared=True`` (the compute's allocation, even with no network asked for),
+``GET /v2.0/networks?shared=True`` (nova-compute's; with simulated failures they were seen
+at the server's delete, ``get_instance_nw_info``, not during the build),
 ``GET /v2.0/ports?tenant_id=<project>&device_id=<server>``, per server show
 ``GET /v2.0/ports?fields=security_groups&fields=device_id&device_id=<server>``, per delete
 ``GET /v2.0/ports?device_id=<server>``. Every neutron collection answers an empty list;
@@ -35,15 +37,16 @@ namespace here and on an SSH host (no Juice venv there) alike.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
-from juice.services import fake_server
+from juice.services import fake_server, simwait
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
-from juice.services.fake_server import IMAGE_ID, STAMP, answer, image, image_schema
+from juice.services.fake_server import IMAGE_ID, STAGES, STAMP, answer, image, image_schema
 from juice.services.keystone import Keystone
 from juice.services.os_api import Catalog, wait_http
 from juice.services.process import Server, spawn, stop_all
@@ -52,7 +55,7 @@ __all__ = ["IMAGE_ID", "PORTS", "STAMP", "FakeServices", "answer", "image", "ima
 
 PORTS = {"glance": 9292, "neutron": 9696}
 TYPES = {"glance": "image", "neutron": "network"}
-LOG_RE = re.compile(r"juice-fake (\w+) (\w+) (\S+) -> (\d+)")
+LOG_RE = re.compile(r"juice-fake (\w+) (\w+) (\S+) -> (\d+)")  # + " simulated wait X s" (waits)
 SCRIPT = "juice_fake_server.py"  # fake_server's source, written to the place
 
 
@@ -61,11 +64,20 @@ class FakeServices(Service):
 
     kind = "fake-openstack"
 
-    def __init__(self, lab: Sites, ks: Keystone, progress: Progress = quiet, *, site: int = 1) -> None:
+    def __init__(self, lab: Sites, ks: Keystone, progress: Progress = quiet, *, site: int = 1,
+                 simulation: dict[str, dict[str, Any]] | None = None) -> None:
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"fakes.site: {site} is not a site of this lab (1..{len(lab.sites)})")
         self.ks, self.site = ks, site
+        # SIMULATED waits and failures per fake (``fake_server.Simulation``): {"glance": {"wait":
+        # <distribution>, "failure": p, "seed": n}, "neutron": {...}}; none: they answer at once
+        self.simulation = {k: v for k, v in (simulation or {}).items() if v}
+        for k, v in self.simulation.items():
+            if k not in PORTS:
+                raise UserError(f"fakes.simulation: unknown fake {k!r} (glance, neutron)")
+            if v.get("wait") is not None and (err := simwait.check(v["wait"])):
+                raise UserError(f"fakes.{STAGES[k]}_s.{err}")
         self.servers: dict[str, Server] = {}
 
     @property
@@ -90,10 +102,15 @@ class FakeServices(Service):
         place.remove(self.home)
         place.mkdir(self.home)
         place.write(self.home / SCRIPT, Path(fake_server.__file__).read_bytes())
+        place.write(self.home / "juice_simwait.py", Path(simwait.__file__).read_bytes())
+        for kind, sim in self.simulation.items():
+            place.write(self.home / f"simulation-{kind}.json", json.dumps(sim, indent=1))
 
     def start(self) -> None:
         for kind, port in PORTS.items():
             argv = ["python3", str(self.home / SCRIPT), kind, self.lab.site_ip(self.site), str(port)]
+            if kind in self.simulation:
+                argv.append(str(self.home / f"simulation-{kind}.json"))
             self.servers[kind] = spawn(self.place, argv, log=self.log(kind), cwd=self.home,
                                        what=f"fake-{kind} in site {self.site}")
 

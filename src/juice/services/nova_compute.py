@@ -33,6 +33,7 @@ from typing import Any
 
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
+from juice.services import simwait
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.deviations import Deviation
 from juice.services.nova import Nova, copy_logs
@@ -113,6 +114,8 @@ class NovaComputes(Service):
         if PLUGIN.is_dir():
             for f in sorted(PLUGIN.glob("*.py")):
                 place.write(dest / "juice_nova" / f.name, f.read_bytes())
+            # the simulated waits' draws (stdlib only), the same file Juice validates with
+            place.write(dest / "juice_nova" / "simwait.py", Path(simwait.__file__).read_bytes())
             return
         r = place.run([str(venv_bin("python3")), "-c", "import juice_nova.compute"], timeout=120)
         if not r.ok:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from juice.errors import UserError
+from juice.services import simwait
 
 ROLES = ("api", "conductor", "scheduler", "compute", "manage")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING")
@@ -131,6 +132,9 @@ class ComputeOptions:
     first_index: int = 1                  # host names juice-c<first_index>...: groups can coexist
     failing_nodes: int = 0                # the first k nodes of each process fail every build
                                           # (injected: nova reschedules, then gives up)
+    spawn_time: dict[str, Any] | None = None  # SIMULATED spawn time (juice.services.simwait)
+    spawn_failure: float = 0.0            # SIMULATED: probability that a spawn fails (reschedule)
+    sim_seed: int = 1                     # the draws' seed (a distribution's own seed wins)
 
     def __post_init__(self) -> None:
         if not self.sites:
@@ -143,6 +147,16 @@ class ComputeOptions:
         if not 0 <= self.failing_nodes <= self.nodes_per_process:
             raise UserError(f"computes.failing_nodes: expected 0..{self.nodes_per_process}, "
                             f"got {self.failing_nodes}")
+        if self.spawn_time is not None and (err := simwait.check(self.spawn_time)):
+            raise UserError(f"computes.spawn_time.{err}")
+        if not 0.0 <= self.spawn_failure <= 1.0:
+            raise UserError(f"failures.spawn: expected a probability 0..1, got {self.spawn_failure}")
+
+    def simulation(self) -> dict[str, Any]:
+        """The fake driver's ``simulation`` entry ({} when nothing is simulated)."""
+        if self.spawn_time is None and not self.spawn_failure:
+            return {}
+        return {"spawn_time": self.spawn_time, "spawn_failure": self.spawn_failure, "seed": self.sim_seed}
 
     def hosts(self) -> list[tuple[str, int]]:
         """(service host name, site) per nova-compute process: juice-c1, juice-c2, ..."""
@@ -172,10 +186,13 @@ def node_uuid(host: str, node: str) -> str:
 
 def render_nodes(host: str, count: int, comp: ComputeOptions) -> dict[str, Any]:
     """The fake driver's ``juice-nodes.json`` for one nova-compute process."""
-    return {"host": host, "nodes": [
+    out: dict[str, Any] = {"host": host, "nodes": [
         {"name": (n := node_name(host, i)), "uuid": node_uuid(host, n), "vcpus": comp.vcpus,
          "memory_mb": comp.memory_mb, "disk_gb": comp.disk_gb, "fail_builds": i < comp.failing_nodes}
         for i in range(count)]}
+    if comp.simulation():
+        out["simulation"] = comp.simulation()
+    return out
 
 
 def service_id(host: str) -> str:
@@ -236,6 +253,10 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
             "compute_driver": DRIVER, "reserved_host_memory_mb": 0, "reserved_host_disk_mb": 0,
             "reserved_host_cpus": 0, "cpu_allocation_ratio": 1.0, "ram_allocation_ratio": 1.0,
             "disk_allocation_ratio": 1.0, "max_concurrent_builds": c.max_concurrent_builds,
+            # nova 34, threading: builds and snapshots share ONE pool of max(builds, snapshots)
+            # threads (snapshots default 5), so max_concurrent_builds < 5 would not bound builds;
+            # the study takes no snapshot: the same number makes the build limit exact
+            "max_concurrent_snapshots": c.max_concurrent_builds,
             "update_resources_interval": c.update_resources_interval,
             "heal_instance_info_cache_interval": -1, "instance_usage_audit": False,
             "resume_guests_state_on_host_boot": False})

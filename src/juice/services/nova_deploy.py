@@ -58,6 +58,8 @@ class NovaStack:
     placement_site: int = 1
     placement_workers: int = 2
     fakes_site: int = 1
+    # SIMULATED waits/failures of fake-glance and fake-neutron (FakeServices' simulation)
+    fakes_simulation: dict[str, dict[str, Any]] = field(default_factory=dict)
     nova: NovaOptions = field(default_factory=NovaOptions)
     computes: ComputeOptions = field(default_factory=ComputeOptions)
     db_max_connections: int | None = None  # the database's max_connections (None: see db_limit)
@@ -138,7 +140,7 @@ class NovaDeployment:
         self.ks = Keystone(lab, self.db, progress, s.keystone())
         self.placement = Placement(lab, self.db, self.ks, progress, site=s.placement_site,
                                    workers=s.placement_workers)
-        self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site)
+        self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site, simulation=s.fakes_simulation)
         self.nova = Nova(lab, self.db, self.mq, self.ks, self.placement, progress, s.nova)
         self.computes = NovaComputes(lab, self.nova, progress, s.computes)
         self.started: list[Service] = []

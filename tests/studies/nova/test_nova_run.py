@@ -1,8 +1,8 @@
 """The nova study for real (nova 34, placement, Keystone, RabbitMQ, MariaDB; simulated computes),
 through `juice plan/run/report/analyze`: runs, boots, Rally JSON, the services' logs with
 request ids, and nothing left. And an accuracy test like Intel's: capacity for exactly K
-servers, K+1 concurrent requests ⇒ exactly one failure (No valid host), with 1 and with 2
-schedulers."""
+servers, K+1 concurrent requests ⇒ exactly one failure (No valid host), with 2 schedulers.
+The CLI run also carries issue 28's simulated spawn time (2 s in one build slot)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +26,8 @@ from tests.stacks import CapacityRuns, nova_spec
 from tests.studies.nova.test_hosts import RUN_FILES
 
 pytestmark = needs_lab
+SPAWNED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) "
+                     r".*Took ([\d.]+) seconds to spawn the instance", re.M)
 
 
 def _runs(tmp: Path, name: str) -> list[Path]:
@@ -38,9 +42,13 @@ def _own_namespaces() -> list[str]:
 
 
 def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Path, juice: Juice) -> None:
+    # a simulated spawn time of 2 s held in nova-compute's single build slot (issue 28's
+    # simulated waits, checked on this run rather than on a deployment of their own)
     spec = nova_spec(tmp_path, "nv", scenarios=["boot_server", "boot_and_delete_server"],
-                 runner={"times": 3, "concurrency": [2]}, users={"tenants": 1, "users_per_tenant": 2},
-                 server={"rpc_response_timeout": 90})
+                     runner={"times": 3, "concurrency": [2]}, users={"tenants": 1, "users_per_tenant": 2},
+                     server={"rpc_response_timeout": 90},
+                     computes={"processes": 1, "nodes_per_process": 6, "max_concurrent_builds": 1,
+                               "spawn_time": {"dist": "constant", "value_s": 2}})
     before = set(_own_namespaces())
     code, out, err = juice("run", str(spec))
     assert code == 0, err
@@ -64,6 +72,16 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
         conductor = (r / "logs" / "juice-conductor.log").read_text()
         assert all(rid in (r / "logs" / "juice-api.log").read_text() for rid in boots["request_id"])
         assert "req-" in conductor and "schedule_and_build_instances" in conductor
+        # the simulation: recorded, held by nova's own boot time, and in nova-compute's own log
+        # every spawn took >= 2 s and, with one build slot, each ended >= 2 s after the previous
+        spawn = man["simulation"]["stages"]["spawn"]
+        assert spawn["wait_s"] == {"dist": "constant", "value_s": 2, "seed": 1} and spawn["failure"] == 0.0
+        assert (boots["nova_boot_s"] >= 2.0).all()
+        log = "".join(p.read_text() for p in (r / "logs").glob("juice-c1*.log"))
+        spawned = SPAWNED.findall(log)
+        assert len(spawned) == 3 and all(float(took) >= 2.0 for _, took in spawned), log[-2000:]
+        ends = sorted(datetime.strptime(t, "%Y-%m-%d %H:%M:%S.%f") for t, _ in spawned)
+        assert all((b - a).total_seconds() >= 1.99 for a, b in pairwise(ends))
         # the settings beyond the shipped defaults: the spec's under its upstream name, the
         # database's limit counted from the deployment's pools
         devs = {(d["server"], d["option"]): d for d in man["deviations"]}
@@ -74,6 +92,7 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
     assert code == 0 and "boot_server" in out
     html = (tmp_path / "results" / "nv" / "report.html").read_text()
     assert "nova: boots under load" in html and "Server settings that differ from the shipped" in html
+    assert "Simulated waits and failures" in html and "spawn — SIMULATED: constant (value 2 s)" in html
     assert set(_own_namespaces()) <= before  # the lab is gone
 
 

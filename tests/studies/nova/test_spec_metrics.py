@@ -163,3 +163,97 @@ def test_faults_are_checked_against_the_sites_and_refused_with_a_target() -> Non
               "image": "0" * 32, "faults": [{"at_s": 1, "partition": 1, "duration_s": 2}]}
     with pytest.raises(UserError, match=r"faults: not with a target"):
         parse(target, "n")
+
+
+# ---- simulated waits and failures (issue 28) ------------------------------------------------
+
+SIM = {"computes": {"processes": 2, "nodes_per_process": 5,
+                    "spawn_time": {"dist": "lognormal", "median_s": 20, "sigma": 1.0, "cap_s": 300}},
+       "fakes": {"image_fetch_s": {"dist": "table", "table": "seed004", "seed": 9}},
+       "failures": {"spawn": 0.1, "image_fetch": 0.05}}
+
+
+def test_simulated_waits_reach_the_driver_the_fakes_and_the_manifest_record() -> None:
+    from juice.studies.nova.points import sim_record
+    from juice.studies.nova.study import _stack
+
+    s = parse(spec(**SIM), "n")
+    st = _stack(s, expand(s)[0])
+    assert st.computes.spawn_time == SIM["computes"]["spawn_time"] and st.computes.spawn_failure == 0.1
+    assert st.fakes_simulation == {"glance": {"wait": SIM["fakes"]["image_fetch_s"], "failure": 0.05,
+                                              "seed": 9}}
+    rec = sim_record(s)["stages"]
+    assert set(rec) == {"spawn", "image_fetch"}
+    assert rec["spawn"]["wait_s"]["seed"] == s.seed and rec["image_fetch"]["wait_s"]["seed"] == 9
+    # the simulation is part of what is measured: another one is another run key
+    plain = parse(spec(), "n")
+    assert sim_record(plain) == {}
+    assert expand(s)[0].key != expand(plain)[0].key
+
+
+def test_runs_without_simulation_keep_their_keys() -> None:
+    # what an earlier version stored for this spec: no simulation entry, no spawn_time in computes
+    p = expand(parse(spec(), "n"))[0]
+    assert "simulation" not in p.fixed and "spawn_time" not in p.fixed["computes"]
+
+
+@pytest.mark.parametrize("over,match", [
+    ({"computes": {"spawn_time": {"dist": "gamma"}}}, r"computes\.spawn_time\.dist: expected one of"),
+    ({"computes": {"spawn_time": {"dist": "constant", "value_s": 1, "cap_s": 99999}}},
+     r"computes\.spawn_time\.cap_s: expected seconds in"),
+    ({"fakes": {"image_fetch_s": {"dist": "uniform", "low_s": 1}}},
+     r"fakes\.image_fetch_s\.high_s: required"),
+    ({"fakes": {"dns_s": {"dist": "constant", "value_s": 1}}}, r"fakes\.dns_s: unknown key"),
+    ({"failures": {"spawn": 1.5}}, r"failures\.spawn: must be <= 1"),
+    ({"failures": {"image_fetch": -0.1}}, r"failures\.image_fetch: must be >= 0"),
+    # nova creates no port with networks: none: a port creation wait would wait nowhere
+    ({"fakes": {"port_create_s": {"dist": "constant", "value_s": 1}}},
+     r"fakes\.port_create_s: the lab's boots use networks: none"),
+    ({"failures": {"port_create": 0.5}}, r"failures\.port_create: the lab's boots use networks: none"),
+    ({"target": {"cloud": "c"}, "image": "0" * 32, "failures": {"spawn": 0.1}},
+     r"failures: not with a target"),
+])
+def test_bad_simulations_name_the_field(over: dict[str, Any], match: str) -> None:
+    data = spec(**over)
+    if "target" in over:  # an existing cloud: no lab field at all
+        del data["computes"]
+    if "computes" in over:
+        data["computes"] = {"processes": 2, "nodes_per_process": 5, **over["computes"]}
+    with pytest.raises(UserError, match=match):
+        parse(data, "n.yaml")
+
+
+def test_the_report_states_simulated_waits_and_older_runs_have_none() -> None:
+    import pandas as pd
+
+    from juice.studies.nova.points import sim_record
+    from juice.studies.nova.report import simulation_html
+
+    rec = json.dumps(sim_record(parse(spec(**SIM), "n")), sort_keys=True)
+    old = pd.DataFrame({"simulation": [json.dumps({})]})  # a run written before the field
+    assert "No simulated waits" in simulation_html(old)
+    assert "No simulated waits" in simulation_html(pd.DataFrame({"run": ["r"]}))
+    html = simulation_html(pd.DataFrame({"simulation": [rec, rec, "{}"]}))
+    assert "2 run(s): every time below is SIMULATED" in html and "1 run(s)" in html
+    assert "spawn — SIMULATED: lognormal (median 20 s, sigma 1), cap 300 s, failure probability 0.1" in html
+    assert "image_fetch — SIMULATED: table seed004, cap 600 s, failure probability 0.05" in html
+
+
+def test_seed_verdicts_that_a_simulation_decides_are_no_verdict() -> None:
+    import pandas as pd
+
+    from juice.report.seeds import SAME, UNDECIDED, Match
+    from juice.studies.nova.points import sim_record
+    from juice.studies.nova.seeds import simulated
+
+    found = [Match("s004.success", "99 %", SAME, "", "c"), Match("s004.dominant_phase", "spawn: 80 %", SAME),
+             Match("s004.schedulers", "1 s → 2 s", SAME)]
+    plain = pd.DataFrame({"simulation": ["{}"]})
+    assert simulated(plain, found) == found  # no simulation: untouched
+    sim = pd.DataFrame({"simulation": [json.dumps(sim_record(parse(spec(**SIM), "n")))]})
+    out = {m.id: m for m in simulated(sim, found)}
+    assert out["s004.success"].verdict == UNDECIDED and "failures.image_fetch, failures.spawn" in \
+        out["s004.success"].reason
+    assert out["s004.dominant_phase"].verdict == UNDECIDED and "computes.spawn_time" in \
+        out["s004.dominant_phase"].reason
+    assert out["s004.schedulers"].verdict == SAME and "SIMULATED" in out["s004.schedulers"].conditions

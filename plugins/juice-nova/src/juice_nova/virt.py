@@ -15,7 +15,12 @@ changes what a study needs:
   process meets its own compute node records;
 - every node reports its own vCPUs / RAM / disk, to nova (``get_available_resource``) and to
   placement (``update_provider_tree``), and spawn/destroy count usage per node: capacity is
-  exact (with ``reserved_host_*`` = 0 and allocation ratios 1.0 in nova.conf).
+  exact (with ``reserved_host_*`` = 0 and allocation ratios 1.0 in nova.conf);
+- SIMULATED waits (issue 28): the file's optional ``"simulation"`` entry, ``{"spawn_time":
+  <distribution>, "spawn_failure": p, "seed": n}``, makes spawn sleep the time drawn for the
+  instance (``simwait.draw``: the same per (seed, instance uuid)) while nova's build slot is
+  held (``max_concurrent_builds`` fills as with real hypervisors), then fail with probability p
+  per (instance, node) the way ``failing_nodes`` does (nova reschedules).
 
 Loaded by ``juice-nova-compute`` (``juice_nova.compute``) as ``juice_fake.MultiNodeFakeDriver``.
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 import nova.conf
@@ -32,6 +38,22 @@ from nova.virt import fake
 
 CONF = nova.conf.CONF
 NODES_FILE = "juice-nodes.json"
+
+
+def load_simulation(path: str) -> dict[str, Any]:
+    """The ``simulation`` entry of ``path`` ({} when absent: files written before it)."""
+    with open(path) as f:
+        sim: dict[str, Any] = json.load(f).get("simulation") or {}
+    return sim
+
+
+def _simwait() -> Any:
+    """The draws' module: shipped beside this one (juice_nova/simwait.py), else Juice's."""
+    try:
+        from juice_nova import simwait  # type: ignore[attr-defined]
+    except ImportError:
+        from juice.services import simwait
+    return simwait
 
 
 def load_nodes(path: str, host: str) -> list[dict[str, Any]]:
@@ -62,6 +84,7 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             name: fake.Resources(vcpus=n["vcpus"], memory_mb=n["memory_mb"], local_gb=n["disk_gb"])
             for name, n in self.node_specs.items()}
         self.instance_node: dict[str, str] = {}
+        self.simulation = load_simulation(path)
 
     def init_host(self, host: str) -> None:
         self._host = host
@@ -97,6 +120,7 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
         if self.node_specs.get(instance.node, {}).get("fail_builds"):
             # injected (computes.failing_nodes): nova's compute manager turns it into a reschedule
             raise RuntimeError(f"juice-fake: injected build failure on node {instance.node}")
+        self._simulated_spawn(instance)
         super().spawn(context, instance, image_meta, injected_files, admin_password, allocations,
                       network_info, block_device_info, power_on, accel_info)
         res = self.node_resources.get(instance.node)
@@ -104,6 +128,19 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             f = instance.flavor
             res.claim(vcpus=f.vcpus, mem=f.memory_mb, disk=f.root_gb)
             self.instance_node[instance.uuid] = instance.node
+
+    def _simulated_spawn(self, instance: Any) -> None:
+        """Sleep the simulated spawn time, then maybe fail (injected; see the module doc)."""
+        sim = self.simulation
+        if not sim:
+            return
+        sw, seed = _simwait(), int(sim.get("seed", 1))
+        if sim.get("spawn_time"):
+            time.sleep(sw.draw(sim["spawn_time"], "spawn", instance.uuid, seed))
+        p = float(sim.get("spawn_failure", 0.0))
+        if p and sw.fails(p, seed, "spawn", f"{instance.uuid}/{instance.node}"):
+            raise RuntimeError(f"juice-fake: injected spawn failure on node {instance.node} "
+                               f"(simulated, failures.spawn = {p:g})")
 
     def destroy(self, context: Any, instance: Any, network_info: Any, block_device_info: Any = None,
                 destroy_disks: bool = True, destroy_secrets: bool = True) -> None:

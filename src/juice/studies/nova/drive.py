@@ -121,6 +121,10 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
                  "preload_method": "booted through the API (multi-create batches of 50)",
                  "deployment": dict(facts), "versions": dict(versions or {}),
                  "lab": dict(lab or {})}
+        from juice.studies.nova.points import sim_record
+
+        if sim := sim_record(spec):
+            extra["simulation"] = sim  # SIMULATED waits and failures (optional: older runs lack it)
     run.manifest(kind="nova-run", params=p.params(), spec=dict(run.spec_data), rwratio=rw, summary=summary,
                  faults=events,
                  logs=copied, drivers=[{"site": r.site, "failure": r.failure, "cpu_s": r.cpu_s,

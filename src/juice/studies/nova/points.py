@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from juice.studies.nova.simulation import record
 from juice.studies.nova.spec import SCENARIO_ARGS, NovaSpec
 
 TARGET_DB = "existing"  # the db column of a run against an existing cloud
@@ -83,17 +84,23 @@ class NovaPoint:
                 self.max_pool_size)
 
 
+def sim_record(spec: NovaSpec) -> dict[str, Any]:
+    """The SIMULATED waits and failures of ``spec`` ({} when none: the manifest's ``simulation``)."""
+    return record(spec.computes.spawn_time, spec.fakes, spec.failures, spec.seed)
+
+
 def expand(spec: NovaSpec) -> list[NovaPoint]:
     # fields added later are left out of the key while at their default (earlier runs keep theirs)
     computes = {k: v for k, v in spec.computes.model_dump().items()
-                if not (k == "failing_nodes" and v == 0) and not (k == "sites" and v is None)}
+                if not (k == "failing_nodes" and v == 0) and not (k in ("sites", "spawn_time") and v is None)}
     fixed = {"computes": computes, "flavor": spec.flavor.model_dump(),
              "users": spec.users.model_dump(), "driver_site": spec.driver_site,
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
              **({"log_format": spec.log_format} if spec.log_format != "text" else {}),
              **({"controllers_site": spec.controllers_site} if spec.controllers_site != 1 else {}),
              **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {}),
-             **({"server": spec.server.set()} if spec.server.set() else {})}
+             **({"server": spec.server.set()} if spec.server.set() else {}),
+             **({"simulation": sim} if (sim := sim_record(spec)) else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
         fixed = {"target": spec.target.label, "max_rps": spec.target.max_rps, "image": spec.image,

@@ -43,8 +43,28 @@ def load(paths: Sequence[Path]) -> pd.DataFrame:
         s = json.loads((d / "summary.json").read_text())
         rows.append({"run": d.name, "dir": str(d), **man["params"], "running_vms": man.get("running_vms"),
                      **{k: v for k, v in s.items() if not isinstance(v, dict)},
-                     "faults": json.dumps(s.get("faults") or {})})
+                     "faults": json.dumps(s.get("faults") or {}),
+                     "simulation": json.dumps(man.get("simulation") or {}, sort_keys=True)})
     return pd.DataFrame(rows)
+
+
+def simulation_html(df: pd.DataFrame) -> str:
+    """The provenance of SIMULATED waits and failures (the manifests' ``simulation``): what each
+    stage waited and how often it failed, stated as simulated; none: the fakes answered at once."""
+    from juice.studies.nova.simulation import lines
+
+    sims = sorted(set(df["simulation"])) if "simulation" in df.columns else []
+    stated = [(s, lines(json.loads(s))) for s in sims]
+    if not any(ls for _, ls in stated):
+        return ("<p class=note>No simulated waits: simulated spawns are immediate and the stand-ins "
+                "answer at once (seed 004's real spawns took 6.45–354 s).</p>")
+    out = ["<h3>Simulated waits and failures (not measured)</h3>"]
+    for s, ls in stated:
+        n = int((df["simulation"] == s).sum())
+        items = "".join(f"<li>{escape(x)}</li>" for x in ls) or "<li>none (immediate)</li>"
+        out.append(f"<p class=note>{n} run(s): every time below is SIMULATED (drawn, then slept), "
+                   f"not a measurement of a real hypervisor, glance or neutron.</p><ul>{items}</ul>")
+    return "".join(out)
 
 
 def table(paths: Sequence[Path], by: Sequence[str]) -> pd.DataFrame | None:
@@ -187,9 +207,11 @@ def sections(paths: Sequence[Path]) -> list[str]:
             "own <code>instance.create.end</code> notification (minus the POST's send time, one clock): "
             f"Rally's figure is on a 2 s grid, nova's is not. {escape(HOST_NOTE)} Compute hosts are "
             "simulated (Juice's multi-node fake driver): a boot goes through nova's real API, scheduler, "
-            "placement claims, conductor and compute manager, but spawns nothing. Image and network "
+            "placement claims, conductor and compute manager, but spawns nothing (unless a simulated "
+            "spawn time is stated below). Image and network "
             "services are stand-ins "
             "(fake-glance, fake-neutron), boots use <code>networks: none</code>.</p>",
+            simulation_html(df),
             "<h3>Per configuration and concurrency (medians over repetitions; seconds)</h3>",
             fit_table(t, digits=3, sort=["preload", "concurrency", "rate"], title="configurations")
             if t is not None else "", knee_figure(df),

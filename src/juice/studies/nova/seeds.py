@@ -245,7 +245,37 @@ def matches(df: pd.DataFrame, boots: pd.DataFrame | None = None,
     for m in (_schedulers(df), _preload(df), _throughput(df), _rates(summary)):
         if m is not None:
             out.append(m)
-    return out + _errors(df) + _phases(boots)
+    return simulated(df, out + _errors(df) + _phases(boots))
+
+
+# verdicts that injected failures decide by construction, and those a simulated spawn time does
+FAILURE_IDS = ("s002.stable_concurrency", "s004.success", "s002.pool_size", "s004.fixed_failures")
+COMPUTE_PHASES = ("claim", "spawn", "finish", "rpc_compute")
+
+
+def simulated(df: pd.DataFrame, out: list[Match]) -> list[Match]:
+    """The matches, with what SIMULATED waits/failures (the manifests' ``simulation``) decide
+    by construction turned into no verdict, and the others' conditions saying they were there."""
+    import dataclasses
+
+    sims = [json.loads(x) for x in df["simulation"].dropna()] if "simulation" in df.columns else []
+    stages = {k: v for sim in sims for k, v in (sim.get("stages") or {}).items()}
+    if not stages:
+        return out
+    failing = sorted(k for k, v in stages.items() if v.get("failure"))
+    spawn_wait = bool((stages.get("spawn") or {}).get("wait_s"))
+    note = "with SIMULATED " + ", ".join(sorted(stages)) + " (see the simulated waits)"
+    res = []
+    for m in out:
+        cond = f"{m.conditions}; {note}" if m.conditions else note
+        if failing and m.id in FAILURE_IDS:
+            m = dataclasses.replace(m, verdict=UNDECIDED, reason="failures are injected (SIMULATED "
+                                    f"failures.{', failures.'.join(failing)}): an input, not a finding")
+        elif spawn_wait and m.id == "s004.dominant_phase" and (m.juice or "").split(":")[0] in COMPUTE_PHASES:
+            m = dataclasses.replace(m, verdict=UNDECIDED, reason="the spawn time is SIMULATED "
+                                    "(computes.spawn_time): the compute side's share is an input here")
+        res.append(dataclasses.replace(m, conditions=cond))
+    return res
 
 
 def section(df: pd.DataFrame, boots: pd.DataFrame | None = None, summary: pd.DataFrame | None = None,

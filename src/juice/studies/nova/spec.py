@@ -18,6 +18,10 @@ Example (``examples/nova-boot.yaml``)::
     #          executor_thread_pool_size: 64, conductor_workers: 1, scheduler_workers: 1,
     #          api_workers: 1, max_connections: 151}   # upstream names; unset: shipped defaults
     computes: {processes: 4, nodes_per_process: 25, vcpus: 8, memory_mb: 16384, disk_gb: 200}
+    # computes: {..., spawn_time: {dist: table, table: seed004}}   # SIMULATED waits (seconds):
+    # fakes: {image_fetch_s: {dist: uniform, low_s: 0.1, high_s: 2}}   # constant | uniform |
+    #                                                  # lognormal | table (docs/nova-simulation.md)
+    # failures: {spawn: 0.01, image_fetch: 0.02}       # SIMULATED, probabilities
     scenarios:
       - NovaServers.boot_server
       - {name: NovaServers.boot_and_delete_server, args: {min_sleep: 0, max_sleep: 0}}
@@ -51,6 +55,8 @@ Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset
 ``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s`` 0.1..60. ``preload`` +
 ``times`` must fit on the nodes (every resource of a node is exact: allocation ratios 1.0, nothing
 reserved) unless ``allow_over_capacity: true`` (capacity K, K+1 requests: exactly one must fail).
+Simulated waits (``computes.spawn_time``, ``fakes``) are seconds, each draw capped by ``cap_s``
+(default 600, at most 3,600); ``failures`` are probabilities 0..1 (docs/nova-simulation.md).
 """
 
 from __future__ import annotations
@@ -77,12 +83,13 @@ from juice.spec.base import (
 )
 from juice.spec.target import Target
 from juice.spec.wan import uniform_delays
+from juice.studies.nova.simulation import WAIT_DOC, Failures, Fakes, Wait
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
-                  "driver_site", "allow_over_capacity", "controllers_site", "server")
+                  "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes", "failures")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -160,6 +167,8 @@ class Computes(Strict):
     sites: list[Annotated[int, Ge(1), Le(9)]] | None = Field(default=None, min_length=1, description=(
         "the sites of the nova-compute processes (spread round-robin); default: every site but "
         "controllers_site"))
+    spawn_time: Wait | None = Field(default=None, description=(
+        "each spawn sleeps a drawn time, the build slot held (per instance uuid), " + WAIT_DOC))
 
     @field_validator("sites")
     @classmethod
@@ -252,6 +261,10 @@ class NovaSpec(Strict):
     controllers_site: Annotated[int, Ge(1), Le(9)] = Field(default=1, description=(
         "the site of the database (mariadb), RabbitMQ, Keystone, placement, the stand-ins, nova-api, "
         "conductor and schedulers (Galera: a node in every site; multi writers spread the schedulers)"))
+    fakes: Fakes = Field(default_factory=Fakes, description=(
+        "SIMULATED latencies of fake-glance and fake-neutron (juice.studies.nova.simulation)"))
+    failures: Failures = Field(default_factory=Failures, description=(
+        "SIMULATED failure probabilities per stage: spawn, image_fetch, port_create"))
     faults: list[Fault] = Field(default_factory=list, max_length=100, description=(
         "events during every run (juice.faults.spec): partition a site, change the WAN, kill and "
         "restart nova-compute, rabbitmq or the database"))
@@ -315,6 +328,11 @@ class NovaSpec(Strict):
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
         hosts_fit(self.provider, self.sites, "nova")
+        for field, on in (("fakes.port_create_s", self.fakes.port_create_s is not None),
+                          ("failures.port_create", self.failures.port_create > 0)):
+            if on:
+                raise ValueError(f"{field}: the lab's boots use networks: none, so nova creates no port "
+                                 "and nothing would wait or fail; remove it (docs/nova-simulation.md)")
         check_sites(self.faults, self.sites)
         if self.driver_site > self.sites:
             raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")

@@ -64,12 +64,14 @@ class Deployment:
 def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
     from juice.services.nova_conf import ComputeOptions, NovaOptions, spread
     from juice.services.nova_deploy import NovaStack
+    from juice.studies.nova.simulation import fake_simulation
 
     c, home = spec.computes, spec.controllers_site
     multi = p.db == "galera" and p.writers == "multi"
     srv = {k: v for k, v in p.fixed.get("server", {}).items() if k != "max_connections"}
     return NovaStack(db=p.db, db_site=home, bus_sites=(home,), keystone_site=home, placement_site=home,
                      fakes_site=home, db_max_connections=p.fixed.get("server", {}).get("max_connections"),
+                     fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
                      nova=NovaOptions(**srv, control_site=home, schedulers=p.schedulers,
                                       host_subset_size=p.host_subset_size,
                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
@@ -81,7 +83,8 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
                                              nodes_per_process=c.nodes_per_process, vcpus=c.vcpus,
                                              memory_mb=c.memory_mb, disk_gb=c.disk_gb,
                                              max_concurrent_builds=c.max_concurrent_builds,
-                                             failing_nodes=c.failing_nodes))
+                                             failing_nodes=c.failing_nodes, spawn_time=c.spawn_time,
+                                             spawn_failure=spec.failures.spawn, sim_seed=spec.seed))
 
 
 VERSIONED = ("nova", "openstack-placement", "keystone", "oslo.messaging")
