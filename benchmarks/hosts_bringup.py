@@ -9,9 +9,10 @@ an sshd per site namespace, each host with a private /var/tmp/juice-host, reache
 loopback forwarder and Juice's host agent), alternating local / hosts / hosts / local ... for
 ``--repeat`` R rounds; every deployment is stopped before the next starts:
 
-- keystone: Galera with a node in every site (node 1 bootstraps; the others join one by one:
-  pre-seeded datadirs where the places share this disk, rsync SST where they do not) and a
-  Keystone (1 worker) + memcached per site (the quickstart's Galera deployment);
+- keystone: Galera with a node in every site (every node pre-seeded from one template datadir:
+  copied where the places share this disk, sent as one tarball to the hosts; node 1
+  bootstraps, the others join at once) and a Keystone (1 worker) + memcached per site (the
+  quickstart's Galera deployment);
 - messaging: a RabbitMQ cluster with a node in every site;
 - scheduler-db: MariaDB in site 1;
 - nova: MariaDB, RabbitMQ, Keystone, placement and the fake stand-ins in site 1, nova api +

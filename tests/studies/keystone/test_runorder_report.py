@@ -14,11 +14,11 @@ from juice.studies.keystone import runorder, writes
 
 
 def manifest(run: str, delay: float, rep: int, position: int, index: int, mode: str = "as-written",
-             **extra: Any) -> dict[str, Any]:
+             rdbms: str = "mariadb", **extra: Any) -> dict[str, Any]:
     return {"_dir": run, "params": {"scenario": "KeystoneBasic.create_user_update_password",
-                                    "rdbms": "mariadb", "sites": 1, "delay_ms": delay, "load": "light",
+                                    "rdbms": rdbms, "sites": 1, "delay_ms": delay, "load": "light",
                                     "cache": True, "repetition": rep, "seed": 1 + rep, "run_id": run},
-            "order": {"mode": mode, "seed": 1, "position": position, "deployment": "d"},
+            "order": {"mode": mode, "seed": 1, "position": position, "deployment": rdbms},
             "order_index": index, **extra}
 
 
@@ -48,7 +48,26 @@ def test_interleaved_repetitions_give_an_order_effect_and_no_confounding() -> No
     assert len(table) == 2 and set(table["early positions"]) == {"0", "1"}
     assert not any("confounded" in f.text for f in found)
     (f,) = found
-    assert f.text.startswith("Order effect: a point run late takes") and "over 2 points" in f.text
+    assert f.text.startswith("Order effect on the mariadb, 1 sites deployment: a point run late takes")
+    assert "over 2 points" in f.text and "takes -" in f.text  # the first position was slower
+
+
+def test_the_order_effect_is_pooled_per_deployment_not_across_them() -> None:
+    # seen in a quickstart with 2 interleaved repetitions: MariaDB's runs got faster with the
+    # deployment's age, Galera's slower; pooled together they looked like no effect at all
+    ms, means = [], {}
+    for rdbms, first, later in (("mariadb", 0.20, 0.10), ("galera", 0.10, 0.20)):
+        for delay, (pe, pl) in ((0.0, (0, 3)), (50.0, (1, 2))):
+            for rep, pos in enumerate((pe, pl)):
+                run = f"{rdbms}-{delay:g}-{rep}"
+                ms.append(manifest(run, delay, rep, pos, pos, "interleaved", rdbms=rdbms))
+                means[run] = first if rep == 0 else later
+    _, found = runorder.effect(ms, iterations(means))
+    by = {f.text.split(" deployment")[0]: f for f in found if f.text.startswith("Order effect on")}
+    assert set(by) == {"Order effect on the mariadb, 1 sites", "Order effect on the galera, 1 sites"}
+    assert all(f.verdict == "real" for f in by.values())
+    assert "takes -" in by["Order effect on the mariadb, 1 sites"].text
+    assert "takes -" not in by["Order effect on the galera, 1 sites"].text
 
 
 def test_manifests_without_order_or_attribution_are_left_out() -> None:

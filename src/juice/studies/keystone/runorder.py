@@ -59,6 +59,13 @@ def _label(point: str) -> str:
     return " · ".join(str(k) for k in keep if k not in (None, "", "None sites"))
 
 
+def _deployment(point: str) -> str:
+    """The deployment a point ran on, for a reader: "galera, 3 sites"."""
+    p = json.loads(point)
+    return ", ".join(str(x) for x in (p.get("rdbms"), f"{p.get('sites')} sites",
+                                      None if p.get("cache") in (True, None) else "no cache") if x)
+
+
 def effect(manifests: Sequence[Mapping[str, Any]], it: pd.DataFrame) -> tuple[pd.DataFrame, list[Finding]]:
     """The per-point early/late table and the findings (pooled effect, confounded axes)."""
     runs = runs_frame(manifests)
@@ -66,7 +73,8 @@ def effect(manifests: Sequence[Mapping[str, Any]], it: pd.DataFrame) -> tuple[pd
         return pd.DataFrame(), []
     ok = it[~it["failed"].astype(bool)].dropna(subset=["total_s"])
     ok = ok.assign(run=ok["run"].astype(str))
-    rows, rel = [], []
+    rows: list[dict[str, Any]] = []
+    rel: dict[str, list[float]] = {}  # per deployment: warming and ageing can go opposite ways
     for point, g in runs.groupby("point", sort=True):
         g = g.sort_values(["position", "index"])
         if g["position"].nunique() < 2:
@@ -78,24 +86,25 @@ def effect(manifests: Sequence[Mapping[str, Any]], it: pd.DataFrame) -> tuple[pd
             continue
         c = contrast(a["total_s"].to_numpy(float), b["total_s"].to_numpy(float), a["run"], b["run"],
                      key=("order", point), stat="mean")
-        rel.append(c.b.value / c.a.value - 1 if c.a.value else np.nan)
+        rel.setdefault(_deployment(str(point)), []).append(c.b.value / c.a.value - 1 if c.a.value else np.nan)
         rows.append({"point": _label(str(point)),
                      "early positions": ", ".join(str(x) for x in g["position"].iloc[:half]),
                      "late positions": ", ".join(str(x) for x in g["position"].iloc[half:]),
                      "early mean (s)": with_ci(c.a, ""), "late mean (s)": with_ci(c.b, ""),
                      "late - early (s)": with_ci(c.diff, ""), "verdict": c.verdict})
     out: list[Finding] = []
-    if rows:
-        if len(rel) >= 2:
-            e, _ = estimate(np.asarray(rel, float) * 100, key=("order", "pooled"))
+    for dep, values in rel.items():
+        if len(values) >= 2:
+            e, _ = estimate(np.asarray(values, float) * 100, key=("order", "pooled", dep))
             verdict = ("real" if e.lo > 0 or e.hi < 0 else "within noise") if e.has_interval() else None
-            out.append(Finding(f"Order effect: a point run late takes {with_ci(e, '%')} more than the same "
-                               f"point run early, over {len(rel)} points run at several positions", verdict))
-        else:
-            r = rows[0]
-            out.append(Finding(f"Order effect ({r['point']}): run late {r['late mean (s)']} s against "
-                               f"{r['early mean (s)']} s run early (late - early {r['late - early (s)']} s)",
-                               str(r["verdict"])))
+            out.append(Finding(f"Order effect on the {dep} deployment: a point run late takes "
+                               f"{with_ci(e, '%')} more than the same point run early, over {len(values)} "
+                               "points run at several positions", verdict))
+    if rows and not out:
+        r = rows[0]
+        out.append(Finding(f"Order effect ({r['point']}): run late {r['late mean (s)']} s against "
+                           f"{r['early mean (s)']} s run early (late - early {r['late - early (s)']} s)",
+                           str(r["verdict"])))
     out += [Finding(s) for s in confounded(runs)]
     return pd.DataFrame(rows), out
 
