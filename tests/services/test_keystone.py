@@ -123,18 +123,11 @@ def _lab(name: str) -> LocalLab:
     return LocalLab.up(spec.parse({"name": name, "sites": 3, "delay_ms": 5}), ephemeral=True)
 
 
-# Galera's WAN-tolerant suspect timeout (30 s) made this test wait half a minute for the killed
-# node to be declared gone: at 5 ms one-way, LAN-like timeouts do (given as the test's
-# provider_extra, recorded as such among the deviations)
-FAST_EVS = (("evs.suspect_timeout", "PT5S"), ("evs.inactive_timeout", "PT10S"),
-            ("evs.install_timeout", "PT10S"))
-
-
 @needs_lab[0]
 @needs_lab[1]
 @needs_lab[2]
 def test_keystone_on_galera_cache_on(lab_name: str, tmp_path: Path) -> None:
-    with _lab(lab_name) as lab, registry.deploy(lab, "galera", provider_extra=FAST_EVS) as db:
+    with _lab(lab_name) as lab, registry.deploy(lab, "galera") as db:
         ks = Keystone(lab, db, options=FAST)
         try:
             ks.up()
