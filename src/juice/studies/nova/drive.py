@@ -116,11 +116,11 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
         extra["sla_stopped"] = halt
         run.progress(f"stopped by sla: {halt['criterion']} could no longer pass after "
                      f"{halt['iterations_done']} boots")
-    if running is not None:
-        extra = {"running_vms": running,
-                 "preload_method": "booted through the API (multi-create batches of 50)",
-                 "deployment": dict(facts), "versions": dict(versions or {}),
-                 "lab": dict(lab or {})}
+    if running is not None:  # added to what is there (an SLA stop is kept on lab runs too)
+        extra.update({"running_vms": running,
+                      "preload_method": "booted through the API (multi-create batches of 50)",
+                      "deployment": dict(facts), "versions": dict(versions or {}),
+                      "lab": dict(lab or {})})
         from juice.studies.nova.points import sim_record
 
         if sim := sim_record(spec):
