@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from juice.trace.parse import Event
@@ -260,15 +260,23 @@ def _phases(tr: Trace) -> None:
         for k in ("claimed", "spawned"):
             if k in ms and "done" in ms and ms[k] > ms["done"]:
                 ms.pop(k)
+    for phase, _, _, start, end in segments(ms):
+        tr.phases[phase] = tr.phases.get(phase, 0.0) + (end - start)
+
+
+def segments(ms: Mapping[str, float]) -> list[tuple[str, str, str, float, float]]:
+    """The phases of a boot's milestones ``ms``, in order: (phase, from, to, start, end). The
+    time from one present milestone to the next is charged to the phase that starts at the
+    first (a missing milestone folds its time into the phase before it); never backwards."""
     path = [p for p in PATH if p[0] != "retry_in" or "retry_in" in ms]   # retry: rescheduled boots only
     names = [name for name, _ in path]
     present = [name for name in names if name in ms]
+    out: list[tuple[str, str, str, float, float]] = []
     if not present:
-        return
-    # the time from one present milestone to the next is charged to the phase that starts at
-    # the first (a missing milestone folds its time into the phase before it)
+        return out
     cursor = ms[present[0]]
     for a, b in itertools.pairwise(present):
-        starts = path[names.index(a) + 1][1]
-        tr.phases[starts] = tr.phases.get(starts, 0.0) + max(0.0, ms[b] - cursor)
-        cursor = max(cursor, ms[b])
+        end = max(cursor, ms[b])
+        out.append((path[names.index(a) + 1][1], a, b, cursor, end))
+        cursor = end
+    return out

@@ -28,7 +28,6 @@ follow the mapping: ``{"stringValue"}``, ``{"intValue": "<int64 as a string>"}``
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -147,19 +146,9 @@ def _calls(b: _Boot) -> None:
 
 
 def _phases(b: _Boot) -> None:
-    ms = b.tr.milestones
-    path = [p for p in flow.PATH if p[0] != "retry_in" or "retry_in" in ms]
-    names = [name for name, _ in path]
-    present = [name for name in names if name in ms]
-    if not present:
-        return
-    cursor = ms[present[0]]
-    for a, c in itertools.pairwise(present):
-        phase = path[names.index(a) + 1][1]
-        end = max(cursor, ms[c])
-        b.span(("nova", "boot"), f"phase {phase}", INTERNAL, cursor, end,
+    for phase, a, c, start, end in flow.segments(b.tr.milestones):
+        b.span(("nova", "boot"), f"phase {phase}", INTERNAL, start, end,
                {"juice.phase": phase, "juice.from": a, "juice.to": c})
-        cursor = end
 
 
 def _root(b: _Boot) -> Span:
