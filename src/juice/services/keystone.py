@@ -12,7 +12,8 @@
 Seed deployment (as in the Juice study): every site runs its own Keystone; site k's
 ``keystone.conf`` points at ``db.endpoint(k)`` (its own database ``keystone``, created through
 the service's admin user; oslo.db ``slave_connection`` = the read endpoint when it differs).
-``keystone-manage db_sync``, ``fernet_setup``, ``credential_setup`` and ``bootstrap`` run ONCE,
+``keystone-manage db_sync``, ``fernet_setup``, ``credential_setup`` and ``bootstrap`` run ONCE (one
+import of keystone, a process per command: ``services.toolbatch``),
 from site 1. All sites share ONE Fernet key repository and ONE credential key repository
 (``<workdir>/keystone/``), so a token issued by one site validates at any other. The catalog
 gets one region per site (``Region<k>``) with public/internal/admin identity endpoints at
@@ -51,8 +52,9 @@ from juice.services.keystone_settings import GUNICORN_GRACE, GUNICORN_TIMEOUT, k
 from juice.services.keystone_settings import KeystoneOptions as KeystoneOptions
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
-from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
+from juice.services.process import Server, children, port_open, spawn, stop_all
 from juice.services.schema import create_database
+from juice.services.toolbatch import Step, run_batch
 from juice.util import atomic
 
 VENV = Path(os.environ.get("JUICE_OPENSTACK_VENV", str(cache_dir() / "openstack")))
@@ -337,20 +339,18 @@ class Keystone(Service):
             opts=replace(self.opts, cache=False)), mode=0o600)
         self.timings["configure_files_s"] = time.monotonic() - t0
         owner = ["--keystone-user", "root", "--keystone-group", "root"]
-        # The key repositories need no database: made while db_sync runs.
-        with ThreadPoolExecutor(max_workers=3) as ex:
-            futs = [ex.submit(self._manage, "db_sync", ["db_sync"], 600),
-                    ex.submit(self._manage, "fernet_setup", ["fernet_setup", *owner], 120),
-                    ex.submit(self._manage, "credential_setup", ["credential_setup", *owner], 120)]
-            for f in futs:
-                f.result()
         url = self.auth_url(self.first)
-        self._manage("bootstrap", [
-            "bootstrap", "--bootstrap-username", ADMIN_USER, "--bootstrap-project-name", ADMIN_PROJECT,
-            "--bootstrap-role-name", "admin", "--bootstrap-service-name", "keystone",
-            "--bootstrap-region-id", self.region(self.first), "--bootstrap-admin-url", url,
-            "--bootstrap-public-url", url, "--bootstrap-internal-url", url], 300,
-            env={"OS_BOOTSTRAP_PASSWORD": self._password})
+        # One import of keystone-manage, a process per command (toolbatch); the key
+        # repositories need no database: made while db_sync runs.
+        self._manage([
+            [("db_sync", ["db_sync"], 600.0, {}), ("fernet_setup", ["fernet_setup", *owner], 120.0, {}),
+             ("credential_setup", ["credential_setup", *owner], 120.0, {})],
+            [("bootstrap", [
+                "bootstrap", "--bootstrap-username", ADMIN_USER, "--bootstrap-project-name", ADMIN_PROJECT,
+                "--bootstrap-role-name", "admin", "--bootstrap-service-name", "keystone",
+                "--bootstrap-region-id", self.region(self.first), "--bootstrap-admin-url", url,
+                "--bootstrap-public-url", url, "--bootstrap-internal-url", url], 300.0,
+              {"OS_BOOTSTRAP_PASSWORD": self._password})]])
         self._copy_keys()
         atomic.write_text(self.openrc, render_openrc(self.admin_credentials(), self.first,
                                                      self.region(self.first)), mode=0o600)
@@ -379,17 +379,23 @@ class Keystone(Service):
         create_database(self.lab, self.db, self.first, DB_NAME, self.progress, who="keystone",
                         drivers=("mysql", "postgresql"))
 
-    def _manage(self, what: str, args: list[str], timeout: float,
-                env: dict[str, str] | None = None) -> None:
-        """One ``keystone-manage`` command in site 1 (bounded); output in manage-<what>.log."""
-        place = self.lab.place(self.first)
-        log = self.shared / f"manage-{what}.log"
-        argv = [str(VENV / "bin" / "keystone-manage"), "--config-file", str(self.shared / "manage.conf"),
-                *args]
-        self.progress(f"keystone-manage {what} (site {self.first}, {self.db.kind})...")
-        self.timings[f"{what}_s"] = run_to_end(place, argv, log=log, what=f"keystone-manage {what}",
-                                               timeout=timeout, env=self._env(env))
-        self.progress(f"keystone-manage {what} done in {self.timings[f'{what}_s']:.1f} s")
+    def _manage(self, groups: list[list[tuple[str, list[str], float, dict[str, str]]]]) -> None:
+        """``keystone-manage`` commands in site 1 (bounded; a group's commands at once), with one
+        import of keystone (``toolbatch``); each command's output in manage-<what>.log."""
+        conf = ["keystone-manage", "--config-file", str(self.shared / "manage.conf")]
+        steps = [[Step(f"keystone-manage {what}", [*conf, *args], self.shared / f"manage-{what}.log",
+                       env=env, timeout_s=timeout) for what, args, timeout, env in group]
+                 for group in groups]
+        self.progress(f"keystone-manage {', '.join(w for g in groups for w, *_ in g)} "
+                      f"(site {self.first}, {self.db.kind})...")
+        done = run_batch(self.lab.place(self.first), VENV / "bin" / "python", "keystone.cmd.manage:main",
+                         steps, workdir=self.shared, env=self._env())
+        for what, *_ in (c for g in groups for c in g):
+            self.timings[f"{what}_s"] = done[f"keystone-manage {what}"]
+        self.timings["manage_import_s"] = done["import"]
+        self.progress("keystone-manage done: " + ", ".join(
+            f"{w} {self.timings[f'{w}_s']:.1f} s" for g in groups for w, *_ in g)
+            + f" (+ {done['import']:.1f} s import)")
 
     def _env(self, extra: dict[str, str] | None = None, site: int | None = None) -> dict[str, str]:
         env = {"PATH": f"{VENV / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
