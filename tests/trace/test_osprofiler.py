@@ -124,10 +124,10 @@ def test_trace_headers_are_what_osprofiler_accepts() -> None:
         pytest.skip("the OpenStack venv is not here (scripts/setup.sh)")
     code = ("import sys, json; from osprofiler import _utils as u; "
             "print(json.dumps(u.signed_unpack(sys.argv[1], sys.argv[2], [sys.argv[3]])))")
-    ok = subprocess.run([str(py), "-c", code, h[X_TRACE_INFO], h[X_TRACE_HMAC], "k3y"], capture_output=True,
-                        text=True, timeout=60, check=True)
+    ok = subprocess.run([str(py), "-c", code, h[X_TRACE_INFO], h[X_TRACE_HMAC], "k3y"],
+                        capture_output=True, text=True, timeout=60, check=True)
     data = json.loads(ok.stdout)
     assert data["base_id"] == tid and data["parent_id"] == tid
-    bad = subprocess.run([str(py), "-c", code, h[X_TRACE_INFO], h[X_TRACE_HMAC], "other"], capture_output=True,
-                         text=True, timeout=60, check=True)
+    bad = subprocess.run([str(py), "-c", code, h[X_TRACE_INFO], h[X_TRACE_HMAC], "other"],
+                         capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(bad.stdout) is None
