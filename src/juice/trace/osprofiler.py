@@ -104,8 +104,9 @@ def milestones(own: Sequence[Span], every: Sequence[Span] | None = None,
                uuid: str | None = None) -> dict[str, float]:
     """The flow's milestones of one boot (see the module doc): ``received`` from its own trace
     ``own`` (the POST that carried the headers); the others from the spans of ``every`` trace
-    whose arguments name the instance ``uuid`` — nova's RPC servers can file a call under the
-    trace an earlier request left in their thread (``misfiled``). Without a uuid: ``own`` only."""
+    whose arguments name the instance ``uuid`` — OSProfiler can store a boot's calls under an
+    earlier boot's trace id (``misfiled``, seen with nova's threading backend). Without a uuid:
+    ``own`` only."""
     ms: dict[str, float] = {}
     post = next((s for s in own if s.kind == "wsgi" and s.what.startswith("POST ")
                  and s.what.rstrip("/").endswith("/servers")), None)
