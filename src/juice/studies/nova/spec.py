@@ -33,6 +33,7 @@ Example (``examples/nova-boot.yaml``)::
     #                               # nova-api, conductor, schedulers
     # computes: {..., sites: [2]}   # nova-compute processes, round-robin (default: the other sites)
     # driver_site: 1                # the load driver
+    # profiler: redis               # OSProfiler in nova too, compared by `juice trace` (docs/trace.md)
     # provider: {kind: enoslib, static: {hosts: [...]}}   # on hosts (examples/hosts-nova.yaml)
 
 Each run boots ``times`` servers (flavor ``flavor``, the stand-in image, ``networks: none``)
