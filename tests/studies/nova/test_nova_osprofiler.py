@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from juice.trace import flow
+from juice.trace.report import trace_sections
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
 from tests.stacks import nova_spec
@@ -63,3 +64,5 @@ def test_boots_traced_by_osprofiler_and_the_logs_agree_per_phase(tmp_path: Path,
     assert {"api", "scheduler", "conductor"} <= set(phases) and set(phases) <= set(flow.PHASES)
     assert (table["boots"] == 3).all()
     assert (table["diff_median_lo_s"] <= table["diff_median_hi_s"]).all()
+    html = "".join(trace_sections([run]))  # the report's tracing section, from the stored run
+    assert "Checked against OSProfiler on the same boots" in html and "claim" in html
