@@ -74,6 +74,7 @@ def trace(
     if out_dir is not None:
         for p in t.write(out_dir):
             err.print(f"[dim]·[/dim] wrote {p}")
+    _osprofiler(paths, t, out_dir)
     if otlp is not None:
         from juice.trace.otlp import write
 
@@ -123,6 +124,34 @@ def _print(t: Any, took: float) -> None:
     for u in unfit:
         out.print(f"[yellow]not in a boot[/yellow] {u['run']}: {u['orphan_events']} orphan events, "
                   f"{u['no_request_id']} flow events without a request id. {u['examples']}")
+
+
+def _osprofiler(paths: list[Path], t: Any, out_dir: Path | None) -> None:
+    """Runs with OSProfiler traces (``profiler: redis``): the per-phase agreement table."""
+    from juice.trace import osprofiler
+    from juice.trace.tables import sources
+
+    runs = [(s.name, s.run_dir) for s in sources(paths) if s.run_dir is not None]
+    if not any(osprofiler.load(d) is not None for _, d in runs):
+        return
+    from juice.cli_analyze import _print_table
+
+    table, counts = osprofiler.compare(runs, [(run, tr) for run, tr, _ in t.traces])
+    _print_table(counts, "OSProfiler: boots sent with a trace id, traced by OSProfiler, matched to the logs")
+    if table.empty:
+        out.print("[yellow]OSProfiler: no boot has milestones both ways[/yellow]")
+    else:
+        _print_table(osprofiler.display(table), "OSProfiler − Juice per phase, ms: median difference "
+                     "and 95th percentile of |difference| [95% bootstrap intervals]")
+    if out_dir is not None:
+        import os
+
+        p = out_dir / "trace_osprofiler.parquet"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        table.to_parquet(tmp, index=False)
+        os.replace(tmp, p)
+        err.print(f"[dim]·[/dim] wrote {p}")
 
 
 def register(app: typer.Typer) -> None:

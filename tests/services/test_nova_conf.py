@@ -185,3 +185,22 @@ def test_failing_nodes_are_the_first_k_of_each_process_and_json_logs_are_an_opti
     on = parse(render_nova_conf("conductor", CTX, NovaOptions(log_json=True), host="juice-conductor"))
     off = parse(render_nova_conf("conductor", CTX, NovaOptions(), host="juice-conductor"))
     assert on.get("DEFAULT", "use_json") == "true" and not off.has_option("DEFAULT", "use_json")
+
+
+def test_osprofiler_is_off_as_shipped_and_on_in_every_role_when_asked() -> None:
+    from dataclasses import replace
+
+    from juice.services.nova_settings import nova_deviations
+
+    for role in ("api", "conductor", "scheduler", "compute"):
+        assert not parse(render_nova_conf(role, CTX, NovaOptions(), host="h")).has_section("profiler")
+    ctx = replace(CTX, profiler_url="redis://10.210.1.2:6379", profiler_key="k3y")
+    for role in ("api", "conductor", "scheduler", "compute"):
+        p = parse(render_nova_conf(role, ctx, NovaOptions(profiler="redis"), host="h"))["profiler"]
+        assert p["enabled"] == "true" and p["connection_string"] == ctx.profiler_url
+        assert p["hmac_keys"] == "k3y" and p["trace_sqlalchemy"] == "false"
+    with pytest.raises(UserError, match="profiler: expected off or redis"):
+        NovaOptions(profiler="jaeger")
+    devs = {d.option: d for d in nova_deviations(NovaOptions(profiler="redis"))}
+    assert devs["[profiler] enabled"].value == "true" and devs["[profiler] enabled"].default == "false"
+    assert not any("profiler" in d.option for d in nova_deviations(NovaOptions()))

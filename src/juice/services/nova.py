@@ -75,6 +75,9 @@ class Nova(Service):
                 raise UserError(f"nova: site {s} is not a site of this lab (1..{len(lab.sites)})")
         self.site = self.opts.control_site
         self.password = secrets.token_urlsafe(24)
+        # OSProfiler (opts.profiler): the backend's URL is set by the deployment that starts it
+        self.profiler_url = ""
+        self.profiler_key = secrets.token_hex(16) if self.opts.profiler else ""
         self.servers: dict[str, Server] = {}   # service host name -> its process
         self.timings: dict[str, float] = {}
 
@@ -122,7 +125,8 @@ class Nova(Service):
                            cell_db_url=url("nova_cell1"), auth_url=self.ks.auth_url(self.site),
                            region=self.ks.region(self.site), password=self.password,
                            state_root=str(self.state_root(site)),
-                           api_paste=str(self.home("juice-api") / "api-paste.ini"))
+                           api_paste=str(self.home("juice-api") / "api-paste.ini"),
+                           profiler_url=self.profiler_url, profiler_key=self.profiler_key)
 
     def cell0_url(self) -> str:
         ep = self.db.endpoint(self.site).write
@@ -131,6 +135,9 @@ class Nova(Service):
     # ---- configure: databases, cells, catalog, files ----------------------------------------
     def configure(self) -> None:
         t0 = time.monotonic()
+        if self.opts.profiler and not self.profiler_url:
+            raise ServiceError("nova: profiler is on but no backend was given (NovaDeployment "
+                               "starts its Redis before nova)")
         for s in sorted(self.opts.sites_used()):
             check_venv(self.place(s), "gunicorn", "nova-manage", "nova-conductor", "nova-scheduler")
         if port_open(self.place(self.opts.api), self.lab.site_ip(self.opts.api), API_PORT):
@@ -312,6 +319,7 @@ class Nova(Service):
                 "executor_thread_pool_size": o.executor_thread_pool_size,
                 "log_levels": {r: o.level(r) for r in ("api", "conductor", "scheduler", "compute")},
                 "notifications_log": o.notifications_log, "db_writers": o.db_writers,
+                "profiler": o.profiler,
                 "timings": dict(self.timings)}
 
 

@@ -24,6 +24,7 @@ from juice.services import simwait
 ROLES = ("api", "conductor", "scheduler", "compute", "manage")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING")
 BACKENDS = ("threading", "eventlet")
+PROFILERS = (None, "redis")
 # The namespace of node UUIDs (a fixed uuid5 of the project's name: never change it, node UUIDs
 # of earlier runs would no longer match).
 NODE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "juice.compute-nodes")
@@ -69,6 +70,9 @@ class NovaOptions:
     db_writers: str = "single"            # single: every role writes through the control site's
                                           # database node; local: each role through its own site's
                                           # (Galera multi-writer when roles are spread over sites)
+    profiler: str | None = None           # OSProfiler's backend: None (off, nova's default) or "redis"
+                                          # (a Redis in the control site; issue 26: checked against
+                                          # Juice's log-based tracer on the same boots)
 
     def __post_init__(self) -> None:
         if not 1 <= self.schedulers <= 64:
@@ -87,6 +91,8 @@ class NovaOptions:
             raise UserError(f"rpc_response_timeout: expected 1..3600 s, got {self.rpc_response_timeout}")
         if self.db_writers not in ("single", "local"):
             raise UserError(f"db_writers: expected single or local, got {self.db_writers!r}")
+        if self.profiler not in PROFILERS:
+            raise UserError(f"profiler: expected off or redis, got {self.profiler!r}")
         if self.concurrency_backend not in BACKENDS:
             raise UserError(f"concurrency_backend: expected one of {', '.join(BACKENDS)}, "
                             f"got {self.concurrency_backend!r}")
@@ -214,6 +220,8 @@ class ConfContext:
     password: str                         # service user "nova"
     state_root: str                       # <workdir>/nova: state paths are state_root/<host>
     api_paste: str = ""
+    profiler_url: str = ""                # OSProfiler's connection_string ("": profiler off)
+    profiler_key: str = ""                # its hmac_keys (the client signs X-Trace-Info with it)
 
 
 def _section(name: str, items: dict[str, Any]) -> list[str]:
@@ -295,7 +303,17 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
     lines += _section("notifications", {"notification_format": "versioned"})
     lines += _section("vnc", {"enabled": False})
     lines += _section("cinder", {"os_region_name": ctx.region})
+    if opts.profiler and ctx.profiler_url:
+        lines += _section("profiler", profiler_section(ctx))
     return "\n".join(lines) + "\n"
+
+
+def profiler_section(ctx: ConfContext) -> dict[str, Any]:
+    """nova's ``[profiler]`` (osprofiler.opts): on, the lab's backend, the client's key. SQL
+    statements are not traced (``trace_sqlalchemy`` keeps its default, false): the comparison is
+    per phase, and a span per statement would add to the cost being measured."""
+    return {"enabled": True, "hmac_keys": ctx.profiler_key, "connection_string": ctx.profiler_url,
+            "trace_sqlalchemy": False}
 
 
 def backend_env(opts: NovaOptions) -> dict[str, str]:

@@ -46,6 +46,7 @@ from juice.services.nova_conf import ComputeOptions, NovaOptions
 from juice.services.nova_settings import db_connections
 from juice.services.placement import Placement
 from juice.services.rabbitmq import RabbitMQ
+from juice.services.redis import Redis
 
 __all__ = ["IMAGE_ID", "NovaDeployment", "NovaStack"]
 
@@ -97,6 +98,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "nova": ("database", "rabbitmq", "keystone", "placement"),
     "computes": ("nova", "placement", "fakes"),
 }
+PROFILER_NEEDS: dict[str, tuple[str, ...]] = {  # with OSProfiler on: its Redis before nova
+    **NEEDS, "profiler": (), "nova": (*NEEDS["nova"], "profiler")}
 
 
 def run_in_order(step: Callable[[str], None], needs: dict[str, tuple[str, ...]],
@@ -145,6 +148,11 @@ class NovaDeployment:
                                    workers=s.placement_workers)
         self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site, simulation=s.fakes_simulation)
         self.nova = Nova(lab, self.db, self.mq, self.ks, self.placement, progress, s.nova)
+        # OSProfiler's backend (s.nova.profiler): a Redis in nova's control site
+        self.redis: Redis | None = None
+        if s.nova.profiler == "redis":
+            self.redis = Redis(lab, progress, site=s.nova.control_site, maxmemory_mb=1024)
+            self.nova.profiler_url = f"redis://{self.redis.address(s.nova.control_site)}"
         self.computes = NovaComputes(lab, self.nova, progress, s.computes)
         self.started: list[Service] = []
         self.timings: dict[str, float] = {}
@@ -153,7 +161,8 @@ class NovaDeployment:
     def services(self) -> list[tuple[str, Service]]:
         """In dependency order (a service needs only those before it; stop order is the
         reverse of the order they started in)."""
-        return [("database", self.db), ("rabbitmq", self.mq), ("keystone", self.ks),
+        prof: list[tuple[str, Service]] = [("profiler", self.redis)] if self.redis is not None else []
+        return [("database", self.db), ("rabbitmq", self.mq), *prof, ("keystone", self.ks),
                 ("placement", self.placement), ("fakes", self.fakes), ("nova", self.nova),
                 ("computes", self.computes)]
 
@@ -180,7 +189,7 @@ class NovaDeployment:
             self.timings[f"{name}_ready_at_s"] = round(time.monotonic() - t0, 2)
 
         try:
-            run_in_order(bring_up, NEEDS, abort)
+            run_in_order(bring_up, PROFILER_NEEDS if self.redis is not None else NEEDS, abort)
         except BaseException:
             self.stop()
             raise

@@ -75,6 +75,12 @@ def nova_deviations(o: NovaOptions) -> list[Deviation]:
     out.append(dev("nova", "[notifications] notification_format", "versioned", "unversioned",
                    "the versioned instance.create.end payload (request tracing)"))
     out.append(dev("nova", "[vnc] enabled", False, True, "simulated hosts have no consoles"))
+    if o.profiler:
+        out.append(dev("nova", "[profiler] enabled", True, False,
+                       "OSProfiler traces the same boots as the logs (issue 26's comparison)", SPEC))
+        out.append(dev("nova", "[profiler] connection_string", f"{o.profiler}://<control site>:6379",
+                       "messaging://", "the traces go to a Redis in the control site, read back "
+                       "after each run", SPEC))
     return out
 
 

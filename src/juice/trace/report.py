@@ -112,6 +112,25 @@ def _skew_html(sk: pd.DataFrame, boots: pd.DataFrame) -> list[str]:
     return out
 
 
+def _osprofiler_html(run_dirs: Sequence[Path], t: Traced) -> list[str]:
+    """The OSProfiler comparison of the runs made with ``profiler: redis`` ([] when none was)."""
+    from juice.trace import osprofiler
+
+    runs = [(Path(d).name, Path(d)) for d in run_dirs]
+    if not any(osprofiler.load(d) is not None for _, d in runs):
+        return []
+    table, counts = osprofiler.compare(runs, [(run, tr) for run, tr, _ in t.traces])
+    out = ["<h3>Checked against OSProfiler on the same boots</h3>",
+           "<p class=note>The same boots traced by OSProfiler inside nova (a trace per boot, read back "
+           "into the run's osprofiler.json) and by the logs; each phase compared between the milestones "
+           "both have. Median of OSProfiler − logs and 95th percentile of its absolute value, in ms, "
+           "with 95 % bootstrap intervals; misfiled = boots with calls OSProfiler stored under another "
+           "boot's trace (docs/trace.md).</p>", table_html(counts)]
+    if not table.empty:
+        out.append(table_html(osprofiler.display(table)))
+    return out
+
+
 def traced(run_dirs: Sequence[Path]) -> Traced | str | None:
     """The trace of the runs that kept their logs: None when none did, the error's text when
     tracing failed (a report is never lost to one unreadable log)."""
@@ -151,6 +170,7 @@ def trace_sections(run_dirs: Sequence[Path], t: Traced | str | None = None) -> l
                         "orphan_events", "other_requests") if c in s.columns]
     body += ["<h3>Boots traced, per run</h3>", table_html(s[cols], digits=3), _stack_figure(b)]
     body += _skew_html(t.skew, b)
+    body += _osprofiler_html(run_dirs, t)
     if not t.faults.empty:
         body += ["<h3>Terminal faults by message template (one per failed boot)</h3>",
                  table_html(t.faults.groupby(["component", "state", "fault"])["count"].sum()

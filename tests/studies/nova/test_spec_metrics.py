@@ -56,6 +56,7 @@ def test_preload_grows_inside_a_deployment_and_keys_are_stable() -> None:
     ({"computes": {"processes": 201}}, r"computes.processes"),
     ({"sites": 1}, r"sites"),
     ({"colour": "red"}, r"colour: unknown key"),
+    ({"profiler": "jaeger"}, r"profiler"),
 ])
 def test_bad_specs_name_the_field(over: dict[str, Any], match: str) -> None:
     with pytest.raises(UserError, match=match):
@@ -163,6 +164,10 @@ def test_faults_are_checked_against_the_sites_and_refused_with_a_target() -> Non
               "image": "0" * 32, "faults": [{"at_s": 1, "partition": 1, "duration_s": 2}]}
     with pytest.raises(UserError, match=r"faults: not with a target"):
         parse(target, "n")
+    target.pop("faults")
+    with pytest.raises(UserError, match=r"profiler: not with a target"):
+        parse({**target, "profiler": "redis"}, "n")
+    assert parse(spec(), "n").profiler == "off" and parse(spec(profiler="redis"), "n").profiler == "redis"
 
 
 # ---- simulated waits and failures (issue 28) ------------------------------------------------

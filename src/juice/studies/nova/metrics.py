@@ -130,7 +130,7 @@ def boots(iterations: Sequence[Mapping[str, Any]], lines: Sequence[Mapping[str, 
             "schedule_to_build_s": (n["start"] - t_post) if n.get("start") and t_post else None,
             "polls": b.get("polls"), "host": b.get("host") or n.get("host"), "fault": fault,
             "error_class": error_class(fault), "error_type": err[0] if err else None,
-            "t_post": t_post, "request_id": b.get("request_id")})
+            "t_post": t_post, "request_id": b.get("request_id"), "trace_id": b.get("trace_id")})
     return rows
 
 

@@ -15,7 +15,9 @@ engine, as rally-openstack 4.1.0 runs them (``nova/utils.py``):
   as Rally's cleanup), then the users and projects.
 
 Every boot is also written, with its client-side times, to ``boots_path`` (JSON lines): the
-study joins it with nova's own notifications (no polling grid) after the run.
+study joins it with nova's own notifications (no polling grid) after the run. With env
+``profiler_key`` (OSProfiler on in the lab's nova) the POST carries OSProfiler's trace headers
+and the boot's record its ``trace_id``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from juice.load.api import Context, Env, Iteration
 from juice.openstack import contexts
 from juice.openstack.identity import Driver, Names
 from juice.openstack.keystone import Credentials, KeystoneClient, RateCap
+from juice.openstack.profiler import trace_headers
 from juice.util import atomic
 
 MICROVERSION = "2.37"
@@ -65,9 +68,9 @@ class NovaApi:
         return self._session
 
     async def call(self, method: str, path: str, token: str, body: Any = None,
-                   ok: tuple[int, ...] = (200,)) -> tuple[int, Any, str]:
+                   ok: tuple[int, ...] = (200,), extra: dict[str, str] | None = None) -> tuple[int, Any, str]:
         headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"compute {self.microversion}",
-                   "Content-Type": "application/json", "Accept": "application/json"}
+                   "Content-Type": "application/json", "Accept": "application/json", **(extra or {})}
         data = None if body is None else json.dumps(body).encode()
         if self.cap is not None:
             await self.cap.take()
@@ -138,9 +141,12 @@ class NovaScenario:
                                            "imageRef": env.get("image_id")}}
         if network != "omit":  # omit: Rally 4.1.0's request (no networks, microversion 2.1)
             body["server"]["networks"] = network if network in ("none", "auto") else [{"uuid": network}]
+        trace: dict[str, str] = {}
+        if env.get("profiler_key"):  # OSProfiler on: this boot is a trace of its own
+            rec["trace_id"], trace = trace_headers(str(env.get("profiler_key")))
         with it.atomic("nova.boot_server"):
             rec["t_post"] = time.time()
-            _, data, rid = await st["nova"].call("POST", "/servers", token, body, ok=(202,))
+            _, data, rid = await st["nova"].call("POST", "/servers", token, body, ok=(202,), extra=trace)
             rec["t_accepted"], rec["id"], rec["request_id"] = time.time(), data["server"]["id"], rid
             await it.sleep_between(st["prepoll"])
             deadline = time.monotonic() + st["timeout"]

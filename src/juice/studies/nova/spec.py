@@ -33,6 +33,7 @@ Example (``examples/nova-boot.yaml``)::
     #                               # nova-api, conductor, schedulers
     # computes: {..., sites: [2]}   # nova-compute processes, round-robin (default: the other sites)
     # driver_site: 1                # the load driver
+    # profiler: redis               # OSProfiler in nova too, compared by `juice trace` (docs/trace.md)
     # provider: {kind: enoslib, static: {hosts: [...]}}   # on hosts (examples/hosts-nova.yaml)
 
 Each run boots ``times`` servers (flavor ``flavor``, the stand-in image, ``networks: none``)
@@ -89,7 +90,8 @@ from juice.util.validation import validate
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
-                  "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes", "failures")
+                  "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes", "failures",
+                  "profiler")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -268,6 +270,10 @@ class NovaSpec(Strict):
     faults: list[Fault] = Field(default_factory=list, max_length=100, description=(
         "events during every run (juice.faults.spec): partition a site, change the WAN, kill and "
         "restart nova-compute, rabbitmq or the database"))
+    profiler: Literal["off", "redis"] = Field(default="off", description=(
+        "OSProfiler in nova (its [profiler] section; off by default, as shipped): redis = a Redis in "
+        "the control site, a trace per boot, read back into the run (osprofiler.json) and compared "
+        "with the log-based trace by `juice trace` (docs/trace.md)"))
     log_format: Literal["text", "json"] = Field(default="text", description=(
         "the services' logs: oslo.log's text lines or its JSON lines (use_json: message templates)"))
     boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0

@@ -77,6 +77,7 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
                                       notifications_log=True, log_json=spec.log_format == "json",
                                       db_writers="local" if multi else "single",
+                                      profiler=None if spec.profiler == "off" else spec.profiler,
                                       scheduler_sites=(spread(p.schedulers, range(1, spec.sites + 1))
                                                        if multi else None)),
                      computes=ComputeOptions(sites=spread(c.processes, spec.compute_sites()),
@@ -85,6 +86,24 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
                                              max_concurrent_builds=c.max_concurrent_builds,
                                              failing_nodes=c.failing_nodes, spawn_time=c.spawn_time,
                                              spawn_failure=spec.failures.spawn, sim_seed=spec.seed))
+
+
+def osprofiler_traces(run: Run[NovaSpec, NovaPoint], stack: NovaDeployment) -> None:
+    """The run's OSProfiler traces (one per boot that sent its headers), read from the Redis
+    into ``osprofiler.json`` (written atomically with the run)."""
+    import pandas as pd
+
+    from juice.services.osprofiler import read_traces
+
+    boots = pd.read_parquet(run.rd.file("boots.parquet"))
+    ids = [t for t in boots.get("trace_id", pd.Series(dtype=object)) if isinstance(t, str)]
+    nova = stack.nova
+    doc = read_traces(stack.lab.place(nova.site), nova.profiler_url, ids,
+                      nova.state_root(nova.site) / "osprofiler")
+    run.rd.write_json("osprofiler.json", doc)
+    spans = sum(len(v) for v in doc["traces"].values())
+    run.progress(f"osprofiler: {sum(1 for v in doc['traces'].values() if v)}/{len(ids)} boots traced, "
+                 f"{spans} notifications")
 
 
 VERSIONED = ("nova", "openstack-placement", "keystone", "oslo.messaging")
@@ -240,6 +259,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                "project_name": creds.project_name, "nova_url": dep.stack.nova.api_url(),
                "image_id": IMAGE_ID, "flavor_id": dep.flavor_id,
                "name_run": "".join(secrets.choice(ALPHABET) for _ in range(6))}
+        if dep.stack.redis is not None:  # OSProfiler on: the driver signs a trace per boot
+            env["profiler_key"] = dep.stack.nova.profiler_key
         svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placement)
         try:
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
@@ -254,6 +275,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
                       logs=[f for svc in svcs for f in svc.logs()], probe=probe, running=dep.running,
                       facts=dep.facts, faults=faults, lab=dep.lab.facts(), versions=dep.versions)
+        if dep.stack.redis is not None:
+            osprofiler_traces(run, dep.stack)
 
     def preflight(self, spec: NovaSpec, points: Sequence[NovaPoint], assume_yes: bool) -> None:
         if spec.target is not None:
