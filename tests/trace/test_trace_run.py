@@ -5,6 +5,7 @@ by component and template, the tables are written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +29,13 @@ def test_a_run_with_no_valid_host_traces_to_the_apis_states(capacity_runs: Capac
     boots = pd.read_parquet(tmp_path / "trace" / "trace_boots.parquet")
     assert len(boots) == 5 and boots["matches_api"].all(), boots.to_string()
     assert sorted(boots["state"]) == ["active"] * 4 + ["no_valid_host"]
+    nvh = boots[boots["state"] == "no_valid_host"]
+    assert nvh["cause"].tolist() == ["no capacity for the request (scheduler)"]
+    # the database's event counters over the run (issue 28): read from the server itself
+    (run,) = [d for d in capacity_runs.results.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    db = json.loads((run / "manifest.json").read_text())["server_events"]["database"]
+    assert db["max_connections"] >= 151 and 0 < db["Max_used_connections"] <= db["max_connections"]
+    assert db["Innodb_deadlocks"] >= 0 and db["Connection_errors_max_connections"] == 0
     faults = pd.read_parquet(tmp_path / "trace" / "trace_faults.parquet")
     assert faults["count"].sum() == 1 and set(faults["component"]) == {"conductor"}
     assert all(f.startswith("No valid host was found") for f in faults["fault"])
@@ -57,6 +65,7 @@ def test_injected_build_failures_in_json_logs_trace_to_the_apis_states(tmp_path:
     boots = pd.read_parquet(tmp_path / "trace" / "trace_boots.parquet")
     assert len(boots) == 2 and boots["matches_api"].all(), boots.to_string()
     assert set(boots["state"]) <= {"retries_exhausted", "compute_failed"}, boots["state"].tolist()
+    assert (boots["cause"] == "spawn failed on the node").all(), boots["cause"].tolist()  # not "retries"
     faults = pd.read_parquet(tmp_path / "trace" / "trace_faults.parquet")
     assert faults["count"].sum() == 2
 

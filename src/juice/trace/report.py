@@ -11,15 +11,17 @@ terminal faults and all WARNING/ERROR lines by message template; what did not fi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from juice.report.figures import Tile, figure_html, tiles_figure
 from juice.report.tables import table_html
-from juice.trace import flow
+from juice.trace import causes, flow
 from juice.trace.tables import Traced
 
 LEVELS_NOTE = (
@@ -131,6 +133,53 @@ def _osprofiler_html(run_dirs: Sequence[Path], t: Traced) -> list[str]:
     return out
 
 
+def _manifests(run_dirs: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for d in run_dirs:
+        try:
+            out.append((Path(d).name, json.loads((Path(d) / "manifest.json").read_text())))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _causes_html(run_dirs: Sequence[Path], b: pd.DataFrame) -> list[str]:
+    """Failed boots by cause (seed 004 Table 1: component, error, count, cause), with what the
+    database's own counters over the runs say, and the counters per run when any is not 0."""
+    mans = _manifests(run_dirs)
+    db: dict[str, int] = {}
+    for _, man in mans:
+        for k, v in (((man.get("server_events") or {}).get("database")) or {}).items():
+            if isinstance(v, int):
+                peak = k in ("Max_used_connections", "max_connections")
+                db[k] = max(db.get(k, 0), v) if peak else db.get(k, 0) + v
+    out: list[str] = []
+    ended = ["active", "untraced", "incomplete"]
+    failed = b[~b["state"].isin(ended)] if "cause" in b.columns else b.iloc[0:0]
+    if len(failed):
+        knob = {c: k for _, c, k in causes.CAUSES}
+        rows = []
+        for cause, g in failed.groupby(failed["cause"].fillna(""), sort=False):
+            rows.append({"cause": cause or "not named by a known message (see the templates below)",
+                         "failed boots": len(g), "% of failed": round(100.0 * len(g) / len(failed), 1),
+                         "components": ", ".join(sorted({str(c) for c in g["fault_component"].dropna()})),
+                         "what governs it": knob.get(cause, ""),
+                         "database counters": causes.db_verdict(cause or None, db) or ""})
+        out += ["<h3>Failed boots by cause (from the services' messages and the database's counters)</h3>",
+                table_html(pd.DataFrame(rows).sort_values("failed boots", ascending=False))]
+    table = causes.server_counters_table(mans)
+    events = ("Innodb_deadlocks", "wsrep_local_cert_failures", "wsrep_local_bf_aborts",
+              "Connection_errors_max_connections")
+    if any(r.get(k) for r in table for k in events):
+        out += ["<h3>Database event counters over each run</h3>",
+                "<p class=note>From the database itself (<code>SHOW GLOBAL STATUS</code>, summed over "
+                "Galera's nodes): deadlocks InnoDB resolved, write-sets that failed certification, "
+                "transactions aborted by a replicated one, connections refused at max_connections; the "
+                "peak of connections since the server started beside the limit.</p>",
+                table_html(pd.DataFrame(table))]
+    return out
+
+
 def traced(run_dirs: Sequence[Path]) -> Traced | str | None:
     """The trace of the runs that kept their logs: None when none did, the error's text when
     tracing failed (a report is never lost to one unreadable log)."""
@@ -172,9 +221,11 @@ def trace_sections(run_dirs: Sequence[Path], t: Traced | str | None = None) -> l
     body += _skew_html(t.skew, b)
     body += _osprofiler_html(run_dirs, t)
     if not t.faults.empty:
+        keys = [c for c in ("component", "state", "fault", "cause") if c in t.faults.columns]
         body += ["<h3>Terminal faults by message template (one per failed boot)</h3>",
-                 table_html(t.faults.groupby(["component", "state", "fault"])["count"].sum()
+                 table_html(t.faults.groupby(keys, dropna=False)["count"].sum()
                             .reset_index().sort_values("count", ascending=False))]
+    body += _causes_html(run_dirs, b)
     if not t.errors.empty:
         errs = (t.errors.groupby(["component", "level", "template"])[["count", "requests"]].sum()
                 .reset_index().sort_values("count", ascending=False).head(25))

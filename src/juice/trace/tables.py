@@ -31,8 +31,8 @@ from typing import Any
 import pandas as pd
 
 from juice.errors import UserError
+from juice.trace import causes, flow, skew
 from juice.trace import clocks as clk
-from juice.trace import flow, skew
 from juice.trace.parse import Event, parse_files
 
 LOG_SUFFIXES = (".log", ".json", ".txt")
@@ -244,7 +244,10 @@ def _boots(traces: Sequence[flow.Trace], src: Source, api: pd.DataFrame | None) 
             "t_end": tr.t_end, "duration_s": tr.duration_s, "api_status": tr.api_status,
             "fault": tr.fault, "fault_template": tr.fault_template, "fault_component": tr.fault_component,
             "anomalies": len(tr.anomalies), "anomaly": "; ".join(tr.anomalies) or None,
-            "events": len(tr.events)}
+            "events": len(tr.events),
+            "cause": causes.boot_cause(tr.fault_template, tr.fault,
+                                       (e.template for e in tr.events if e.kind == "error"))
+            if tr.state != "active" else None}
         for ph in flow.PHASES:
             r[f"{ph}_s"] = tr.phases.get(ph)
         for k in ("concurrency", "schedulers", "delay_ms", "rate"):
@@ -311,13 +314,14 @@ def _errors(events: Sequence[Event], traces: Sequence[flow.Trace], run: str
     in_boot = {e.rid for tr in traces for e in tr.events if e.kind == "error"}
     rows = [{"run": run, "component": e.component, "level": e.level, "template": e.template or "",
              "request_id": e.rid, "in_boot": e.rid in in_boot} for e in events if e.kind == "error"]
-    cols = ["run", "component", "level", "template", "count", "requests", "in_boots"]
+    cols = ["run", "component", "level", "template", "count", "requests", "in_boots", "cause"]
     if rows:
         d = pd.DataFrame(rows)
         errors = (d.groupby(["run", "component", "level", "template"], dropna=False)
                   .agg(count=("template", "size"), requests=("request_id", "nunique"),
                        in_boots=("in_boot", "sum"))
                   .reset_index().sort_values("count", ascending=False))
+        errors["cause"] = [_cause(t) for t in errors["template"]]
     else:
         errors = pd.DataFrame(columns=cols)
     frows = [{"run": run, "component": tr.fault_component or "?", "state": tr.state,
@@ -326,7 +330,13 @@ def _errors(events: Sequence[Event], traces: Sequence[flow.Trace], run: str
     faults = (pd.DataFrame(frows).groupby(["run", "component", "state", "fault"]).size()
               .rename("count").reset_index().sort_values("count", ascending=False)
               if frows else pd.DataFrame(columns=["run", "component", "state", "fault", "count"]))
+    faults["cause"] = [_cause(f) for f in faults["fault"]]
     return errors, faults
+
+
+def _cause(text: Any) -> str | None:
+    found = causes.cause_of(str(text)) if isinstance(text, str) else None
+    return found[0] if found else None
 
 
 def _short(s: str | None) -> str | None:

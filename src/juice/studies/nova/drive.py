@@ -40,12 +40,14 @@ def atomic_lines(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
 def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Place,
             logs: Sequence[tuple[Place, Path]], probe: Any, running: int | None, facts: Mapping[str, Any],
             faults: Any = None, lab: Mapping[str, Any] | None = None,
-            versions: Mapping[str, str] | None = None) -> None:
+            versions: Mapping[str, str] | None = None, db_events: Any = None) -> None:
     """Drive ``run.point`` from ``site`` of ``launcher`` (a lab, or this machine) with ``env``
     (endpoints, credentials: never stored), then write the run (see the study's module doc).
     ``at`` is where the driver runs (it writes its boots under ``at.root``; fetched here);
     ``logs`` the services' logs at their places (the run's part of each is fetched into logs/);
-    ``lab`` the lab's facts (where the sites ran) and ``versions`` the servers' versions."""
+    ``lab`` the lab's facts (where the sites ran) and ``versions`` the servers' versions;
+    ``db_events`` the database's event counters (``services.dbevents``: deadlocks, certification
+    failures, refused connections) read over the run's window."""
     from juice.load.drivers import DriverJob, run_drivers
     from juice.load.iterations import iteration_rows, write_iterations
     from juice.load.progress import RichProgress
@@ -75,7 +77,8 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
     load = f"{p.rate:g}/s ({p.arrival})" if p.rate is not None else f"concurrency {p.concurrency}"
     run.progress(f"{p.times} boots, {load}" + (f", {running} VMs running" if running is not None else ""))
     bar = run.ui if run.ui is not None else RichProgress()
-    with probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
+    with probe.window() if probe is not None else nullcontext() as w, \
+            db_events.window() if db_events is not None else nullcontext() as ew, faults or nullcontext():
         results = run_drivers(launcher, [job], faults.watch(bar) if faults is not None else bar)
     try:
         at.fetch(boots_at, run.rd.file(f"boots-{site}.jsonl"))
@@ -116,6 +119,8 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
         extra["sla_stopped"] = halt
         run.progress(f"stopped by sla: {halt['criterion']} could no longer pass after "
                      f"{halt['iterations_done']} boots")
+    if ew is not None:  # optional: runs made before it have none
+        extra["server_events"] = {"database": dict(ew.result)}
     if running is not None:  # added to what is there (an SLA stop is kept on lab runs too)
         extra.update({"running_vms": running,
                       "preload_method": "booted through the API (multi-create batches of 50)",

@@ -249,7 +249,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                 run, sites, env, site=1, at=ThisHost(sites.workdir), logs=[], probe=dep.probe,
                 running=None, facts={}))
             return
-        from juice.services import counters
+        from juice.services import counters, dbevents
         from juice.services.fake_openstack import IMAGE_ID
 
         grow_preload(dep, p.preload, run.progress)
@@ -266,6 +266,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
         except (ServiceError, TypeError):
             probe = None
+        db_events = dbevents.probe_for(dep.stack.db)
         faults = None
         if spec.faults:
             from juice.faults.runner import FaultRunner
@@ -274,7 +275,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             faults = FaultRunner(spec.faults, NovaFaults(dep.lab, dep.stack, p.delay_ms), run.progress)
         drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
                       logs=[f for svc in svcs for f in svc.logs()], probe=probe, running=dep.running,
-                      facts=dep.facts, faults=faults, lab=dep.lab.facts(), versions=dep.versions)
+                      facts=dep.facts, faults=faults, lab=dep.lab.facts(), versions=dep.versions,
+                      db_events=db_events)
         if dep.stack.redis is not None:
             osprofiler_traces(run, dep.stack)
 

@@ -1,0 +1,105 @@
+"""Causes of failures, named from the services' own error messages (seed 004, Table 1:
+component, error, count, cause), and tied to the database's own counters (issue 28).
+
+A message template (``parse.template_of``) is matched against ``CAUSES``, the failure modes the
+seeds report and the ones Juice's faults and simulation produce; the first match names the
+cause and the knob that governs it. Unknown templates keep no cause (``None``): they are listed,
+never guessed. A failed boot's cause is its terminal fault's, else the first error line of the
+boot (same request ids) that names one.
+
+The database counters of the run (``server_events`` in the manifest, ``services.dbevents``)
+confirm or refine a cause: "Deadlock found" lines come from InnoDB deadlocks or from Galera
+certification failures / brute-force aborts, and only the counters tell which.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# (pattern on the template or message, cause, what governs it)
+CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I), c, k) for p, c, k in (
+    (r"QueuePool limit of size .* overflow .* reached", "database connection pool exhausted",
+     "[database] max_pool_size / max_overflow (seed 002: 5 → 100)"),
+    (r"Too many connections|max_connections", "database refused connections (max_connections)",
+     "MariaDB max_connections (shipped 151)"),
+    (r"Deadlock found when trying to get lock|DBDeadlock|deadlock detected",
+     "database deadlock or Galera certification conflict",
+     "writers per row: Galera multi-writer (seed 004), retries (oslo.db wrap_db_retry)"),
+    (r"Lock wait timeout exceeded", "database lock wait timeout", "innodb_lock_wait_timeout, contention"),
+    (r"MessagingTimeout|Timed out waiting for a reply", "RPC timeout",
+     "[DEFAULT] rpc_response_timeout, a slow or cut-off consumer"),
+    (r"AMQP server .* is unreachable|Connection refused.*5672|AMQPConnectionError|"
+     r"Unable to connect to AMQP server", "message bus unreachable", "RabbitMQ availability, partitions"),
+    (r"Lost connection to (MySQL|MariaDB) server|server has gone away|Can't connect to (MySQL|MariaDB)",
+     "database connection lost", "database availability, partitions, wait_timeout"),
+    (r"No valid host was found", "no capacity for the request (scheduler)",
+     "capacity, filters, placement allocation candidates"),
+    (r"Exceeded maximum number of retries", "retries exhausted", "[scheduler] max_attempts"),
+    (r"Error contacting glance server|GlanceConnectionFailed", "image service error",
+     "glance availability (SIMULATED here: fake-glance)"),
+    (r"Error creating port|NeutronError|PortBindingFailed", "network service error",
+     "neutron (SIMULATED here: fake-neutron)"),
+    (r"injected (build|spawn) failure|Instance failed to spawn|failed to spawn", "spawn failed on the node",
+     "the hypervisor (SIMULATED here: failures.spawn / failing_nodes)"),
+    (r"Service Unavailable|\b503\b|No server is available", "upstream refused (load balancer or API)",
+     "haproxy maxconn, API workers"),
+    (r"Unable to establish connection to .*:5000|Authorization failed|ConnectFailure.*keystone",
+     "identity service unreachable or refusing", "Keystone workers, its cache, availability"),
+    (r"Timed out|timed out", "timeout (other)", "the call's own timeout"),
+))
+
+
+def cause_of(text: str | None) -> tuple[str, str] | None:
+    """(cause, what governs it) of an error template or message; None when none applies."""
+    if not text:
+        return None
+    for pattern, cause, knob in CAUSES:
+        if pattern.search(text):
+            return cause, knob
+    return None
+
+
+GENERIC = ("retries exhausted", "timeout (other)")  # what a more specific cause explains
+
+
+def boot_cause(fault_template: str | None, fault: str | None,
+               error_templates: Iterable[str | None]) -> str | None:
+    """A failed boot's cause: its terminal fault's, else the first of its error lines that names
+    one — but a generic one (retries exhausted) gives way to the specific cause of the attempts
+    (e.g. the spawn failures that used the retries up)."""
+    found = [c[0] for c in map(cause_of, (fault_template, fault, *error_templates)) if c]
+    specific = [c for c in found if c not in GENERIC]
+    return (specific or found or [None])[0]
+
+
+def db_verdict(cause: str | None, db: Mapping[str, Any] | None) -> str | None:
+    """What the database's counters over the run say about ``cause`` (None: nothing to add)."""
+    if not db:
+        return None
+    dead, cert = int(db.get("Innodb_deadlocks", 0)), int(db.get("wsrep_local_cert_failures", 0))
+    bf, refused = int(db.get("wsrep_local_bf_aborts", 0)), int(db.get("Connection_errors_max_connections", 0))
+    if cause == "database deadlock or Galera certification conflict":
+        counted = ((dead, "InnoDB deadlock(s)"), (cert, "certification failure(s)"),
+                   (bf, "brute-force abort(s)"))
+        parts = [f"{n} {what}" for n, what in counted if n]
+        return "database counters: " + (", ".join(parts) if parts else "no deadlock or conflict counted")
+    if cause == "database refused connections (max_connections)":
+        peak, limit = db.get("Max_used_connections"), db.get("max_connections")
+        return f"database counters: {refused} refused, peak {peak} of max_connections {limit}"
+    return None
+
+
+def server_counters_table(manifests: Iterable[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per run with database event counters (``server_events.database``) that are not all 0."""
+    rows = []
+    for run, man in manifests:
+        db = ((man.get("server_events") or {}).get("database")) or {}
+        if not db:
+            continue
+        rows.append({"run": run, **{k: db.get(k) for k in (
+            "Innodb_deadlocks", "wsrep_local_cert_failures", "wsrep_local_bf_aborts",
+            "Connection_errors_max_connections", "Aborted_connects", "Max_used_connections",
+            "max_connections") if k in db}})
+    return rows
