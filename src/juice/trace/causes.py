@@ -71,7 +71,8 @@ def boot_cause(fault_template: str | None, fault: str | None,
     (e.g. the spawn failures that used the retries up)."""
     found = [c[0] for c in map(cause_of, (fault_template, fault, *error_templates)) if c]
     specific = [c for c in found if c not in GENERIC]
-    return (specific or found or [None])[0]
+    best = specific or found
+    return best[0] if best else None
 
 
 def db_verdict(cause: str | None, db: Mapping[str, Any] | None) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from itertools import product
 from typing import Any
 
 from juice.studies.nova.simulation import record
@@ -39,6 +40,7 @@ class NovaPoint:
     writers: str = "single"    # Galera: single | multi (see the spec)
     rate: float | None = None  # open loop: boots per second (concurrency is then the in-flight bound)
     arrival: str = "poisson"
+    configuration: str = ""    # a named set of server options (spec.configurations), "" when none
     args: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)
     fixed: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)  # computes, flavor...
 
@@ -53,6 +55,7 @@ class NovaPoint:
                 "compute_processes": self.fixed["computes"]["processes"],
                 **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
                 **({"galera_writers": self.writers} if self.writers != "single" else {}),
+                **({"configuration": self.configuration} if self.configuration else {}),
                 **({"target": self.fixed["target"], "max_rps": self.fixed["max_rps"]}
                    if "target" in self.fixed else {})}
 
@@ -65,12 +68,14 @@ class NovaPoint:
     @property
     def dirname(self) -> str:
         load = f"r{self.rate:g}" if self.rate is not None else f"c{self.concurrency}"
-        return (f"{self.scenario.split('.')[-1]}-{self.db}-s{self.schedulers}-{load}-"
+        conf = f"{self.configuration}-" if self.configuration else ""
+        return (f"{conf}{self.scenario.split('.')[-1]}-{self.db}-s{self.schedulers}-{load}-"
                 f"pre{self.preload}-{self.delay_ms:g}ms-r{self.repetition}-{self.key}")
 
     @property
     def label(self) -> str:
-        return (f"{self.scenario.split('.')[-1]} · {self.db} · {self.schedulers} scheduler(s) · "
+        return ((f"{self.configuration} · " if self.configuration else "")
+                + f"{self.scenario.split('.')[-1]} · {self.db} · {self.schedulers} scheduler(s) · "
                 + (f"{self.rate:g} boots/s" if self.rate is not None else f"concurrency {self.concurrency}")
                 + f" · {self.preload} running · {self.delay_ms:g} ms")
 
@@ -79,9 +84,9 @@ class NovaPoint:
         return (self.sites, self.delay_ms)
 
     @property
-    def deployment_key(self) -> tuple[str, str, int, int, str, int]:
+    def deployment_key(self) -> tuple[str, str, int, int, str, int, str]:
         return (self.db, self.writers, self.schedulers, self.host_subset_size, self.backend,
-                self.max_pool_size)
+                self.max_pool_size, self.configuration)
 
 
 def sim_record(spec: NovaSpec) -> dict[str, Any]:
@@ -114,23 +119,33 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
                           fixed=fixed)
                 for sc in spec.scenarios for conc, rate in spec.runner.loads()
                 for rep in range(spec.repetitions)]
+    # with configurations: each repetition runs every configuration in turn (before, after,
+    # before, after...), each on its own deployment; without: one pass, "" for the name
+    confs = list(spec.configurations or {}) or [""]
+    reps = ([[r] for r in range(spec.repetitions)] if spec.configurations
+            else [list(range(spec.repetitions))])
+    base = {k: v for k, v in fixed.items() if k != "server"}
     for delay in spec.delay_ms:
-        dbs = [(d, w) for d in spec.db for w in (spec.galera_writers if d == "galera" else ["single"])]
-        for db, writers in dbs:
-            for sched in spec.schedulers:
-                for hss in spec.host_subset_size:
-                    for backend in spec.concurrency_backend:
-                        for pool in spec.max_pool_size:
-                            for pre in sorted(spec.preload):
-                                for sc in spec.scenarios:
-                                    for conc, rate in spec.runner.loads():
-                                        for rep in range(spec.repetitions):
-                                            out.append(NovaPoint(
-                                                study=spec.name, sites=spec.sites, delay_ms=delay, db=db,
-                                                schedulers=sched, host_subset_size=hss, backend=backend,
-                                                max_pool_size=pool, preload=pre, scenario=sc.name,
-                                                concurrency=conc, times=spec.runner.times, repetition=rep,
-                                                seed=spec.seed + rep, rate=rate, writers=writers,
-                                                arrival=spec.runner.arrival,
-                                                args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed))
+        for rep_group in reps:
+            for conf in confs:
+                conf_set = spec.configurations[conf].set() if spec.configurations and conf else {}
+                server = {**spec.server.set(), **conf_set}
+                fx = {**base, **({"server": server} if server else {})}
+                out += _lab_points(spec, delay, rep_group, conf, fx)
     return out
+
+
+def _lab_points(spec: NovaSpec, delay: float, reps: list[int], conf: str, fixed: dict[str, Any]
+                ) -> list[NovaPoint]:
+    """The points of one lab (one delay) for these repetitions and configuration, deployment by
+    deployment (equal ``deployment_key``s adjacent)."""
+    dbs = [(d, w) for d in spec.db for w in (spec.galera_writers if d == "galera" else ["single"])]
+    return [NovaPoint(study=spec.name, sites=spec.sites, delay_ms=delay, db=db, schedulers=sched,
+                      host_subset_size=hss, backend=backend, max_pool_size=pool, preload=pre,
+                      scenario=sc.name, concurrency=conc, times=spec.runner.times, repetition=rep,
+                      seed=spec.seed + rep, rate=rate, writers=writers, arrival=spec.runner.arrival,
+                      configuration=conf, args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed)
+            for (db, writers), sched, hss, backend, pool in product(
+                dbs, spec.schedulers, spec.host_subset_size, spec.concurrency_backend, spec.max_pool_size)
+            for pre in sorted(spec.preload) for sc in spec.scenarios for conc, rate in spec.runner.loads()
+            for rep in reps]

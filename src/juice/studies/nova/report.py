@@ -216,6 +216,9 @@ def sections(paths: Sequence[Path]) -> list[str]:
             fit_table(t, digits=3, sort=["preload", "concurrency", "rate"], title="configurations")
             if t is not None else "", knee_figure(df),
             "<h3>Largest concurrency with zero failures</h3>", fit_table(zero_failure_table(df))]
+    from juice.studies.nova.beforeafter import section as before_after
+
+    body += before_after(df, boots)
     fig, slopes = preload_figure(df)
     if fig:
         body += ["<h3>Boot time vs VMs running</h3>", fig, fit_table(slopes, digits=4)]

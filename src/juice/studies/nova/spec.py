@@ -62,6 +62,7 @@ Simulated waits (``computes.spawn_time``, ``fakes``) are seconds, each draw capp
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
@@ -91,7 +92,7 @@ SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
                   "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes", "failures",
-                  "profiler")
+                  "profiler", "configurations")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -255,6 +256,10 @@ class NovaSpec(Strict):
     computes: Computes = Field(default_factory=Computes)
     server: ServerOptions = Field(default_factory=ServerOptions, description=(
         "server options under their upstream names (docs/server-settings.md)"))
+    configurations: dict[str, ServerOptions] | None = Field(default=None, description=(
+        "named sets of server options on top of `server`, run alternately (each repetition runs "
+        "every configuration in turn, each on its own deployment of the same shape): a "
+        "before/after as one spec, e.g. {before: {}, after: {max_overflow: 100}}"))
     flavor: Flavor = Field(default_factory=Flavor)
     users: Users = Field(default_factory=Users)
     scenarios: list[ScenarioRef] = Field(min_length=1, max_length=10)
@@ -313,6 +318,18 @@ class NovaSpec(Strict):
         no_duplicates(v)
         return v
 
+    @field_validator("configurations")
+    @classmethod
+    def _configurations(cls, v: dict[str, ServerOptions] | None) -> dict[str, ServerOptions] | None:
+        if v is None:
+            return v
+        if not 2 <= len(v) <= 8:
+            raise ValueError(f"expected 2 to 8 named configurations (e.g. before and after), got {len(v)}")
+        for name in v:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", name):
+                raise ValueError(f"{name!r}: a configuration name is 1-32 of a-z 0-9 _ - (e.g. before)")
+        return v
+
     @model_validator(mode="after")
     def _target(self) -> NovaSpec:
         if self.target is None:
@@ -361,7 +378,8 @@ class NovaSpec(Strict):
         runs = (len(self.delay_ms) * len(self.db) * len(self.galera_writers) * len(self.schedulers)
                 * len(self.host_subset_size)
                 * len(self.concurrency_backend) * len(self.max_pool_size) * len(self.preload)
-                * len(self.scenarios) * len(self.runner.concurrency) * self.repetitions)
+                * len(self.scenarios) * len(self.runner.concurrency) * self.repetitions
+                * max(len(self.configurations or {}), 1))
         if runs > 2000:
             raise ValueError(f"{runs} runs: at most 2,000 in one spec (split it)")
         return self
