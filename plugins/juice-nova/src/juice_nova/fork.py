@@ -10,7 +10,8 @@ parsed, plus imports: ``monkey_patch.patch`` (threading), the juice driver regis
 compute manager, the fake driver, the RabbitMQ driver...: ``HEAVY``); then ``gc.freeze()`` (the
 imported objects leave the collector's generations: a child's collections do not touch, hence
 do not copy, their pages) and one ``fork`` per node. No thread, socket, logging handler or
-parsed configuration exists before the fork (``check_clean`` refuses to fork otherwise).
+parsed configuration exists before the fork (``check_clean`` refuses to fork otherwise), and a
+child closes every inherited file descriptor but stdio.
 
 Each child (``run_child``): dies with the parent (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), gets
 stdin from /dev/null and stdout/stderr appended to ``DIR/<basename DIR>.log``, works in ``DIR``
@@ -191,6 +192,15 @@ def check_clean() -> None:
 
     if getattr(nova.conf.CONF, "_args", None) is not None:  # set once oslo.config parsed argv
         raise RuntimeError("oslo.config parsed before the fork")
+    sockets = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                sockets.append(fd)
+        except OSError:  # the directory's own fd, gone by now
+            continue
+    if sockets:
+        raise RuntimeError(f"sockets open before the fork (fds {', '.join(sockets)})")
 
 
 def _die_with_parent(parent: int) -> None:
@@ -214,6 +224,7 @@ def run_child(child: Child, parent: int) -> None:
         os.dup2(log, 2)
         os.close(null)
         os.close(log)
+        os.closerange(3, 65536)  # nothing of the parent's but stdio reaches nova
         os.chdir(child.home)
         sys.argv = ["nova-compute", "--config-file", str(child.config)]
         # the parent's imported objects stay frozen (gc.freeze): collections here never scan,
