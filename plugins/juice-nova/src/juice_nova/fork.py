@@ -181,9 +181,7 @@ def prepare() -> None:
 
     nova.objects.register_all()  # imports only: registers every object class
     try:  # stevedore's in-memory entry point cache, read once here (os_vif's plugins)
-        from stevedore import _cache
-
-        _cache.get_group_all("os_vif")
+        importlib.import_module("stevedore._cache").get_group_all("os_vif")
     except Exception:  # an optimisation only: the child reads it then
         pass
 
