@@ -59,6 +59,7 @@ def test_forked_nodes_are_each_their_own_nova_compute() -> None:
             mem = dep.computes.facts()["memory"]
             assert mem["isolation"] == "fork" and mem["children"] == NODES
             assert 0 < mem["child_uss_mb"] <= mem["child_pss_mb"] <= mem["child_rss_mb"]
+            assert mem["added_mb_per_node"] == mem["child_uss_mb"] and mem["mb_per_node"] > 0
             assert set(dep.computes.rss()) == {"juice-c1", *hosts}
 
             cli = dep.client(1)

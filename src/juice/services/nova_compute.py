@@ -261,7 +261,10 @@ class NovaComputes(Service):
         return {h: found[pid] for h, (_, pid) in procs.items() if pid in found}
 
     def memory_summary(self) -> dict[str, Any]:
-        """Memory per simulated node (MB): what the facts record (``{}`` when unreadable)."""
+        """Memory per simulated node (MB): what the facts record (``{}`` when unreadable):
+        ``mb_per_node`` (every compute process's PSS over the nodes, any layout) and, with fork,
+        ``added_mb_per_node`` (a child's mean USS: what one more node costs) with the children's
+        mean USS/PSS/RSS."""
         mem = self.memory()
         procs = [h for h, _ in self.opts.hosts()]
         per_proc = [mem[h] for h in procs if h in mem]
@@ -272,15 +275,16 @@ class NovaComputes(Service):
                                "process_rss_mb": round(sum(m["rss"] for m in per_proc) / n / mb, 1),
                                "process_uss_mb": round(sum(m["uss"] for m in per_proc) / n / mb, 1)}
         kids = [mem[c] for h in procs for c in self.opts.services_of(h) if c != h and c in mem]
-        if kids:
+        if kids:  # fork: one more node costs one more child's private pages (USS)
             out.update({"children": len(kids),
                         "child_uss_mb": round(sum(m["uss"] for m in kids) / len(kids) / mb, 1),
                         "child_pss_mb": round(sum(m["pss"] for m in kids) / len(kids) / mb, 1),
                         "child_rss_mb": round(sum(m["rss"] for m in kids) / len(kids) / mb, 1)})
             out["added_mb_per_node"] = out["child_uss_mb"]
-        else:
-            total = sum(m["pss"] for m in per_proc) / mb
-            out["added_mb_per_node"] = round(total / max(1, self.opts.nodes), 3)
+        # every compute process's PSS (shared pages counted once) over the nodes: comparable
+        # across layouts
+        total = sum(m["pss"] for m in [*per_proc, *kids]) / mb
+        out["mb_per_node"] = round(total / max(1, self.opts.nodes), 3)
         return out
 
     def pids(self) -> list[int]:

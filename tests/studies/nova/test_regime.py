@@ -19,7 +19,7 @@ def manifest(conc: int, procs: int, npp: int, *, isolation: str | None = None, b
                             "max_concurrent_builds": builds or 10}
     if isolation:
         comp["isolation"] = isolation
-        comp["memory"] = {"added_mb_per_node": 12.5}
+        comp["memory"] = {"added_mb_per_node": 12.5, "mb_per_node": 40.0}
     server = {"executor_thread_pool_size": threads} if threads else {}
     return {"params": params, "deployment": {"computes": comp}, "spec": {"server": server}}
 
@@ -43,13 +43,15 @@ def test_one_service_per_node_is_never_flagged() -> None:
     for man in (manifest(200, 1, 20, isolation="fork"), manifest(200, 20, 1)):
         bad, why = regime.verdict(row(man))
         assert bad is False and "not distorted" in why
-    assert regime.columns(manifest(5, 1, 3, isolation="fork"))["added_mb_per_node"] == 12.5
+    cols = regime.columns(manifest(5, 1, 3, isolation="fork"))
+    assert (cols["added_mb_per_node"], cols["mb_per_node"]) == (12.5, 40.0)
 
 
 def test_older_manifests_are_judged_by_their_defaults() -> None:
     cols = regime.columns(manifest(60, 4, 25, old=True))
     assert cols == {"compute_isolation": "shared", "nodes_per_process": 25, "compute_processes": 4,
-                    "max_concurrent_builds": 10, "executor_threads": 64, "added_mb_per_node": None}
+                    "max_concurrent_builds": 10, "executor_threads": 64, "mb_per_node": None,
+                    "added_mb_per_node": None}
     assert regime.verdict(row(manifest(60, 4, 25, old=True)))[0] is True
 
 

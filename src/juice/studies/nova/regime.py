@@ -45,7 +45,7 @@ def columns(man: dict[str, Any]) -> dict[str, Any]:
             "max_concurrent_builds": comp.get("max_concurrent_builds",
                                               spec_comp.get("max_concurrent_builds", BUILD_SLOTS)),
             "executor_threads": server.get("executor_thread_pool_size", EXECUTOR_THREADS),
-            "added_mb_per_node": mem.get("added_mb_per_node")}
+            "mb_per_node": mem.get("mb_per_node"), "added_mb_per_node": mem.get("added_mb_per_node")}
 
 
 def verdict(row: pd.Series | dict[str, Any]) -> tuple[bool | None, str]:  # type: ignore[type-arg]
@@ -86,7 +86,8 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
         rows.append({"run": r.get("run"), "concurrency": r.get("concurrency"),
                      "layout": f"{r.get('compute_processes')} x {r.get('nodes_per_process')} "
                                f"({r.get('compute_isolation') or 'shared'})",
-                     "added MB per node": r.get("added_mb_per_node"),
+                     "MB per node (PSS)": r.get("mb_per_node"),
+                     "added MB per node (fork)": r.get("added_mb_per_node"),
                      "distorted": {True: "yes", False: "no", None: "-"}[bad], "why": why})
     return pd.DataFrame(rows)
 
