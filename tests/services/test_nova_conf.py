@@ -204,3 +204,25 @@ def test_osprofiler_is_off_as_shipped_and_on_in_every_role_when_asked() -> None:
     devs = {d.option: d for d in nova_deviations(NovaOptions(profiler="redis"))}
     assert devs["[profiler] enabled"].value == "true" and devs["[profiler] enabled"].default == "false"
     assert not any("profiler" in d.option for d in nova_deviations(NovaOptions()))
+
+
+def test_fork_isolation_makes_one_service_per_node() -> None:
+    from juice.services.nova_conf import render_node_of
+
+    shared = ComputeOptions(sites=(2, 3), nodes_per_process=3, failing_nodes=1)
+    assert shared.service_hosts() == [("juice-c1", 2), ("juice-c2", 3)]
+    assert render_node_of(shared, "juice-c1") == render_nodes("juice-c1", 3, shared)
+    fork = ComputeOptions(sites=(2, 3), nodes_per_process=3, failing_nodes=1, isolation="fork")
+    assert fork.hosts() == shared.hosts()  # the processes Juice starts and stops
+    assert fork.service_hosts() == [(f"juice-c{i}-n000{j}", s) for i, s in ((1, 2), (2, 3)) for j in range(3)]
+    one = render_node_of(fork, "juice-c2-n0001")
+    assert one["host"] == "juice-c2-n0001" and [n["name"] for n in one["nodes"]] == ["juice-c2-n0001"]
+    assert one["nodes"][0]["uuid"] == node_uuid("juice-c2-n0001", "juice-c2-n0001")
+    # failing_nodes: the first k nodes of each process, as with shared isolation
+    assert [render_node_of(fork, h)["nodes"][0]["fail_builds"] for h, _ in fork.service_hosts()] == [
+        True, False, False] * 2
+    conf = parse(render_nova_conf("compute", CTX, NovaOptions(), host="juice-c2-n0001", comp=fork))
+    assert conf.get("DEFAULT", "host") == "juice-c2-n0001"
+    assert conf.get("DEFAULT", "state_path") == "/w/nova/juice-c2-n0001"
+    with pytest.raises(UserError, match="^computes.isolation: expected shared or fork"):
+        ComputeOptions(isolation="thread")

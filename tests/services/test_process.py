@@ -86,3 +86,23 @@ def test_stop_all_signals_every_server(tmp_path: Path) -> None:
     servers = [spawn(ThisHost(), SLEEP, log=tmp_path / f"s{i}.log", what=f"s{i}") for i in range(3)]
     stop_all(servers, grace_s=5)
     assert not any(s.running() for s in servers)
+
+
+def test_memory_reads_rss_pss_and_uss_from_smaps_rollup(tmp_path: Path) -> None:
+    import os
+
+    from juice.services.process import memory, rss
+
+    srv = spawn(ThisHost(), SLEEP, log=tmp_path / "s.log", what="sleeper in site 0")
+    try:
+        assert srv.pid is not None
+        gone = 2**22 + 1  # above the kernel's pid_max: never a process
+        got = memory(ThisHost(), [os.getpid(), srv.pid, gone])
+        assert set(got) == {os.getpid(), srv.pid}
+        for m in got.values():
+            assert 0 < m["uss"] <= m["rss"] and m["uss"] <= m["pss"] <= m["rss"]
+        # the same RSS as /proc/<pid>/status, within what the sleeper does between the reads
+        assert abs(got[srv.pid]["rss"] - rss(ThisHost(), [srv.pid])[srv.pid]) < 4 << 20
+        assert memory(ThisHost(), []) == {}
+    finally:
+        srv.stop(grace_s=5)

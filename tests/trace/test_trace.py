@@ -101,3 +101,27 @@ def test_replicated_logs_trace_like_the_original(tmp_path: Path) -> None:
     t = trace([tmp_path / "rep"], workers=2)
     assert len(t.boots) == 18
     assert t.boots["state"].value_counts().to_dict() == {"active": 12, "no_valid_host": 6}
+
+
+def test_forked_nodes_logs_are_computes_on_their_site(tmp_path: Path) -> None:
+    import json
+
+    from juice.trace.parse import stream_component
+
+    # computes.isolation fork: each node's nova-compute logs to juice-c<k>-n<j>.log
+    assert stream_component("juice-c1-n0002") == "compute" and stream_component("juice-c12") == "compute"
+    d = tmp_path / "fork"
+    d.mkdir()
+    for f in (FIX / "boot" / "logs").iterdir():
+        (d / f.name.replace("juice-c1", "juice-c1-n0000")).write_bytes(f.read_bytes())
+    t = trace([d], workers=1)
+    assert len(t.boots) == 4 and set(t.boots["state"]) == {"active"}
+    assert "claim" in set(t.phases["phase"])
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"deployment": {"computes": {
+        "sites": [2, 3], "nodes_per_process": 2, "isolation": "fork"}}}))
+    clocks = run_clocks(run)
+    assert {k: v for k, v in clocks.items() if k.startswith("juice-c")} == {
+        "juice-c1": "site2", "juice-c1-n0000": "site2", "juice-c1-n0001": "site2",
+        "juice-c2": "site3", "juice-c2-n0000": "site3", "juice-c2-n0001": "site3"}

@@ -28,6 +28,7 @@ PROFILERS = (None, "redis")
 # The namespace of node UUIDs (a fixed uuid5 of the project's name: never change it, node UUIDs
 # of earlier runs would no longer match).
 NODE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "juice.compute-nodes")
+ISOLATIONS = ("shared", "fork")  # computes.isolation (docs/nova-simulation.md)
 DRIVER = "juice_fake.MultiNodeFakeDriver"  # nova.virt.juice_fake, registered by juice-nova-compute
 QUOTAS = ("instances", "cores", "ram", "metadata_items", "injected_files",
           "injected_file_content_bytes", "injected_file_path_length", "key_pairs",
@@ -126,7 +127,12 @@ class NovaOptions:
 @dataclass(frozen=True)
 class ComputeOptions:
     """Simulated compute hosts: one nova-compute process per entry of ``sites`` (a site may
-    repeat), each serving ``nodes_per_process`` fake nodes of the given size."""
+    repeat), each serving ``nodes_per_process`` fake nodes of the given size.
+
+    ``isolation``: ``shared`` (one nova service per process: its nodes share one RPC topic, build
+    pool, claim lock and heartbeat) or ``fork`` (the process forks one nova-compute per node,
+    each its own service host ``<process host>-n<j>`` with one node of the same name:
+    ``juice_nova.fork``)."""
 
     sites: tuple[int, ...] = (2,)
     nodes_per_process: int = 20
@@ -141,8 +147,11 @@ class ComputeOptions:
     spawn_time: dict[str, Any] | None = None  # SIMULATED spawn time (juice.services.simwait)
     spawn_failure: float = 0.0            # SIMULATED: probability that a spawn fails (reschedule)
     sim_seed: int = 1                     # the draws' seed (a distribution's own seed wins)
+    isolation: str = "shared"             # shared | fork (one nova-compute per node)
 
     def __post_init__(self) -> None:
+        if self.isolation not in ISOLATIONS:
+            raise UserError(f"computes.isolation: expected shared or fork, got {self.isolation!r}")
         if not self.sites:
             raise UserError("computes.sites: give at least one site (one nova-compute per entry)")
         if not 1 <= self.nodes_per_process <= 20000:
@@ -167,6 +176,21 @@ class ComputeOptions:
     def hosts(self) -> list[tuple[str, int]]:
         """(service host name, site) per nova-compute process: juice-c1, juice-c2, ..."""
         return [(f"juice-c{i}", s) for i, s in enumerate(self.sites, start=self.first_index)]
+
+    def service_hosts(self) -> list[tuple[str, int]]:
+        """(nova service host, site) of every nova-compute service: the processes (shared), or
+        one per node (fork: ``<process host>-n<j>``, the node's own name)."""
+        return [(c, s) for h, s in self.hosts() for c in self.services_of(h)]
+
+    def services_of(self, host: str) -> list[str]:
+        """The nova service hosts process ``host`` runs."""
+        if self.isolation == "fork":
+            return [node_name(host, j) for j in range(self.nodes_per_process)]
+        return [host]
+
+    @property
+    def forked(self) -> bool:
+        return self.isolation == "fork"
 
     @property
     def nodes(self) -> int:
@@ -198,6 +222,18 @@ def render_nodes(host: str, count: int, comp: ComputeOptions) -> dict[str, Any]:
         for i in range(count)]}
     if comp.simulation():
         out["simulation"] = comp.simulation()
+    return out
+
+
+def render_node_of(comp: ComputeOptions, service: str) -> dict[str, Any]:
+    """``juice-nodes.json`` of one nova service host of ``comp``: its process's nodes (shared),
+    or its single node, named as the service (fork; failing_nodes counts per process)."""
+    if not comp.forked:
+        return render_nodes(service, comp.nodes_per_process, comp)
+    index = int(service.rsplit("-n", 1)[1])
+    out = render_nodes(service, 1, comp)
+    node = out["nodes"][0]
+    node.update(name=service, uuid=node_uuid(service, service), fail_builds=index < comp.failing_nodes)
     return out
 
 

@@ -243,6 +243,34 @@ def rss(place: Place, pids: Iterable[int]) -> dict[int, int]:
     return out
 
 
+def memory(place: Place, pids: Iterable[int]) -> dict[int, dict[str, int]]:
+    """``rss``, ``pss`` and ``uss`` (private clean + dirty) in bytes of each of ``pids`` at
+    ``place``, from ``/proc/<pid>/smaps_rollup`` (one command); a pid gone or unreadable is left out.
+    PSS shares each shared page among the processes mapping it; USS is what the process alone
+    holds (what freeing it would return): the added memory of a forked child."""
+    want = sorted({p for p in pids if p})
+    if not want:
+        return {}
+    r = place.run(["grep", "-H", "-E", "^(Rss|Pss|Private_Clean|Private_Dirty):",
+                   *(f"/proc/{p}/smaps_rollup" for p in want)])  # rc 2 when one is gone
+    out: dict[int, dict[str, int]] = {}
+    for line in r.out.splitlines():
+        path, _, rest = line.partition(":")
+        key, _, value = rest.partition(":")
+        try:
+            pid, kb = int(path.split("/")[2]), int(value.split()[0]) * 1024
+        except (IndexError, ValueError):
+            continue
+        m = out.setdefault(pid, {"rss": 0, "pss": 0, "uss": 0})
+        if key == "Rss":
+            m["rss"] = kb
+        elif key == "Pss":
+            m["pss"] = kb
+        else:
+            m["uss"] += kb
+    return out
+
+
 def run_to_end(place: Place, argv: Sequence[str | Path], *, log: Path, what: str, timeout: float = 300.0,
                env: dict[str, str] | None = None) -> float:
     """Run a command-line tool at ``place`` to completion (bounded); its output appended to

@@ -106,13 +106,14 @@ class Event:
 
 
 def stream_component(name: str) -> str | None:
-    """A component from a log file's name (``juice-sched-2`` → scheduler), else None."""
+    """A component from a log file's name (``juice-sched-2`` → scheduler, ``juice-c1-n0002`` →
+    compute), else None."""
     n = name.lower()
     for key, comp in (("sched", "scheduler"), ("conductor", "conductor"), ("placement", "placement"),
                       ("keystone", "keystone"), ("compute", "compute"), ("api", "api")):
         if key in n:
             return comp
-    if re.search(r"(^|[-_])c\d+$", n):
+    if re.search(r"(^|[-_])c\d+(-n\d+)?$", n):  # juice-c3, or a forked node's juice-c3-n0001
         return "compute"
     return None
 

@@ -119,8 +119,11 @@ def run_clocks(run_dir: Path) -> dict[str, str]:
         out["juice-conductor"] = f"site{nova['conductor_site']}"
     for k, s in enumerate(nova.get("scheduler_sites") or [], start=1):
         out[f"juice-sched-{k}"] = f"site{s}"
+    forked = comp.get("isolation") == "fork"  # one nova-compute per node: juice-c<k>-n<j>
     for k, s in enumerate(comp.get("sites") or [], start=1 + int(comp.get("first_index", 1)) - 1):
         out[f"juice-c{k}"] = f"site{s}"
+        for j in range(int(comp.get("nodes_per_process") or 0) if forked else 0):
+            out[f"juice-c{k}-n{j:04d}"] = f"site{s}"
     if plc.get("site") is not None:
         out["placement"] = f"site{plc['site']}"
     return out

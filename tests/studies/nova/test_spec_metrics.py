@@ -262,3 +262,19 @@ def test_seed_verdicts_that_a_simulation_decides_are_no_verdict() -> None:
     assert out["s004.dominant_phase"].verdict == UNDECIDED and "computes.spawn_time" in \
         out["s004.dominant_phase"].reason
     assert out["s004.schedulers"].verdict == SAME and "SIMULATED" in out["s004.schedulers"].conditions
+
+
+def test_fork_isolation_is_validated_recorded_and_keyed() -> None:
+    shared = expand(parse(spec(), "n"))[0]
+    # earlier runs (no isolation field) keep their keys: shared is left out of the key
+    assert "isolation" not in shared.fixed["computes"] and "compute_isolation" not in shared.params()
+    explicit = expand(parse(spec(computes={"processes": 2, "nodes_per_process": 5, "isolation": "shared"}),
+                            "n"))[0]
+    assert explicit.key == shared.key
+    fork = expand(parse(spec(computes={"processes": 2, "nodes_per_process": 5, "isolation": "fork"}), "n"))[0]
+    assert fork.params()["compute_isolation"] == "fork" and fork.fixed["computes"]["isolation"] == "fork"
+    assert fork.key != shared.key
+    with pytest.raises(UserError, match=r"computes\.isolation: .*'shared'.*'fork'"):
+        parse(spec(computes={"processes": 2, "nodes_per_process": 5, "isolation": "threads"}), "n.yaml")
+    with pytest.raises(UserError, match=r"isolation: fork runs one nova-compute per node; 2 x 1500 .* 2,000"):
+        parse(spec(computes={"processes": 2, "nodes_per_process": 1500, "isolation": "fork"}), "n.yaml")

@@ -7,6 +7,9 @@ concurrency choice first (``nova.monkey_patch.patch``, exactly as ``nova.cmd.com
 import), then registers ``juice_nova.virt`` as the module ``nova.virt.juice_fake`` and runs
 ``nova.cmd.compute.main()`` unchanged: ``compute_driver = juice_fake.MultiNodeFakeDriver``.
 Nothing is written into nova's installed package.
+
+``juice-nova-compute --fork-nodes DIR... --pids-file PATH`` runs one nova-compute per simulated
+node instead, forked from one parent that imported nova once (``juice_nova.fork``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ def register_driver() -> None:
 
 
 def main() -> None:
+    if "--fork-nodes" in sys.argv[1:]:  # one child per simulated node (juice_nova.fork)
+        from juice_nova import fork
+
+        sys.exit(fork.main(sys.argv[1:]))
     from nova import monkey_patch
 
     monkey_patch.patch(backend="threading")  # what nova.cmd.compute does first

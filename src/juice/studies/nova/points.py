@@ -53,6 +53,8 @@ class NovaPoint:
                 "seed": self.seed, "nodes": self.fixed["computes"]["processes"]
                 * self.fixed["computes"]["nodes_per_process"],
                 "compute_processes": self.fixed["computes"]["processes"],
+                **({"compute_isolation": "fork"}
+                   if self.fixed["computes"].get("isolation") == "fork" else {}),
                 **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
                 **({"galera_writers": self.writers} if self.writers != "single" else {}),
                 **({"configuration": self.configuration} if self.configuration else {}),
@@ -97,7 +99,8 @@ def sim_record(spec: NovaSpec) -> dict[str, Any]:
 def expand(spec: NovaSpec) -> list[NovaPoint]:
     # fields added later are left out of the key while at their default (earlier runs keep theirs)
     computes = {k: v for k, v in spec.computes.model_dump().items()
-                if not (k == "failing_nodes" and v == 0) and not (k in ("sites", "spawn_time") and v is None)}
+                if not (k == "failing_nodes" and v == 0) and not (k in ("sites", "spawn_time") and v is None)
+                and not (k == "isolation" and v == "shared")}
     fixed = {"computes": computes, "flavor": spec.flavor.model_dump(),
              "users": spec.users.model_dump(), "driver_site": spec.driver_site,
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,

@@ -6,6 +6,7 @@
 - the largest concurrency with zero failures, per configuration;
 - boot time vs VMs already running, with a fitted slope (seconds per 1,000 VMs);
 - failures by message template (seed 004's error table);
+- per run, whether packing nodes into processes distorts a phase (``regime``);
 - resource profiles of api/conductor/scheduler/placement/DB/RabbitMQ (seed 004 Table 2).
 """
 
@@ -25,6 +26,7 @@ from juice.report.findings import findings_html
 from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.results.store import study_runs
+from juice.studies.nova import regime
 from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
@@ -41,7 +43,8 @@ def load(paths: Sequence[Path]) -> pd.DataFrame:
     for d in study_runs(paths, "nova", ("summary.json",)):
         man = json.loads((d / "manifest.json").read_text())
         s = json.loads((d / "summary.json").read_text())
-        rows.append({"run": d.name, "dir": str(d), **man["params"], "running_vms": man.get("running_vms"),
+        rows.append({"run": d.name, "dir": str(d), **man["params"], **regime.columns(man),
+                     "running_vms": man.get("running_vms"),
                      **{k: v for k, v in s.items() if not isinstance(v, dict)},
                      "faults": json.dumps(s.get("faults") or {}),
                      "simulation": json.dumps(man.get("simulation") or {}, sort_keys=True)})
@@ -201,7 +204,8 @@ def sections(paths: Sequence[Path]) -> list[str]:
     summ = tr.summary if tr is not None and not isinstance(tr, str) else None
     phases = phase_findings(phase_means(boots)) if boots is not None else []
     body = ["<h2>nova: boots under load (seeds 002, 004)</h2>",
-            findings_html("nova", findings(df) + phases), seeds.section(df, boots, summ),
+            findings_html("nova", findings(df) + phases + regime.findings(df)),
+            seeds.section(df, boots, summ),
             f"<p class=note>{len(df)} runs, {int(df['boots'].sum())} boots. Boot time as Rally measures it "
             "(<code>nova.boot_server</code>: POST, 1 s, then a GET every 2 s until ACTIVE) and from nova's "
             "own <code>instance.create.end</code> notification (minus the POST's send time, one clock): "
@@ -215,7 +219,12 @@ def sections(paths: Sequence[Path]) -> list[str]:
             "<h3>Per configuration and concurrency (medians over repetitions; seconds)</h3>",
             fit_table(t, digits=3, sort=["preload", "concurrency", "rate"], title="configurations")
             if t is not None else "", knee_figure(df),
-            "<h3>Largest concurrency with zero failures</h3>", fit_table(zero_failure_table(df))]
+            "<h3>Largest concurrency with zero failures</h3>", fit_table(zero_failure_table(df)),
+            "<h3>Simulation regime per run</h3><p class=note>Whether packing simulated nodes into "
+            "nova-compute processes distorts per-phase times: more than one node per process and more "
+            "boots in flight per process than its build slots or RPC executor threads "
+            "(<code>juice.studies.nova.regime</code>; docs/nova-simulation.md).</p>",
+            fit_table(regime.table(df), title="regime")]
     from juice.studies.nova.beforeafter import section as before_after
 
     body += before_after(df, boots)

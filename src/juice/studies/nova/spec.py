@@ -18,6 +18,7 @@ Example (``examples/nova-boot.yaml``)::
     #          executor_thread_pool_size: 64, conductor_workers: 1, scheduler_workers: 1,
     #          api_workers: 1, max_connections: 151}   # upstream names; unset: shipped defaults
     computes: {processes: 4, nodes_per_process: 25, vcpus: 8, memory_mb: 16384, disk_gb: 200}
+    # computes: {..., isolation: fork}   # one nova-compute per node, forked (shared: one per process)
     # computes: {..., spawn_time: {dist: table, table: seed004}}   # SIMULATED waits (seconds):
     # fakes: {image_fetch_s: {dist: uniform, low_s: 0.1, high_s: 2}}   # constant | uniform |
     #                                                  # lognormal | table (docs/nova-simulation.md)
@@ -52,10 +53,11 @@ Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset
 ``max_pool_size`` 1..500; ``server.max_overflow`` -1..1,000, ``rpc_response_timeout`` 1..3,600 s,
 ``rpc_conn_pool_size`` and ``executor_thread_pool_size`` 1..1,000, ``*_workers`` 1..64,
 ``max_connections`` 1..100,000; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
-20,000 nodes); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000; ``preload`` 0..75,000;
-``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s`` 0.1..60. ``preload`` +
-``times`` must fit on the nodes (every resource of a node is exact: allocation ratios 1.0, nothing
-reserved) unless ``allow_over_capacity: true`` (capacity K, K+1 requests: exactly one must fail).
+20,000 nodes; 2,000 with ``isolation: fork``); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000;
+``preload`` 0..75,000; ``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s``
+0.1..60. ``preload`` + ``times`` must fit on the nodes (every resource of a node is exact: allocation
+ratios 1.0, nothing reserved) unless ``allow_over_capacity: true`` (capacity K, K+1 requests: exactly
+one must fail).
 Simulated waits (``computes.spawn_time``, ``fakes``) are seconds, each draw capped by ``cap_s``
 (default 600, at most 3,600); ``failures`` are probabilities 0..1 (docs/nova-simulation.md).
 """
@@ -99,6 +101,7 @@ SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_and_delete_server": {"min_sleep": 0.0, "max_sleep": 0.0, "force_delete": False},
 }
 Delay = Annotated[FiniteFloat, Ge(0), Le(500)]
+FORK_MAX = 2000  # computes.isolation fork: nova-compute processes (one per node) on the lab's hosts
 
 
 class ScenarioRef(Strict):
@@ -172,6 +175,10 @@ class Computes(Strict):
         "controllers_site"))
     spawn_time: Wait | None = Field(default=None, description=(
         "each spawn sleeps a drawn time, the build slot held (per instance uuid), " + WAIT_DOC))
+    isolation: Literal["shared", "fork"] = Field(default="shared", description=(
+        "shared: a process's nodes share one nova service (RPC topic, build slots, claim lock, "
+        "heartbeat); fork: one nova-compute forked per node, each its own service "
+        "(docs/nova-simulation.md)"))
 
     @field_validator("sites")
     @classmethod
@@ -187,6 +194,10 @@ class Computes(Strict):
         if self.processes * self.nodes_per_process > 20_000:
             raise ValueError(f"{self.processes} x {self.nodes_per_process} nodes: at most 20,000 "
                              "simulated nodes")
+        if self.isolation == "fork" and self.processes * self.nodes_per_process > FORK_MAX:
+            raise ValueError(f"isolation: fork runs one nova-compute per node; {self.processes} x "
+                             f"{self.nodes_per_process} nodes is more than {FORK_MAX:,} (fewer nodes, "
+                             "or isolation: shared)")
         return self
 
 

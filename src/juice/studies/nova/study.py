@@ -85,7 +85,8 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
                                              memory_mb=c.memory_mb, disk_gb=c.disk_gb,
                                              max_concurrent_builds=c.max_concurrent_builds,
                                              failing_nodes=c.failing_nodes, spawn_time=c.spawn_time,
-                                             spawn_failure=spec.failures.spawn, sim_seed=spec.seed))
+                                             spawn_failure=spec.failures.spawn, sim_seed=spec.seed,
+                                             isolation=c.isolation))
 
 
 def osprofiler_traces(run: Run[NovaSpec, NovaPoint], stack: NovaDeployment) -> None:
@@ -135,7 +136,8 @@ def roles(spec: NovaSpec, p: NovaPoint) -> dict[int, list[str]]:
             out[k].append(f"{scheds} nova-scheduler")
         procs = sum(1 for s in st.computes.sites if s == k)
         if procs:
-            out[k].append(f"{procs} nova-compute x {spec.computes.nodes_per_process} nodes")
+            out[k].append(f"{procs} nova-compute x {spec.computes.nodes_per_process} nodes"
+                          + (" (forked: one nova-compute per node)" if st.computes.forked else ""))
         if k == spec.driver_site:
             out[k].append("load driver")
     return out
