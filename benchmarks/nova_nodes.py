@@ -7,7 +7,9 @@ conductor, one scheduler; sites 2..: the nova-compute processes, round-robin), `
 nova-compute processes serve ``--nodes`` fake nodes in all (Juice's multi-node fake driver).
 Reported: time from the computes' start to their services up, ``discover_hosts --by-service``,
 and every node in placement; RSS per process right after registration and after ``--settle``
-seconds (one periodic resource update runs every 60 s); CPU seconds per process; RSS per node
+seconds (one periodic resource update runs every 60 s); CPU seconds per process, and of every
+process in the lab by kind (placement workers, conductor, mariadbd, ...) at registration and
+over the settle window: which server the registration waits for; RSS per node
 (total / nodes) and the marginal RSS per node against a baseline process serving one node;
 the load average (1/5/15 min) before, at registration and at the end. Results appended as a
 JSON line to ``--out``.
@@ -42,6 +44,36 @@ def cpu_s(pid: int) -> float:
         return float("nan")
 
 
+def label(pid: int) -> str:
+    """A process's kind from its command line (gunicorn workers by their app name)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return "?"
+    first = argv[0]
+    if first.startswith(("gunicorn:", "nova-")) and " " in first:
+        head, _, rest = first.partition(" [")
+        return head + (f" [{rest}" if rest and len(rest) < 30 else "")  # gunicorn's [app], not argv
+    for a in argv[:3]:
+        base = os.path.basename(a)
+        if base.startswith(("nova-", "juice-nova", "placement", "keystone", "mariadbd", "beam", "memcached")):
+            return base
+    return os.path.basename(first) or "?"
+
+
+def lab_cpu(lab: LocalLab) -> dict[str, float]:
+    """CPU seconds so far of every process in the lab's sites, summed by kind."""
+    from juice.lab import netns
+
+    out: dict[str, float] = {}
+    for k in lab.sites:
+        for pid in netns.pids(lab.site_ns(k)):
+            c = cpu_s(pid)
+            if c == c:  # not NaN
+                out[label(pid)] = round(out.get(label(pid), 0.0) + c, 1)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=1000)
@@ -70,6 +102,9 @@ def main() -> None:
         try:
             dep.up(timeout=a.timeout)
             at_reg = load()
+            cpu_reg = lab_cpu(lab)
+            top = list(cpu_reg.items())[:8]
+            say("CPU s so far by process kind: " + ", ".join(f"{k} {v}" for k, v in top))
             pids = {h: s.pid for h, s in dep.computes.servers.items() if s.pid}
             rss_reg = dep.computes.rss()
             base = NovaComputes(lab, dep.nova, say, ComputeOptions(
@@ -84,6 +119,8 @@ def main() -> None:
                 time.sleep(2)
             base_rss = max(base.rss().values())
             cpu = {h: round(cpu_s(p), 1) for h, p in pids.items()}
+            cpu_end = lab_cpu(lab)
+            cpu_settle = {k: round(v - cpu_reg.get(k, 0.0), 1) for k, v in cpu_end.items()}
             after = load()
             t = dep.computes.timings
             total = sum(peak.values())
@@ -98,7 +135,9 @@ def main() -> None:
                 "rss_mb_baseline_1_node": round(base_rss / MB, 1),
                 "rss_kb_per_node_total": round(total / a.nodes / 1024, 1),
                 "rss_kb_per_node_marginal": round((total - a.processes * base_rss) / a.nodes / 1024, 1),
-                "cpu_s": cpu, "loadavg_before": before, "loadavg_at_registration": at_reg,
+                "cpu_s": cpu, "cpu_s_by_kind_at_registration": cpu_reg,
+                "cpu_s_by_kind_while_settling": cpu_settle, "loadavg_before": before,
+                "loadavg_at_registration": at_reg,
                 "loadavg_end": after, "cores": os.cpu_count(),
             }
         finally:
