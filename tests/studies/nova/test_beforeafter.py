@@ -42,6 +42,17 @@ def test_configurations_alternate_per_repetition_each_on_its_own_deployment() ->
     assert len({p.key for p in pts}) == len(pts)
 
 
+def test_a_configuration_can_fix_the_deployment_axes_a_seed_changed() -> None:
+    s = parse(spec(db=["galera"], sites=3, schedulers=[2], configurations={
+        "before": {"galera_writers": "multi", "host_subset_size": 1, "max_pool_size": 5},
+        "after": {"galera_writers": "single", "host_subset_size": 3, "max_pool_size": 100,
+                  "max_overflow": 100}}), "ba")
+    before, after = expand(s)
+    assert (before.writers, before.host_subset_size, before.max_pool_size) == ("multi", 1, 5)
+    assert (after.writers, after.host_subset_size, after.max_pool_size) == ("single", 3, 100)
+    assert after.fixed["server"] == {"rpc_response_timeout": 60, "max_overflow": 100}  # no axis in server
+
+
 def test_a_spec_without_configurations_keeps_its_points_and_keys() -> None:
     pts = expand(parse(spec(repetitions=2), "ba"))
     assert all(p.configuration == "" and "configuration" not in p.params() for p in pts)

@@ -131,24 +131,27 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
     for delay in spec.delay_ms:
         for rep_group in reps:
             for conf in confs:
-                conf_set = spec.configurations[conf].set() if spec.configurations and conf else {}
-                server = {**spec.server.set(), **conf_set}
+                c = spec.configurations[conf] if spec.configurations and conf else None
+                server = {**spec.server.set(), **(c.server() if c else {})}
                 fx = {**base, **({"server": server} if server else {})}
-                out += _lab_points(spec, delay, rep_group, conf, fx)
+                out += _lab_points(spec, delay, rep_group, conf, fx, c.axes() if c else {})
     return out
 
 
-def _lab_points(spec: NovaSpec, delay: float, reps: list[int], conf: str, fixed: dict[str, Any]
-                ) -> list[NovaPoint]:
-    """The points of one lab (one delay) for these repetitions and configuration, deployment by
-    deployment (equal ``deployment_key``s adjacent)."""
-    dbs = [(d, w) for d in spec.db for w in (spec.galera_writers if d == "galera" else ["single"])]
+def _lab_points(spec: NovaSpec, delay: float, reps: list[int], conf: str, fixed: dict[str, Any],
+                axes: dict[str, Any]) -> list[NovaPoint]:
+    """The points of one lab (one delay) for these repetitions and configuration (``axes``: the
+    deployment axes it fixes), deployment by deployment (equal ``deployment_key``s adjacent)."""
+    writers = [axes["galera_writers"]] if "galera_writers" in axes else spec.galera_writers
+    dbs = [(d, w) for d in spec.db for w in (writers if d == "galera" else ["single"])]
+    subsets = [axes["host_subset_size"]] if "host_subset_size" in axes else spec.host_subset_size
+    pools = [axes["max_pool_size"]] if "max_pool_size" in axes else spec.max_pool_size
     return [NovaPoint(study=spec.name, sites=spec.sites, delay_ms=delay, db=db, schedulers=sched,
                       host_subset_size=hss, backend=backend, max_pool_size=pool, preload=pre,
                       scenario=sc.name, concurrency=conc, times=spec.runner.times, repetition=rep,
                       seed=spec.seed + rep, rate=rate, writers=writers, arrival=spec.runner.arrival,
                       configuration=conf, args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed)
             for (db, writers), sched, hss, backend, pool in product(
-                dbs, spec.schedulers, spec.host_subset_size, spec.concurrency_backend, spec.max_pool_size)
+                dbs, spec.schedulers, subsets, spec.concurrency_backend, pools)
             for pre in sorted(spec.preload) for sc in spec.scenarios for conc, rate in spec.runner.loads()
             for rep in reps]

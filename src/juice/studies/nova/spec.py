@@ -161,6 +161,26 @@ class ServerOptions(Strict):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
+class Configuration(ServerOptions):
+    """A named configuration (``configurations``): server options, plus the deployment axes a
+    seed's fixes change (one value each; unset: the spec's axis)."""
+
+    galera_writers: Literal["single", "multi"] | None = Field(
+        default=None, description="Galera: single | multi (seed 004's fix: multi -> single)")
+    host_subset_size: Annotated[PositiveInt, Le(100)] | None = Field(
+        default=None, description="[filter_scheduler] host_subset_size (seed 004's fix: > schedulers)")
+    max_pool_size: Annotated[PositiveInt, Le(500)] | None = Field(
+        default=None, description="[database] max_pool_size (seed 002's fix: 5 -> 100)")
+
+    def server(self) -> dict[str, int]:
+        """The server options it sets (what goes on top of ``server``)."""
+        return {k: v for k, v in self.set().items() if k in ServerOptions.model_fields}
+
+    def axes(self) -> dict[str, Any]:
+        """The deployment axes it sets."""
+        return {k: v for k, v in self.set().items() if k not in ServerOptions.model_fields}
+
+
 class Computes(Strict):
     processes: Annotated[PositiveInt, Le(200)] = 2
     nodes_per_process: Annotated[PositiveInt, Le(5000)] = 10
@@ -267,10 +287,11 @@ class NovaSpec(Strict):
     computes: Computes = Field(default_factory=Computes)
     server: ServerOptions = Field(default_factory=ServerOptions, description=(
         "server options under their upstream names (docs/server-settings.md)"))
-    configurations: dict[str, ServerOptions] | None = Field(default=None, description=(
-        "named sets of server options on top of `server`, run alternately (each repetition runs "
-        "every configuration in turn, each on its own deployment of the same shape): a "
-        "before/after as one spec, e.g. {before: {}, after: {max_overflow: 100}}"))
+    configurations: dict[str, Configuration] | None = Field(default=None, description=(
+        "named sets of server options on top of `server` (and of galera_writers, host_subset_size, "
+        "max_pool_size, one value each), run alternately (each repetition runs every configuration "
+        "in turn, each on its own deployment of the same shape): a before/after as one spec, e.g. "
+        "{before: {}, after: {max_overflow: 100}}"))
     flavor: Flavor = Field(default_factory=Flavor)
     users: Users = Field(default_factory=Users)
     scenarios: list[ScenarioRef] = Field(min_length=1, max_length=10)
@@ -331,7 +352,7 @@ class NovaSpec(Strict):
 
     @field_validator("configurations")
     @classmethod
-    def _configurations(cls, v: dict[str, ServerOptions] | None) -> dict[str, ServerOptions] | None:
+    def _configurations(cls, v: dict[str, Configuration] | None) -> dict[str, Configuration] | None:
         if v is None:
             return v
         if not 2 <= len(v) <= 8:

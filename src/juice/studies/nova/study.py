@@ -303,7 +303,9 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         return target.cleanup_lines(spec, prefix, progress)
 
     def plan_columns(self, point: NovaPoint) -> dict[str, Any]:
-        return {"scenario": point.scenario.split(".")[-1], "db": point.db, "schedulers": point.schedulers,
+        conf = {"configuration": point.configuration} if point.configuration else {}
+        return {**conf, "scenario": point.scenario.split(".")[-1], "db": point.db,
+                "writers": point.writers, "schedulers": point.schedulers,
                 "subset": point.host_subset_size, "backend": point.backend, "pool": point.max_pool_size,
                 "running": point.preload, "load": (f"{point.rate:g}/s" if point.rate is not None
                                                    else f"conc. {point.concurrency}"), "boots": point.times,
