@@ -70,14 +70,15 @@ def test_bad_configurations_name_the_field(confs: dict[str, Any], match: str) ->
         parse(spec(configurations=confs), "ba")
 
 
-def _run(root: Path, name: str, conf: str, ok: list[bool], boot_s: list[float], per_s: float) -> None:
+def _run(root: Path, name: str, conf: str, ok: list[bool], boot_s: list[float], per_s: float,
+         index: int) -> None:
     d = root / name
     d.mkdir(parents=True)
     params = {"study": "ba", "workload": "nova", "scenario": "NovaServers.boot_server", "concurrency": 4,
               "configuration": conf, "db": "mariadb", "schedulers": 1, "preload": 0, "times": len(ok),
               "repetition": 0, "delay_ms": 0.0}
     (d / "manifest.json").write_text(json.dumps({"kind": "nova-run", "workload": "nova", "params": params,
-                                                 "spec": {"configurations": {"before": {}, "after": {}}}}))
+                                                 "order_index": index}))
     (d / "summary.json").write_text(json.dumps({"boots": len(ok), "active": sum(ok), "active_per_s": per_s,
                                                  "success_pct": 100.0 * sum(ok) / len(ok)}))
     pd.DataFrame({"request_id": [f"req-{name}-{i}" for i in range(len(ok))], "ok": ok,
@@ -87,16 +88,19 @@ def _run(root: Path, name: str, conf: str, ok: list[bool], boot_s: list[float], 
 
 def test_the_report_compares_each_configuration_with_the_first(tmp_path: Path) -> None:
     for r in range(2):  # failures before, none after; after is faster
-        _run(tmp_path, f"b{r}", "before", [True, False, False, True] * 3, [3.0 + r, 3.5, 4.0, 3.2] * 3, 0.5)
-        _run(tmp_path, f"a{r}", "after", [True] * 12, [1.0 + 0.1 * r, 1.2, 1.1, 0.9] * 3, 1.5)
+        _run(tmp_path, f"b{r}", "before", [True, False, False, True] * 3, [3.0 + r, 3.5, 4.0, 3.2] * 3,
+             0.5 + 0.1 * r, 2 * r)
+        _run(tmp_path, f"a{r}", "after", [True] * 12, [1.0 + 0.1 * r, 1.2, 1.1, 0.9] * 3, 1.5 + 0.1 * r,
+             2 * r + 1)
     df = load([tmp_path])
     traced = pd.DataFrame({"run": ["b0", "b0"], "request_id": ["req-b0-0", "req-b0-1"], "retries": [1, 0]})
     t = beforeafter.compare(df, traced).set_index("configuration")
-    assert list(t.index) == ["before", "after"]  # the spec's order: before is the baseline
+    assert list(t.index) == ["before", "after"]  # the order they ran in: before is the baseline
     assert t.loc["before", "failure_pct"] == pytest.approx(50.0) and t.loc["after", "failure_pct"] == 0.0
     assert t.loc["before", "failure_pct_lo"] <= 50.0 <= t.loc["before", "failure_pct_hi"]
     assert t.loc["before", "retry_pct"] == pytest.approx(50.0)   # 1 of the 2 traced boots
-    assert t.loc["after", "active_per_s"] == pytest.approx(1.5)
+    assert t.loc["after", "active_per_s"] == pytest.approx(1.55)
+    assert t.loc["after", "active_per_s_vs_before"].endswith("real")
     assert t.loc["after", "failure_pct_vs_before"].endswith("real")
     assert t.loc["after", "nova_boot_s_vs_before"].startswith("-")
     html = "".join(beforeafter.section(df, traced))

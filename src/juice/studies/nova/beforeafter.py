@@ -65,18 +65,21 @@ def _estimate(values: npt.NDArray[np.float64], clusters: npt.NDArray[np.int64], 
 
 
 def _spec_order(df: pd.DataFrame) -> list[str]:
-    """The configurations in the spec's order (the first is the baseline), from a run's manifest;
-    else in the order the runs are listed."""
-    seen = list(dict.fromkeys(str(c) for c in df["configuration"]))
-    for d in df["dir"]:
+    """The configurations in the order the spec ran them (the first is the baseline): by the
+    runs' ``order_index`` (the sweep's order), else their start time, else as listed. (The stored
+    spec's keys are sorted, so they cannot give it.)"""
+    first: dict[str, tuple[float, float]] = {}
+    for conf, d in zip(df["configuration"], df["dir"], strict=True):
         try:
-            spec = json.loads((Path(str(d)) / "manifest.json").read_text()).get("spec") or {}
+            man = json.loads((Path(str(d)) / "manifest.json").read_text())
         except (OSError, ValueError):
-            continue
-        named = [str(c) for c in (spec.get("configurations") or {}) if str(c) in seen]
-        if named:
-            return named + [c for c in seen if c not in named]
-    return seen
+            man = {}
+        idx = man.get("order_index")
+        at = (float(idx) if isinstance(idx, int | float) else float("inf"),
+              float(man.get("started_at") or float("inf")))
+        first[str(conf)] = min(first.get(str(conf), at), at)
+    seen = list(dict.fromkeys(str(c) for c in df["configuration"]))
+    return sorted(seen, key=lambda c: (*first.get(c, (float("inf"), float("inf"))), seen.index(c)))
 
 
 def compare(df: pd.DataFrame, traced: pd.DataFrame | None) -> pd.DataFrame:
@@ -115,7 +118,8 @@ def compare(df: pd.DataFrame, traced: pd.DataFrame | None) -> pd.DataFrame:
                 row[name], row[f"{name}_lo"], row[f"{name}_hi"] = v, lo, hi
                 if conf == order[0]:
                     base[name] = reps
-                elif reps is not None and (b0 := base.get(name)) is not None:
+                elif (reps is not None and (b0 := base.get(name)) is not None
+                      and np.isfinite(reps).any() and np.isfinite(b0).any()):
                     d = reps - b0
                     dlo, dhi = interval(d)
                     verdict = "real" if (dlo > 0 or dhi < 0) else "within noise"
