@@ -16,17 +16,8 @@ from __future__ import annotations
 
 import sys
 
-ALIAS = "nova.virt.juice_fake"
-
-
-def register_driver() -> None:
-    """Make ``juice_nova.virt`` importable as ``nova.virt.juice_fake``."""
-    import nova.virt
-
-    from juice_nova import virt
-
-    sys.modules[ALIAS] = virt
-    nova.virt.juice_fake = virt
+from juice_nova.driver import ALIAS as ALIAS  # re-exported
+from juice_nova.driver import register_driver
 
 
 def main() -> None:

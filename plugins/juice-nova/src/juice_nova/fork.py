@@ -168,7 +168,7 @@ def prepare() -> None:
     from nova import monkey_patch
 
     monkey_patch.patch(backend="threading")
-    from juice_nova.compute import register_driver
+    from juice_nova.driver import register_driver
 
     register_driver()
     importlib.import_module("nova.cmd.compute")
