@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from juice.report.figures import LINESTYLES, PALETTE, figure_html, new_figure
@@ -26,12 +25,13 @@ from juice.report.findings import findings_html
 from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.results.store import study_runs
-from juice.studies.nova import regime
+from juice.studies.nova import regime, slope
 from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
           "delay_ms"]
 SHOWN = ["success_pct", "rally_min", "rally_median", "rally_p90", "rally_p95", "rally_p99", "rally_max",
+         "rally_mean",  # Rally's "Average" column (seed 002's tables)
          "nova_median", "nova_p95", "api_median", "active_per_s"]
 HOST_NOTE = ("One 2-core host runs every nova process, the database, RabbitMQ, Keystone, placement, the "
              "simulated computes and the driver: absolute times are this host's, and more schedulers "
@@ -145,40 +145,6 @@ def zero_failure_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def preload_figure(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
-    """Boot time vs VMs running, with a least-squares slope per configuration × concurrency."""
-    if "running_vms" not in df.columns or df["running_vms"].nunique() < 2:
-        return "", pd.DataFrame()
-    fig = new_figure(6.0, 3.4)
-    ax = fig.subplots()
-    rows = []
-    keys = [c for c in [*CONFIG, "concurrency"] if c in df.columns]
-    for i, (k, g) in enumerate(df.groupby(keys, dropna=False)):
-        g = g.dropna(subset=["rally_median"])
-        if g["running_vms"].nunique() < 2:
-            continue
-        x, y = g["running_vms"].to_numpy(float), g["rally_median"].to_numpy(float)
-        slope, icpt = np.polyfit(x, y, 1)
-        k = k if isinstance(k, tuple) else (k,)
-        shown = [*_varying(df, keys), "concurrency"]
-        label = ", ".join(f"{c}={v}" for c, v in zip(keys, k, strict=False) if c in shown)
-        ax.plot(x, y, "o", color=PALETTE[i % len(PALETTE)], markersize=4, label=label)
-        xs = np.linspace(x.min(), x.max(), 20)
-        ax.plot(xs, slope * xs + icpt, color=PALETTE[i % len(PALETTE)], linewidth=0.8)
-        rows.append({**dict(zip(keys, k, strict=False)), "runs": len(g),
-                     "VMs running": f"{int(x.min())}..{int(x.max())}",
-                     "slope (s per 1,000 VMs)": round(slope * 1000, 4), "intercept (s)": round(icpt, 3)})
-    if not rows:
-        return "", pd.DataFrame()
-    ax.set_xlabel("VMs already running")
-    ax.set_ylabel("median boot time (s)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.suptitle("Boot time vs VMs running (seed 002)")
-    return figure_html(fig, "Median boot time (Rally's measure) against the VMs already running, with a "
-                            "least-squares line"), pd.DataFrame(rows)
-
-
 def fault_table(df: pd.DataFrame) -> pd.DataFrame:
     c: Counter[str] = Counter()
     for f in df["faults"]:
@@ -228,9 +194,9 @@ def sections(paths: Sequence[Path]) -> list[str]:
     from juice.studies.nova.beforeafter import section as before_after
 
     body += before_after(df, boots)
-    fig, slopes = preload_figure(df)
+    fig, slopes = slope.figure(df, [c for c in CONFIG if c != "preload"] + ["concurrency"])
     if fig:
-        body += ["<h3>Boot time vs VMs running</h3>", fig, fit_table(slopes, digits=4)]
+        body += ["<h3>Boot time vs VMs running (a point per boot)</h3>", fig, fit_table(slopes, digits=4)]
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]

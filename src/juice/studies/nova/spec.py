@@ -229,7 +229,7 @@ class Flavor(Strict):
 
 
 class Users(Strict):
-    tenants: Annotated[PositiveInt, Le(100)] = 1
+    tenants: Annotated[PositiveInt, Le(500)] = 1  # seed 002: up to 500
     users_per_tenant: Annotated[PositiveInt, Le(100)] = 1
 
 
