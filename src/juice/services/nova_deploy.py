@@ -45,7 +45,7 @@ from juice.services.nova_compute import NovaComputes
 from juice.services.nova_conf import ComputeOptions, NovaOptions
 from juice.services.nova_settings import db_connections
 from juice.services.placement import Placement
-from juice.services.rabbitmq import RabbitMQ
+from juice.services.rabbitmq import PROMETHEUS, RabbitMQ
 from juice.services.redis import Redis
 
 __all__ = ["IMAGE_ID", "NovaDeployment", "NovaStack"]
@@ -142,7 +142,7 @@ class NovaDeployment:
         self.db: Service = registry.build(lab, s.db, progress, max_connections=limit,
                                           max_connections_reason=why,
                                           **({"site": s.db_site} if s.db == "mariadb" else {}))
-        self.mq = RabbitMQ(lab, progress, nodes=list(s.bus_sites))
+        self.mq = RabbitMQ(lab, progress, nodes=list(s.bus_sites), plugins=[PROMETHEUS])  # rates per run
         self.ks = Keystone(lab, self.db, progress, s.keystone())
         self.placement = Placement(lab, self.db, self.ks, progress, site=s.placement_site,
                                    workers=s.placement_workers)

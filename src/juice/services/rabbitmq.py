@@ -98,9 +98,16 @@ def plan_nodes(sites: Sequence[int], ips: dict[int, str], *, amqp_port: int = AM
     return out
 
 
-def render_conf(node: Node) -> str:
+PROMETHEUS = "rabbitmq_prometheus"  # the node's own /metrics (message rates, queue depths)
+PROMETHEUS_PORT = 15692
+
+
+def render_conf(node: Node, prometheus: bool = False) -> str:
     """rabbitmq.conf (new-style sysctl format) of ``node``: AMQP on the site address only, the
-    juice/juice user (administrator, full permissions on vhost /), remote logins allowed."""
+    juice/juice user (administrator, full permissions on vhost /), remote logins allowed; with
+    ``prometheus``, the plugin's listener on the site address too (not every interface)."""
+    extra = ([f"prometheus.tcp.ip = {node.ip}", f"prometheus.tcp.port = {PROMETHEUS_PORT}"]
+             if prometheus else [])
     return "\n".join([
         f"listeners.tcp.1 = {node.ip}:{node.amqp_port}",
         f"distribution.listener.port_range.min = {node.dist_port}",
@@ -118,6 +125,7 @@ def render_conf(node: Node) -> str:
         # A lab host is small and shared: do not block publishers on the default 40 % / 50 MB.
         "vm_memory_high_watermark.relative = 0.8",
         "disk_free_limit.absolute = 10MB",
+        *extra,
         "",
     ])
 
@@ -301,7 +309,7 @@ class RabbitMQ(Service):
             place.remove(home)
             place.mkdir(home / "mnesia")
             place.mkdir(home / "log")
-            place.write(home / "rabbitmq.conf", render_conf(n))
+            place.write(home / "rabbitmq.conf", render_conf(n, PROMETHEUS in self.plugins))
             place.write(home / "enabled_plugins", render_plugins(self.plugins))
             place.write(home / "rabbitmq-env.conf", "# Juice: everything comes from the environment\n")
             place.write(home / ".erlang.cookie", COOKIE, mode=0o400)
@@ -467,7 +475,18 @@ class RabbitMQ(Service):
         return out
 
     def deviations(self) -> list[Deviation]:
-        return deviations(self.queues)
+        out = deviations(self.queues)
+        if PROMETHEUS in self.plugins:
+            out.append(dev("rabbitmq", "enabled plugins", PROMETHEUS, "(none)",
+                           "the broker's own message rates and queue depths over each run, scraped "
+                           f"from its /metrics (port {PROMETHEUS_PORT}, the site address only)"))
+        return out
+
+    def metrics_urls(self) -> list[tuple[int, str]]:
+        """(site, URL) of every node's Prometheus endpoint (empty without the plugin)."""
+        if PROMETHEUS not in self.plugins:
+            return []
+        return [(n.site, f"http://{n.ip}:{PROMETHEUS_PORT}/metrics") for n in self.nodes]
 
     def records(self) -> list[ServerRecord]:
         by_index = {n.index: n for n in self.nodes}

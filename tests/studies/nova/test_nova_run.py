@@ -112,6 +112,10 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
         assert all("osapi_compute" in {n["service"] for n in doc["traces"][t]} for t in boots["trace_id"])
         assert man["deployment"]["nova"]["profiler"] == "redis"
         assert devs[("nova", "[profiler] enabled")]["value"] == "true"
+        # RabbitMQ's own rates over the run (issue 28): boots make nova publish and consume
+        mq = pd.read_parquet(r / "rabbitmq.parquet")
+        assert len(mq) >= 2 and mq["received_per_s"].max() > 0 and mq["delivered_per_s"].max() > 0
+        assert devs[("rabbitmq", "enabled plugins")]["value"] == "rabbitmq_prometheus"
     assert not _redis_of_this_process()  # the runs' Redis stopped with their deployment
     scenario = {r: json.loads((r / "manifest.json").read_text())["params"]["scenario"] for r in runs}
     run = next(r for r in runs if "delete" not in scenario[r])
@@ -133,6 +137,7 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
     assert "nova: boots under load" in html and "Server settings that differ from the shipped" in html
     assert "Simulated waits and failures" in html and "spawn — SIMULATED: constant (value 2 s)" in html
     assert "Checked against OSProfiler on the same boots" in html
+    assert "RabbitMQ during each run" in html
     assert set(_own_namespaces()) <= before  # the lab is gone
 
 

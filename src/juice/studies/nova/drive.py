@@ -40,14 +40,16 @@ def atomic_lines(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
 def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Place,
             logs: Sequence[tuple[Place, Path]], probe: Any, running: int | None, facts: Mapping[str, Any],
             faults: Any = None, lab: Mapping[str, Any] | None = None,
-            versions: Mapping[str, str] | None = None, db_events: Any = None) -> None:
+            versions: Mapping[str, str] | None = None, db_events: Any = None,
+            mq_sampler: Any = None) -> None:
     """Drive ``run.point`` from ``site`` of ``launcher`` (a lab, or this machine) with ``env``
     (endpoints, credentials: never stored), then write the run (see the study's module doc).
     ``at`` is where the driver runs (it writes its boots under ``at.root``; fetched here);
     ``logs`` the services' logs at their places (the run's part of each is fetched into logs/);
     ``lab`` the lab's facts (where the sites ran) and ``versions`` the servers' versions;
     ``db_events`` the database's event counters (``services.dbevents``: deadlocks, certification
-    failures, refused connections) read over the run's window."""
+    failures, refused connections) read over the run's window; ``mq_sampler`` RabbitMQ's
+    rates and depths sampled over it (``services.mqstats``: rabbitmq.parquet)."""
     from juice.load.drivers import DriverJob, run_drivers
     from juice.load.iterations import iteration_rows, write_iterations
     from juice.load.progress import RichProgress
@@ -78,7 +80,8 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
     run.progress(f"{p.times} boots, {load}" + (f", {running} VMs running" if running is not None else ""))
     bar = run.ui if run.ui is not None else RichProgress()
     with probe.window() if probe is not None else nullcontext() as w, \
-            db_events.window() if db_events is not None else nullcontext() as ew, faults or nullcontext():
+            db_events.window() if db_events is not None else nullcontext() as ew, \
+            mq_sampler or nullcontext(), faults or nullcontext():
         results = run_drivers(launcher, [job], faults.watch(bar) if faults is not None else bar)
     try:
         at.fetch(boots_at, run.rd.file(f"boots-{site}.jsonl"))
@@ -119,6 +122,8 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
         extra["sla_stopped"] = halt
         run.progress(f"stopped by sla: {halt['criterion']} could no longer pass after "
                      f"{halt['iterations_done']} boots")
+    if mq_sampler is not None and len(mq := mq_sampler.frame()):  # optional, like the next
+        mq.to_parquet(run.rd.file("rabbitmq.parquet"), index=False)
     if ew is not None:  # optional: runs made before it have none
         extra["server_events"] = {"database": dict(ew.result)}
     if running is not None:  # added to what is there (an SLA stop is kept on lab runs too)

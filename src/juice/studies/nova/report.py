@@ -25,7 +25,7 @@ from juice.report.findings import findings_html
 from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.results.store import study_runs
-from juice.studies.nova import regime, slope
+from juice.studies.nova import busplot, regime, slope
 from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
@@ -197,6 +197,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
     fig, slopes = slope.figure(df, [c for c in CONFIG if c != "preload"] + ["concurrency"])
     if fig:
         body += ["<h3>Boot time vs VMs running (a point per boot)</h3>", fig, fit_table(slopes, digits=4)]
+    body += busplot.section(df)
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]

@@ -251,7 +251,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                 run, sites, env, site=1, at=ThisHost(sites.workdir), logs=[], probe=dep.probe,
                 running=None, facts={}))
             return
-        from juice.services import counters, dbevents
+        from juice.services import counters, dbevents, mqstats
         from juice.services.fake_openstack import IMAGE_ID
 
         grow_preload(dep, p.preload, run.progress)
@@ -269,6 +269,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         except (ServiceError, TypeError):
             probe = None
         db_events = dbevents.probe_for(dep.stack.db)
+        mq_sampler = mqstats.Sampler([(dep.lab.place(s), url) for s, url in dep.stack.mq.metrics_urls()])
         faults = None
         if spec.faults:
             from juice.faults.runner import FaultRunner
@@ -278,7 +279,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
                       logs=[f for svc in svcs for f in svc.logs()], probe=probe, running=dep.running,
                       facts=dep.facts, faults=faults, lab=dep.lab.facts(), versions=dep.versions,
-                      db_events=db_events)
+                      db_events=db_events, mq_sampler=mq_sampler)
         if dep.stack.redis is not None:
             osprofiler_traces(run, dep.stack)
 
