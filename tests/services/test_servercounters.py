@@ -56,6 +56,16 @@ def test_postgres_miss_rate_and_missing_sources() -> None:
     assert out["derived"] == {"rows.user": 1.0} and out["errors"] == ["memcached: timed out"]
 
 
-def test_a_deployment_without_servers_reads_nothing() -> None:
+def test_host_counters_give_the_busy_fraction_of_the_window() -> None:
+    stat0 = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\n"
+    stat1 = "cpu  250 0 100 900 50 0 0 0 0 0\ncpu0 125 0 50 450 25 0 0 0 0 0\n"
+    h0, h1 = sc.parse_host(stat0, "3.41 4.2 4.5 3/900 77"), sc.parse_host(stat1, "2.00 4.0 4.4 1/900 78")
+    assert h0 == {"host.cpu_total_jiffies": 1000, "host.cpu_busy_jiffies": 150, "host.load1_x100": 341}
+    d = sc.derived(h0, h1)
+    assert d["host_cpu_busy"] == 200 / 300 and d["host.load1_x100"] == 341  # a level: the start's
+
+
+def test_a_deployment_without_servers_reads_only_this_machine() -> None:
+    assert sc.ServerCounters(host=False).snapshot() == sc.Snapshot({}, [])
     snap = sc.ServerCounters().snapshot()
-    assert snap.values == {} and snap.errors == []
+    assert set(snap.values) == {"host.cpu_total_jiffies", "host.cpu_busy_jiffies", "host.load1_x100"}

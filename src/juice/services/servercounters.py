@@ -21,6 +21,10 @@ Flat names, one source per prefix, every value an int (a missing counter is left
   ``pg_stat_database`` (shared-buffer misses / hits).
 - ``rows.<table>``: ``COUNT(*)`` of the Keystone tables that grow with the write scenarios
   (``TABLES``), read from one server.
+- ``host.*`` (this machine, where the drivers run; on a local lab also every server):
+  ``cpu_busy_jiffies`` / ``cpu_total_jiffies`` of ``/proc/stat`` (busy = all but idle and
+  iowait) and ``load1_x100`` (the 1-minute load average × 100). On a shared machine the other
+  users' load is part of what a run measures: ``host_cpu_busy`` says how busy it was.
 
 The snapshots are taken OUTSIDE the statement-counter window (``juice.services.counters``): the
 probe's own ``SELECT COUNT(*)`` would otherwise count as the run's reads. Reading them is best
@@ -47,7 +51,7 @@ MYSQL_STATUS_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
                     + ",".join(f"'{v}'" for v in _MYSQL_STATUS) + ")")
 HISTORY_SQL = "SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'"
 # the counters that are levels (read at the run's start), not totals (read as a difference)
-LEVELS = ("memcached.curr_items", "innodb.history_list_length", "galera.cert_index_size")
+LEVELS = ("memcached.curr_items", "innodb.history_list_length", "galera.cert_index_size", "host.load1_x100")
 
 
 def _int(v: Any) -> int | None:
@@ -95,6 +99,22 @@ def parse_rows(row: Sequence[Any]) -> dict[str, int]:
     return out
 
 
+def parse_host(proc_stat: str, loadavg: str) -> dict[str, int]:
+    """Pure: ``host.*`` from the text of ``/proc/stat`` and ``/proc/loadavg``."""
+    out = {}
+    for line in proc_stat.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            ticks = [int(x) for x in parts[1:9]]  # user nice system idle iowait irq softirq steal
+            out["host.cpu_total_jiffies"] = sum(ticks)
+            out["host.cpu_busy_jiffies"] = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
+            break
+    load = loadavg.split()
+    if load:
+        out["host.load1_x100"] = round(float(load[0]) * 100)
+    return out
+
+
 def add(total: dict[str, int], part: Mapping[str, int]) -> None:
     for k, v in part.items():
         total[k] = total.get(k, 0) + v
@@ -107,6 +127,7 @@ def derived(start: Mapping[str, int], end: Mapping[str, int]) -> dict[str, float
     - ``cache_hit_rate``: memcached get_hits / (get_hits + get_misses) in the window;
     - ``buffer_pool_miss_rate``: buffer-pool reads from disk per logical read in the window
       (``pg.*``: blks_read / (blks_read + blks_hit));
+    - ``host_cpu_busy``: the fraction of this machine's CPU time that was busy in the window;
     - ``<counter>``: the window's difference of every other total, or the start's value of a
       level (``LEVELS``, ``rows.*``)."""
     out: dict[str, float] = {}
@@ -122,6 +143,9 @@ def derived(start: Mapping[str, int], end: Mapping[str, int]) -> dict[str, float
     reads, req = out.get("innodb.buffer_pool_reads"), out.get("innodb.buffer_pool_read_requests")
     if reads is not None and req:
         out["buffer_pool_miss_rate"] = reads / req
+    busy, total = out.get("host.cpu_busy_jiffies"), out.get("host.cpu_total_jiffies")
+    if busy is not None and total:
+        out["host_cpu_busy"] = busy / total
     pr, ph = out.get("pg.blks_read"), out.get("pg.blks_hit")
     if pr is not None and ph is not None and pr + ph > 0:
         out["buffer_pool_miss_rate"] = pr / (pr + ph)
@@ -149,8 +173,9 @@ class ServerCounters:
     """Reads the counters of a deployment's database servers and memcacheds."""
 
     def __init__(self, mysql: Sequence[Any] = (), pg: Sequence[Any] = (), memcached: Any = None,
-                 schema: str = "keystone") -> None:
+                 schema: str = "keystone", host: bool = True) -> None:
         self.mysql, self.pg, self.memcached, self.schema = list(mysql), list(pg), memcached, schema
+        self.host = host
 
     @classmethod
     def for_deployment(cls, db: Service, memcached: Any = None, schema: str = "keystone") -> ServerCounters:
@@ -168,12 +193,19 @@ class ServerCounters:
 
     def snapshot(self) -> Snapshot:
         snap = Snapshot()
-        for name, read in (("memcached", self._memcached), ("mysql", self._mysql), ("postgres", self._pg)):
+        for name, read in (("host", self._host), ("memcached", self._memcached), ("mysql", self._mysql),
+                           ("postgres", self._pg)):
             try:
                 add(snap.values, read())
             except (ServiceError, OSError, ValueError, IndexError) as e:
                 snap.errors.append(f"{name}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
         return snap
+
+    def _host(self) -> dict[str, int]:
+        if not self.host:
+            return {}
+        with open("/proc/stat") as st, open("/proc/loadavg") as la:
+            return parse_host(st.read(), la.read())
 
     def _memcached(self) -> dict[str, int]:
         total: dict[str, int] = {}

@@ -42,7 +42,8 @@ SHOWN = {"cache_hit_rate": "cache hit rate (window)", "memcached.get_misses": "c
          "galera.flow_control_paused_ns": "Galera flow-control paused ns (window)",
          "rows.user": "rows: user (start)", "rows.password": "rows: password (start)",
          "rows.project": "rows: project (start)", "rows.assignment": "rows: assignment (start)",
-         "rows.revocation_event": "rows: revocation_event (start)"}
+         "rows.revocation_event": "rows: revocation_event (start)",
+         "host_cpu_busy": "this machine's CPU busy (window)", "host.load1_x100": "load average x100 (start)"}
 
 
 def frame(manifests: Sequence[Mapping[str, Any]], it: pd.DataFrame) -> pd.DataFrame:
