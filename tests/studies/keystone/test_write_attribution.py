@@ -4,7 +4,8 @@ interleaved); each run's statements are attributed by kind and table from
 performance_schema (pg_stat_statements), to tables of the keystone schema, and its writes by
 table add up to the %reads/%writes write count (Com_* / pg_stat_statements). On MariaDB the
 manifest records performance_schema ON as a deviation; it records where each run stood in the
-order; the report shows the breakdown and the order-effect table."""
+order and the servers' own counters around it (memcached, buffer pool, table rows); the report
+shows the breakdown, the order-effect table and the counters early vs late."""
 
 from __future__ import annotations
 
@@ -54,7 +55,18 @@ def test_writes_are_attributed_to_keystone_tables_and_add_up(tmp_path: Path, rdb
         reads = [r for r in wa["rows"] if r["kind"] == "select"]
         assert sum(r["statements"] for r in reads) == wa["reads"] <= rw["reads"]
         assert m["order"]["mode"] == "interleaved" and m["repetition"] == m["params"]["repetition"]
+        # the servers' own counters around the run (issue 27): Keystone's memcached, the buffer
+        # pool (InnoDB / shared buffers), the rows of the tables that grow (users created: 4)
+        sc = m["server_counters"]
+        assert "errors" not in sc, sc.get("errors")
+        d, start, end = sc["derived"], sc["start"], sc["end"]
+        assert d["memcached.cmd_get"] > 0 and 0 <= d["cache_hit_rate"] <= 1
+        pool = ("innodb.buffer_pool_read_requests" if rdbms == "mariadb" else "pg.blks_hit")
+        assert d[pool] > 0 and 0 <= d["buffer_pool_miss_rate"] <= 1
+        assert rdbms != "mariadb" or "innodb.history_list_length" in start
+        assert start["rows.user"] >= 1 and start["rows.project"] >= 1 and "rows.revocation_event" in end
         positions.append((m["order"]["position"], m["order_index"]))
     assert sorted(positions) == [(0, 0), (1, 1)]
     html = (out / "report.html").read_text()
     assert "Writes by table" in html and "Order effect" in html
+    assert "What the servers did, early vs late" in html and "cache hit rate (window)" in html

@@ -22,7 +22,7 @@ from juice.load.progress import ProgressUI, RichProgress
 from juice.load.rally_json import write_rally
 from juice.load.runner import RunnerSpec
 from juice.results.store import RunDir
-from juice.services import attribution, counters
+from juice.services import attribution, counters, servercounters
 from juice.services.base import Progress, Service
 from juice.sla.criteria import Sla
 from juice.sla.stop import stop_rule, stopped
@@ -79,14 +79,15 @@ def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: P
         progress(f"no statement counters for {p.rdbms} ({e}); %reads/%writes not measured")
         probe = None
     faults = FaultRunner(p.faults, target, progress) if p.faults and target is not None else None
+    from juice.services.keystone import DB_NAME
+
     attr = None
     if p.write_attribution:
-        from juice.services.keystone import DB_NAME
-
         attr = attribution.probe_for(db, DB_NAME)
         if attr is None:
             progress(f"no statement attribution for {p.rdbms}; writes by table not measured")
-    return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults, attr)
+    sc = servercounters.ServerCounters.for_deployment(db, getattr(ks, "memcached", None), DB_NAME)
+    return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults, attr, sc)
 
 
 def pool_size(spec: RunnerSpec) -> int:
@@ -103,14 +104,18 @@ def job(p: RunPoint, site: int, spec: RunnerSpec, env: dict[str, Any]) -> Driver
 
 def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: list[DriverJob],
                probe: counters.Probe | None, progress: Progress, ui: ProgressUI | None = None,
-               faults: FaultRunner | None = None, attr: attribution.Probe | None = None) -> dict[str, Any]:
+               faults: FaultRunner | None = None, attr: attribution.Probe | None = None,
+               servers: servercounters.ServerCounters | None = None) -> dict[str, Any]:
     """Run ``jobs`` at once (statement counters around them when ``probe``, statements by kind
-    and table when ``attr``), write the run's iterations.jsonl, rally.json and events.jsonl;
-    the manifest fields of the outcome."""
+    and table when ``attr``, the servers' own counters — cache, buffer pool, table sizes — when
+    ``servers``: read outside the statement window), write the run's iterations.jsonl,
+    rally.json and events.jsonl; the manifest fields of the outcome."""
     bar = ui if ui is not None else RichProgress()
+    sc0 = servers.snapshot() if servers is not None else None
     with attr.window() if attr is not None else nullcontext() as aw, \
             probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
         results = run_drivers(launcher, jobs, faults.watch(bar) if faults is not None else bar)
+    sc = servercounters.record(sc0, servers.snapshot()) if servers is not None and sc0 is not None else None
     rw: dict[str, Any] | None = None
     if w is not None:
         c = w.result
@@ -136,6 +141,7 @@ def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: lis
                  f"{halt['iterations_done']} iterations (site {halt['site']})")
     return {**({"sla_stopped": halt} if halt is not None else {}),
             **({"write_attribution": by_table} if by_table is not None else {}),
+            **({"server_counters": sc} if sc is not None else {}),
             "rwratio": rw, "drivers": per_site, "iterations": n, "faults": events,
             "warmup_iterations": sum(len(r.warmup) for r in results),
             "failed_iterations": sum(r.failed_count for r in results),

@@ -249,11 +249,13 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
     data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
     colors = op_colors(operation_order(df))
     from juice.report.findings import findings_html
-    from juice.studies.keystone import runorder, seeds, writes
+    from juice.studies.keystone import ordercause, runorder, seeds, writes
     from juice.studies.keystone.findings import findings
 
     by_table, write_found = writes.section(manifests)
     order_parts, order_found = runorder.section(manifests, it)
+    cause_parts, cause_found = ordercause.section(manifests, it)
+    order_parts, order_found = order_parts + cause_parts, order_found + cause_found
     body = [findings_html("Keystone", order_found + findings(it, data.rw) + write_found),
             seeds.section(it, data.rw, manifests),
             _provenance(found, df, it, manifests, filter_q), *_targets(manifests),
