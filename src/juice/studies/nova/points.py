@@ -39,6 +39,7 @@ class NovaPoint:
     writers: str = "single"    # Galera: single | multi (see the spec)
     rate: float | None = None  # open loop: boots per second (concurrency is then the in-flight bound)
     arrival: str = "poisson"
+    haproxy_maxconn: int | None = None  # haproxy's global maxconn (with haproxy on; None: its default)
     args: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)
     fixed: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)  # computes, flavor...
 
@@ -53,6 +54,7 @@ class NovaPoint:
                 "compute_processes": self.fixed["computes"]["processes"],
                 **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
                 **({"galera_writers": self.writers} if self.writers != "single" else {}),
+                **({"haproxy_maxconn": self.haproxy_maxconn} if self.haproxy_maxconn is not None else {}),
                 **({"target": self.fixed["target"], "max_rps": self.fixed["max_rps"]}
                    if "target" in self.fixed else {})}
 
@@ -79,9 +81,11 @@ class NovaPoint:
         return (self.sites, self.delay_ms)
 
     @property
-    def deployment_key(self) -> tuple[str, str, int, int, str, int]:
-        return (self.db, self.writers, self.schedulers, self.host_subset_size, self.backend,
+    def deployment_key(self) -> tuple[Any, ...]:
+        base = (self.db, self.writers, self.schedulers, self.host_subset_size, self.backend,
                 self.max_pool_size)
+        # haproxy's maxconn only with haproxy on: earlier specs keep their keys (and run orders)
+        return (*base, self.haproxy_maxconn or 0) if "haproxy" in self.fixed else base
 
 
 def sim_record(spec: NovaSpec) -> dict[str, Any]:
@@ -100,6 +104,8 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
              **({"controllers_site": spec.controllers_site} if spec.controllers_site != 1 else {}),
              **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {}),
              **({"server": spec.server.set()} if spec.server.set() else {}),
+             **({"haproxy": {"site": spec.haproxy.site}} if spec.haproxy is not None else {}),
+             **({"topology": spec.topology.set()} if spec.topology.set() else {}),
              **({"simulation": sim} if (sim := sim_record(spec)) else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
@@ -120,7 +126,8 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
             for sched in spec.schedulers:
                 for hss in spec.host_subset_size:
                     for backend in spec.concurrency_backend:
-                        for pool in spec.max_pool_size:
+                        for pool, maxconn in [(pl, m) for pl in spec.max_pool_size for m in
+                                              (spec.haproxy.axis() if spec.haproxy is not None else [None])]:
                             for pre in sorted(spec.preload):
                                 for sc in spec.scenarios:
                                     for conc, rate in spec.runner.loads():
@@ -131,6 +138,7 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
                                                 max_pool_size=pool, preload=pre, scenario=sc.name,
                                                 concurrency=conc, times=spec.runner.times, repetition=rep,
                                                 seed=spec.seed + rep, rate=rate, writers=writers,
+                                                haproxy_maxconn=maxconn,
                                                 arrival=spec.runner.arrival,
                                                 args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed))
     return out
