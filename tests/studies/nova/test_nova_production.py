@@ -53,6 +53,10 @@ def test_boots_through_haproxy_two_keystones_and_a_rabbitmq_cluster(tmp_path: Pa
     # placement's token validation), and so did nova-api and placement
     assert stot[("keystone", "keystone-s1")] > 0 and stot[("keystone", "keystone-s2")] > 0
     assert stot[("nova-api", "nova-api-s1")] > 0 and stot[("placement", "placement-s1")] > 0
-    assert b"keystone keystone/keystone-s" in b"".join(p.read_bytes() for p in (run / "logs").glob("*haproxy*"))
+    logs = b"".join(p.read_bytes() for p in (run / "logs").glob("*haproxy*"))
+    assert b"keystone keystone/keystone-s" in logs  # httplog lines: frontend backend/server
+    # the report's haproxy table, rebuilt from the stored counters
+    html = (tmp_path / "results" / "np" / "report.html").read_text()
+    assert "haproxy per run" in html
     assert set(_own_namespaces()) <= before_ns  # the lab is gone
     assert _haproxies() <= before_hp            # and our haproxy with it

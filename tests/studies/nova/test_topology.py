@@ -122,3 +122,26 @@ def test_the_example_parses() -> None:
     spec = parse(data, "nova-production.yaml")
     assert spec.haproxy is not None and spec.haproxy.maxconn and spec.topology.rabbitmq_nodes == 3
     assert len(expand(spec)) >= 2
+
+
+def test_report_table_from_stored_haproxy_counters(tmp_path: Path) -> None:
+    import json
+
+    from juice.studies.nova.report import haproxy_table
+
+    def row(px: str, sv: str, **kv: str) -> dict[str, str]:
+        return {"pxname": px, "svname": sv, **kv}
+
+    small, big, old = tmp_path / "small", tmp_path / "big", tmp_path / "old"
+    for d, maxconn, smax in ((small, 50, "50"), (big, 16000, "37")):
+        d.mkdir()
+        (d / "haproxy-stats.json").write_text(json.dumps({"maxconn": maxconn, "info": {}, "stats": [
+            row("keystone", "FRONTEND", smax=smax, slim=str(maxconn), hrsp_5xx="0", ereq="1"),
+            row("keystone", "keystone-s1", stot="40"), row("keystone", "keystone-s2", stot="0"),
+            row("keystone", "BACKEND", stot="40", econ="2", eresp="")]}))
+    old.mkdir()  # a run without haproxy (or from before it): no row
+    t = haproxy_table([small, big, old])
+    assert list(t["run"]) == ["small", "big"]
+    assert list(t["reached"]) == [True, False]
+    assert list(t["servers_used"]) == [1, 1] and list(t["servers"]) == [2, 2]
+    assert list(t["errors"]) == [3, 3] and list(t["requests"]) == [40, 40]

@@ -28,7 +28,7 @@ from juice.results.store import study_runs
 from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
-          "delay_ms"]
+          "delay_ms", "haproxy_maxconn"]
 SHOWN = ["success_pct", "rally_min", "rally_median", "rally_p90", "rally_p95", "rally_p99", "rally_max",
          "nova_median", "nova_p95", "api_median", "active_per_s"]
 HOST_NOTE = ("One 2-core host runs every nova process, the database, RabbitMQ, Keystone, placement, the "
@@ -184,6 +184,36 @@ def fault_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{"failure (message template)": k, "count": v} for k, v in c.most_common()])
 
 
+def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
+    """One row per run and haproxy frontend, from each run's ``haproxy-stats.json`` (runs without
+    haproxy, or made before it existed, have none and add no row)."""
+    rows = []
+    for d in dirs:
+        f = d / "haproxy-stats.json"
+        if not f.exists():
+            continue
+        data = json.loads(f.read_text())
+        stats = data.get("stats") or []
+
+        def num(r: dict[str, str], k: str) -> int:
+            v = r.get(k) or "0"
+            return int(v) if v.isdigit() else 0
+
+        for fe in (r for r in stats if r.get("svname") == "FRONTEND"):
+            name = fe.get("pxname", "")
+            be = next((r for r in stats if r.get("pxname") == name and r.get("svname") == "BACKEND"), {})
+            servers = [r for r in stats if r.get("pxname") == name and r.get("svname") not in
+                       ("FRONTEND", "BACKEND")]
+            rows.append({"run": d.name, "maxconn": data.get("maxconn") or "default", "frontend": name,
+                         "requests": num(be, "stot"),
+                         "servers_used": sum(1 for r in servers if num(r, "stot")),
+                         "servers": len(servers), "smax": num(fe, "smax"), "slim": num(fe, "slim"),
+                         "reached": bool(num(fe, "slim")) and num(fe, "smax") >= num(fe, "slim"),
+                         "5xx": num(fe, "hrsp_5xx"), "errors": num(fe, "ereq") + num(be, "econ")
+                         + num(be, "eresp")})
+    return pd.DataFrame(rows)
+
+
 def sections(paths: Sequence[Path]) -> list[str]:
     df = load(paths)
     if df.empty:
@@ -219,6 +249,12 @@ def sections(paths: Sequence[Path]) -> list[str]:
     fig, slopes = preload_figure(df)
     if fig:
         body += ["<h3>Boot time vs VMs running</h3>", fig, fit_table(slopes, digits=4)]
+    lb = haproxy_table([Path(d) for d in df["dir"]])
+    if not lb.empty:
+        body += ["<h3>haproxy per run (its stats socket; docs/topology.md)</h3>",
+                 "<p class=note>Counters cleared before each run. <i>reached</i>: the frontend's most "
+                 "concurrent connections (smax) hit its limit (slim, the global maxconn): new connections "
+                 "then waited in the kernel's listen queue.</p>", fit_table(lb)]
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]
