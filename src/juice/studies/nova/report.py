@@ -201,7 +201,8 @@ def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
 
         for fe in (r for r in stats if r.get("svname") == "FRONTEND"):
             name = fe.get("pxname", "")
-            be: dict[str, str] = next((r for r in stats if r.get("pxname") == name and r.get("svname") == "BACKEND"), {})
+            be: dict[str, str] = next((r for r in stats if r.get("pxname") == name
+                                       and r.get("svname") == "BACKEND"), {})
             servers = [r for r in stats if r.get("pxname") == name and r.get("svname") not in
                        ("FRONTEND", "BACKEND")]
             rows.append({"run": d.name, "maxconn": data.get("maxconn") or "default", "frontend": name,
