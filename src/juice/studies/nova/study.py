@@ -306,7 +306,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                 "subset": point.host_subset_size, "backend": point.backend, "pool": point.max_pool_size,
                 "running": point.preload, "load": (f"{point.rate:g}/s" if point.rate is not None
                                                    else f"conc. {point.concurrency}"), "boots": point.times,
-                "delay": f"{point.delay_ms:g} ms", "rep": point.repetition}
+                "delay": f"{point.delay_ms:g} ms", "rep": point.repetition,
+                **({"maxconn": point.haproxy_maxconn} if point.haproxy_maxconn is not None else {})}
 
     def estimate_s(self, point: NovaPoint) -> float:
         per_boot = 1.5 + 0.02 * point.schedulers  # measured order of magnitude on 2 cores
