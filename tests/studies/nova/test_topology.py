@@ -145,3 +145,11 @@ def test_report_table_from_stored_haproxy_counters(tmp_path: Path) -> None:
     assert list(t["reached"]) == [True, False]
     assert list(t["servers_used"]) == [1, 1] and list(t["servers"]) == [2, 2]
     assert list(t["errors"]) == [3, 3] and list(t["requests"]) == [40, 40]
+    assert not t["failed"].any()
+    # a failed run that kept the counters is found (and flagged) for the table
+    failed = tmp_path / "x-run.failed"
+    small.rename(failed)
+    from juice.studies.nova.report import failed_runs
+
+    assert failed_runs([tmp_path]) == [failed]
+    assert list(haproxy_table(failed_runs([tmp_path]))["failed"]) == [True]

@@ -184,6 +184,13 @@ def fault_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{"failure (message template)": k, "count": v} for k, v in c.most_common()])
 
 
+def failed_runs(paths: Sequence[Path]) -> list[Path]:
+    """The failed runs (``<run>.failed``) of the study directories in ``paths`` that kept
+    haproxy's counters: left out of every other table, their counters may say why they failed."""
+    return [d for p in paths if p.is_dir() for d in sorted(p.glob("*.failed"))
+            if (d / "haproxy-stats.json").exists()]
+
+
 def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
     """One row per run and haproxy frontend, from each run's ``haproxy-stats.json`` (runs without
     haproxy, or made before it existed, have none and add no row)."""
@@ -205,7 +212,8 @@ def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
                                        and r.get("svname") == "BACKEND"), {})
             servers = [r for r in stats if r.get("pxname") == name and r.get("svname") not in
                        ("FRONTEND", "BACKEND")]
-            rows.append({"run": d.name, "maxconn": data.get("maxconn") or "default", "frontend": name,
+            rows.append({"run": d.name, "failed": d.name.endswith(".failed"),
+                         "maxconn": data.get("maxconn") or "default", "frontend": name,
                          "requests": num(be, "stot"),
                          "servers_used": sum(1 for r in servers if num(r, "stot")),
                          "servers": len(servers), "smax": num(fe, "smax"), "slim": num(fe, "slim"),
@@ -250,12 +258,13 @@ def sections(paths: Sequence[Path]) -> list[str]:
     fig, slopes = preload_figure(df)
     if fig:
         body += ["<h3>Boot time vs VMs running</h3>", fig, fit_table(slopes, digits=4)]
-    lb = haproxy_table([Path(d) for d in df["dir"]])
+    lb = haproxy_table([Path(d) for d in df["dir"]] + failed_runs(paths))
     if not lb.empty:
         body += ["<h3>haproxy per run (its stats socket; docs/topology.md)</h3>",
                  "<p class=note>Counters cleared before each run. <i>reached</i>: the frontend's most "
                  "concurrent connections (smax) hit its limit (slim, the global maxconn): new connections "
-                 "then waited in the kernel's listen queue.</p>", fit_table(lb)]
+                 "then waited in the kernel's listen queue. Failed runs (left out of the other tables) "
+                 "are listed too.</p>", fit_table(lb)]
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]

@@ -160,6 +160,16 @@ def provider_plan(spec: NovaSpec, points: Sequence[NovaPoint]) -> list[str]:
     return lines
 
 
+def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any) -> None:
+    """``haproxy-stats.json``: ``show info`` and ``show stat`` after the run (counters cleared
+    before it); a stats socket that does not answer is noted, not raised."""
+    try:
+        data: dict[str, Any] = {"maxconn": lb.maxconn, "info": lb.info(), "stats": lb.stats()}
+    except ServiceError as e:
+        data = {"maxconn": lb.maxconn, "error": str(e)}
+    run.rd.write_json("haproxy-stats.json", data)
+
+
 def grow_preload(dep: Deployment, want: int, progress: Progress, timeout_s: float = 3600.0) -> None:
     """Boot VMs (the admin's, named ``juice-preload-*``, multi-create batches) until ``want``
     are ACTIVE. Booted through the API, not pre-seeded rows: each went through the scheduler."""
@@ -273,13 +283,14 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         lb = dep.stack.lb
         if lb is not None:
             lb.command("clear counters all")  # the run's own maxima and totals (haproxy-stats.json)
-        drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
-                      logs=[f for svc in (*svcs, *([lb] if lb else [])) for f in svc.logs()], probe=probe,
-                      running=dep.running, facts=dep.facts, faults=faults, lab=dep.lab.facts(),
-                      versions=dep.versions)
-        if lb is not None:
-            run.rd.write_json("haproxy-stats.json", {"maxconn": lb.maxconn, "info": lb.info(),
-                                                     "stats": lb.stats()})
+        try:
+            drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
+                          logs=[f for svc in (*svcs, *([lb] if lb else [])) for f in svc.logs()],
+                          probe=probe, running=dep.running, facts=dep.facts, faults=faults,
+                          lab=dep.lab.facts(), versions=dep.versions)
+        finally:  # a failed run keeps haproxy's counters too: they may say why it failed
+            if lb is not None:
+                _haproxy_stats(run, lb)
 
     def preflight(self, spec: NovaSpec, points: Sequence[NovaPoint], assume_yes: bool) -> None:
         if spec.target is not None:
