@@ -19,6 +19,7 @@ from juice.services.haproxy import (
     FRONT_OFFSET,
     HAPROXY,
     Backend,
+    ConnSampler,
     Frontend,
     HAProxy,
     deviations,
@@ -127,6 +128,7 @@ def test_haproxy_real_roundrobin_and_maxconn_reached(lab_name: str) -> None:
             hp.up(timeout=30)
             pid = hp.server.pid if hp.server else None
             assert pid and hp.info()["Maxconn"] == "2"
+            assert hp.facts()["haproxy_version"].startswith("2.")
             url = hp.url("web") + "/"
             # 6 requests at once through a limit of 2 connections: served 2 at a time
             got: list[tuple[str, float]] = []
@@ -138,10 +140,14 @@ def test_haproxy_real_roundrobin_and_maxconn_reached(lab_name: str) -> None:
                     got.append(r)
 
             threads = [threading.Thread(target=one) for _ in range(6)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(90)
+            with ConnSampler(hp, interval_s=0.2) as sampler:
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(90)
+            sampled = sampler.result()
+            # the process sat at its global limit while the requests waited (seen in show info)
+            assert sampled["maxconn"] == 2 and sampled["max_curr_conns"] == 2 and sampled["at_limit"] >= 1
             assert len(got) == 6
             assert {body for body, _ in got} == {"backend-1", "backend-2"}  # round robin
             fe = next(r for r in hp.stats() if r["pxname"] == "web" and r["svname"] == "FRONTEND")

@@ -125,13 +125,15 @@ def deviations(maxconn: int | None) -> list[Deviation]:
                      "seed 002 raised it from 4,000 to 16,000")]
 
 
-def version() -> str:
-    """haproxy's version (e.g. ``2.6.12-1+deb12u4``), or ``unknown``."""
+def version(place: Place | None = None) -> str:
+    """haproxy's version at ``place`` (this machine by default), e.g. ``2.6.12-1+deb12u4``, or
+    ``unknown``."""
     try:
-        cp = proc.run([HAPROXY, "-v"], check=False, timeout=10)
+        out = (place.run([HAPROXY, "-v"], timeout=10).out if place is not None
+               else proc.run([HAPROXY, "-v"], check=False, timeout=10).stdout)
     except Exception:
         return "unknown"
-    words = cp.stdout.split()
+    words = out.split()
     return words[2] if len(words) > 2 and words[0] == "HAProxy" else "unknown"
 
 
@@ -149,6 +151,49 @@ for _ in range(100000):
     buf += chunk
 sys.stdout.write(buf.decode(errors="replace"))
 """
+
+
+class ConnSampler:
+    """``show info`` every ``interval_s`` in a thread while a run goes on: the process-wide
+    concurrent connections (``CurrConns``) against the global ``Maxconn``. Frontends share the
+    global limit, so no frontend's own ``smax`` shows it reached; these samples do.
+
+        with ConnSampler(hp) as s: ...     # then s.result()
+    """
+
+    def __init__(self, hp: HAProxy, interval_s: float = 1.0) -> None:
+        import threading
+
+        self.hp, self.interval_s = hp, interval_s
+        self.samples: list[int] = []
+        self.maxconn = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="haproxy-sampler", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                info = self.hp.info()
+                self.samples.append(int(info.get("CurrConns", "0")))
+                self.maxconn = int(info.get("Maxconn", "0"))
+            except (ServiceError, ValueError):
+                pass
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> ConnSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def result(self) -> dict[str, Any]:
+        """``samples``, ``interval_s``, ``max_curr_conns``, ``maxconn`` and ``at_limit`` (samples
+        with CurrConns >= Maxconn: about that many intervals spent at the global limit)."""
+        at = sum(1 for c in self.samples if self.maxconn and c >= self.maxconn)
+        return {"samples": len(self.samples), "interval_s": self.interval_s,
+                "max_curr_conns": max(self.samples, default=0), "maxconn": self.maxconn, "at_limit": at}
 
 
 class HAProxy(Service):
@@ -289,7 +334,7 @@ class HAProxy(Service):
         return deviations(self.maxconn)
 
     def facts(self) -> dict[str, Any]:
-        return {"haproxy_version": version(), "site": self.site, "maxconn": self.maxconn,
+        return {"haproxy_version": version(self.place), "site": self.site, "maxconn": self.maxconn,
                 "frontends": {f.name: {"port": f.port, "servers": [f"{b.host}:{b.port}" for b in f.servers]}
                               for f in self.frontends.values()}}
 

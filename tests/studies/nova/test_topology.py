@@ -135,7 +135,10 @@ def test_report_table_from_stored_haproxy_counters(tmp_path: Path) -> None:
     small, big, old = tmp_path / "small", tmp_path / "big", tmp_path / "old"
     for d, maxconn, smax in ((small, 50, "50"), (big, 16000, "37")):
         d.mkdir()
-        (d / "haproxy-stats.json").write_text(json.dumps({"maxconn": maxconn, "info": {}, "stats": [
+        sampled = {"samples": 10, "interval_s": 1.0, "max_curr_conns": min(maxconn, 50), "maxconn": maxconn,
+                   "at_limit": 4 if maxconn == 50 else 0}
+        (d / "haproxy-stats.json").write_text(json.dumps({"maxconn": maxconn, "info": {}, "sampled": sampled,
+                                                          "stats": [
             row("keystone", "FRONTEND", smax=smax, slim=str(maxconn), hrsp_5xx="0", ereq="1"),
             row("keystone", "keystone-s1", stot="40"), row("keystone", "keystone-s2", stot="0"),
             row("keystone", "BACKEND", stot="40", econ="2", eresp="")]}))
@@ -146,6 +149,7 @@ def test_report_table_from_stored_haproxy_counters(tmp_path: Path) -> None:
     assert list(t["servers_used"]) == [1, 1] and list(t["servers"]) == [2, 2]
     assert list(t["errors"]) == [3, 3] and list(t["requests"]) == [40, 40]
     assert not t["failed"].any()
+    assert list(t["global_max"]) == [50, 50] and list(t["s_at_global_limit"]) == [4, 0]
     # a failed run that kept the counters is found (and flagged) for the table
     failed = tmp_path / "x-run.failed"
     small.rename(failed)

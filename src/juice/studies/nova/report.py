@@ -201,6 +201,7 @@ def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
             continue
         data = json.loads(f.read_text())
         stats = data.get("stats") or []
+        sampled = data.get("sampled") or {}  # optional: earlier runs have none
 
         def num(r: dict[str, str], k: str) -> int:
             v = r.get(k) or "0"
@@ -218,6 +219,9 @@ def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
                          "servers_used": sum(1 for r in servers if num(r, "stot")),
                          "servers": len(servers), "smax": num(fe, "smax"), "slim": num(fe, "slim"),
                          "reached": bool(num(fe, "slim")) and num(fe, "smax") >= num(fe, "slim"),
+                         "global_max": sampled.get("max_curr_conns"),
+                         "s_at_global_limit": (round(sampled["at_limit"] * sampled["interval_s"])
+                                               if "at_limit" in sampled else None),
                          "5xx": num(fe, "hrsp_5xx"), "errors": num(fe, "ereq") + num(be, "econ")
                          + num(be, "eresp")})
     return pd.DataFrame(rows)
@@ -262,9 +266,11 @@ def sections(paths: Sequence[Path]) -> list[str]:
     if not lb.empty:
         body += ["<h3>haproxy per run (its stats socket; docs/topology.md)</h3>",
                  "<p class=note>Counters cleared before each run. <i>reached</i>: the frontend's most "
-                 "concurrent connections (smax) hit its limit (slim, the global maxconn): new connections "
-                 "then waited in the kernel's listen queue. Failed runs (left out of the other tables) "
-                 "are listed too.</p>", fit_table(lb)]
+                 "concurrent connections (smax) hit its limit (slim, the global maxconn). The frontends "
+                 "share the global limit: <i>global_max</i> is the most concurrent connections of the whole "
+                 "process (show info's CurrConns, sampled every second) and <i>s_at_global_limit</i> "
+                 "about how long it sat at maxconn, new connections waiting in the kernel's listen "
+                 "queue. Failed runs (left out of the other tables) are listed too.</p>", fit_table(lb)]
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]

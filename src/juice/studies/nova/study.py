@@ -160,13 +160,15 @@ def provider_plan(spec: NovaSpec, points: Sequence[NovaPoint]) -> list[str]:
     return lines
 
 
-def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any) -> None:
+def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any, sampled: dict[str, Any]) -> None:
     """``haproxy-stats.json``: ``show info`` and ``show stat`` after the run (counters cleared
-    before it); a stats socket that does not answer is noted, not raised."""
+    before it) and ``sampled`` (``ConnSampler``: CurrConns vs Maxconn during it); a stats socket
+    that does not answer is noted, not raised."""
+    data: dict[str, Any] = {"maxconn": lb.maxconn, "sampled": sampled}
     try:
-        data: dict[str, Any] = {"maxconn": lb.maxconn, "info": lb.info(), "stats": lb.stats()}
+        data.update(info=lb.info(), stats=lb.stats())
     except ServiceError as e:
-        data = {"maxconn": lb.maxconn, "error": str(e)}
+        data["error"] = str(e)
     run.rd.write_json("haproxy-stats.json", data)
 
 
@@ -281,16 +283,21 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
 
             faults = FaultRunner(spec.faults, NovaFaults(dep.lab, dep.stack, p.delay_ms), run.progress)
         lb = dep.stack.lb
+        sampler = None
         if lb is not None:
+            from juice.services.haproxy import ConnSampler
+
             lb.command("clear counters all")  # the run's own maxima and totals (haproxy-stats.json)
+            sampler = ConnSampler(lb).__enter__()  # the global maxconn: CurrConns every second
         try:
             drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
                           logs=[f for svc in (*svcs, *([lb] if lb else [])) for f in svc.logs()],
                           probe=probe, running=dep.running, facts=dep.facts, faults=faults,
                           lab=dep.lab.facts(), versions=dep.versions)
         finally:  # a failed run keeps haproxy's counters too: they may say why it failed
-            if lb is not None:
-                _haproxy_stats(run, lb)
+            if lb is not None and sampler is not None:
+                sampler.__exit__()
+                _haproxy_stats(run, lb, sampler.result())
 
     def preflight(self, spec: NovaSpec, points: Sequence[NovaPoint], assume_yes: bool) -> None:
         if spec.target is not None:
