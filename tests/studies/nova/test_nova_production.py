@@ -48,6 +48,9 @@ def test_boots_through_haproxy_two_keystones_and_a_rabbitmq_cluster(tmp_path: Pa
     assert devs[("haproxy", "global maxconn")]["value"] == "4000"
     hp = json.loads((run / "haproxy-stats.json").read_text())
     assert hp["info"]["Maxconn"] == "4000"
+    # the process-wide connections sampled during the run: some, far from the limit
+    assert hp["sampled"]["samples"] > 0 and 0 < hp["sampled"]["max_curr_conns"] < 4000
+    assert hp["sampled"]["at_limit"] == 0
     stot = {(r["pxname"], r["svname"]): int(r["stot"] or 0) for r in hp["stats"]}
     # every Keystone got requests during the run (tokens for the driver's users, nova's and
     # placement's token validation), and so did nova-api and placement
