@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,8 +163,6 @@ class ConnSampler:
     """
 
     def __init__(self, hp: HAProxy, interval_s: float = 1.0) -> None:
-        import threading
-
         self.hp, self.interval_s = hp, interval_s
         self.samples: list[int] = []
         self.maxconn = 0
