@@ -17,7 +17,7 @@ fi
 APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync socat
           mariadb-server mariadb-client galera-4 mariadb-backup
           postgresql postgresql-client python3-venv
-          memcached redis-server nats-server rabbitmq-server
+          memcached redis-server nats-server rabbitmq-server haproxy
           libmariadb-dev pkg-config gcc python3-dev  # build deps of mysqlclient (the C MySQLdb)
           openssh-server)  # sshd: the tests' stand-in for a cloud's host (profiles over SSH)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
@@ -37,7 +37,7 @@ fi
 # The packaged servers must not hold ports or data dirs Juice uses.
 # sshd only when this script installed it (a host reached over SSH keeps its own sshd).
 [[ " ${missing[*]} " == *" openssh-server "* ]] && systemctl disable --now ssh ssh.socket >/dev/null 2>&1 || true
-for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd nats-server; do
+for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd nats-server haproxy; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 

@@ -40,7 +40,7 @@ echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACH
 # the servers' own executables, and anything run from Juice's venvs.
 servers() {
   ps -eo pid=,comm=,args= | awk -v cache="$cache" '
-    $2 ~ /^(mariadbd|mysqld|postgres|beam\.smp|epmd|nats-server|memcached|redis-server|gunicorn|juice-wan-delay|sshd|uwsgi)$/ \
+    $2 ~ /^(mariadbd|mysqld|postgres|beam\.smp|epmd|nats-server|memcached|redis-server|haproxy|gunicorn|juice-wan-delay|sshd|uwsgi)$/ \
       || index($0, cache "/openstack/") || index($0, cache "/messaging/") { print $1 }' | sort
 }
 

@@ -234,6 +234,9 @@ class Keystone(Service):
         self.memcached = Memcached(lab, progress, sites=self.ks_sites) if self.opts.cache else None
         self.servers: dict[int, Server] = {}  # site -> its gunicorn master
         self.timings: dict[str, float] = {}
+        # a load balancer's URL in front of every site's Keystone (haproxy, set before
+        # configure): the catalog and every client use it; health checks go to each server
+        self.front: str | None = None
 
     # ---- names -----------------------------------------------------------------------------
     def base(self, site: int) -> Path:
@@ -263,7 +266,12 @@ class Keystone(Service):
         return site != self.first and not self.lab.place(site).shared_disk
 
     def auth_url(self, site: int) -> str:
-        """``http://<ip>:5000/v3`` of the Keystone a client in ``site`` uses (its own)."""
+        """``http://<ip>:5000/v3`` of the Keystone a client in ``site`` uses (its own; the load
+        balancer's ``front`` when there is one)."""
+        return f"{self.front}/v3" if self.front else self.server_url(site)
+
+    def server_url(self, site: int) -> str:
+        """``http://<ip>:5000/v3`` of the Keystone server of ``site`` itself (never the front)."""
         return f"http://{self.lab.site_ip(self._served(site))}:{PORT}/v3"
 
     def region(self, site: int) -> str:
@@ -293,6 +301,7 @@ class Keystone(Service):
             "db_kind": self.db.kind,
             "sites": list(self.ks_sites),
             "regions": [self.region(s) for s in self.ks_sites],
+            **({"front": self.front} if self.front else {}),
             "timings_s": {k: round(v, 2) for k, v in self.timings.items()},
         }
 
@@ -459,7 +468,7 @@ class Keystone(Service):
         return None
 
     def _answers(self, site: int) -> bool:
-        status, body = self.lab.place(site).http(self.auth_url(site), timeout=5)
+        status, body = self.lab.place(site).http(self.server_url(site), timeout=5)
         return status == 200 and '"version"' in body
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
@@ -485,7 +494,7 @@ class Keystone(Service):
         creds = self.admin_credentials()
         want = [[self.region(s), self.auth_url(s)] for s in self.ks_sites]
         r = self.lab.place(self.first).run(
-            [str(VENV / "bin" / "python3"), "-c", REGIONS_PY, self.auth_url(self.first), json.dumps(want)],
+            [str(VENV / "bin" / "python3"), "-c", REGIONS_PY, self.server_url(self.first), json.dumps(want)],
             timeout=300, env={"OS_USERNAME": creds.username, "OS_PASSWORD": creds.password,
                               "OS_PROJECT_NAME": creds.project_name})
         if not r.ok:

@@ -80,6 +80,7 @@ class Nova(Service):
         self.profiler_key = secrets.token_hex(16) if self.opts.profiler else ""
         self.servers: dict[str, Server] = {}   # service host name -> its process
         self.timings: dict[str, float] = {}
+        self.front: str | None = None  # a load balancer's URL in front of nova-api (the catalog's)
 
     # ---- names -----------------------------------------------------------------------------
     def place(self, site: int) -> Place:
@@ -104,6 +105,10 @@ class Nova(Service):
         return self.state_root(self.site) / "manage.log"
 
     def api_url(self) -> str:
+        """What clients and the catalog use: the load balancer's ``front``, else nova-api."""
+        return f"{self.front}/v2.1" if self.front else self.server_url()
+
+    def server_url(self) -> str:
         return f"http://{self.lab.site_ip(self.opts.api)}:{API_PORT}/v2.1"
 
     def roles(self) -> list[tuple[str, str, int]]:
@@ -121,12 +126,17 @@ class Nova(Service):
         def url(name: str) -> str:
             return replace(ep, database=name).url() + "?charset=utf8mb4"
 
-        return ConfContext(transport_url=self.mq.url(self.site), api_db_url=url("nova_api"),
+        return ConfContext(transport_url=self.transport_url(), api_db_url=url("nova_api"),
                            cell_db_url=url("nova_cell1"), auth_url=self.ks.auth_url(self.site),
                            region=self.ks.region(self.site), password=self.password,
                            state_root=str(self.state_root(site)),
                            api_paste=str(self.home("juice-api") / "api-paste.ini"),
                            profiler_url=self.profiler_url, profiler_key=self.profiler_key)
+
+    def transport_url(self) -> str:
+        """oslo.messaging's transport_url: every RabbitMQ node (the control site's first) when
+        the bus is a cluster, else its one node."""
+        return self.mq.urls_all(self.site) if len(self.mq.nodes) > 1 else self.mq.url(self.site)
 
     def cell0_url(self) -> str:
         ep = self.db.endpoint(self.site).write
@@ -182,7 +192,7 @@ class Nova(Service):
             ("api_db_sync", ["api_db", "sync"]),
             ("map_cell0", ["cell_v2", "map_cell0", "--database_connection", self.cell0_url()]),
             ("create_cell", ["cell_v2", "create_cell", "--name", "cell1", "--database_connection",
-                             self.context(self.site).cell_db_url, "--transport-url", self.mq.url(self.site)]),
+                             self.context(self.site).cell_db_url, "--transport-url", self.transport_url()]),
             ("db_sync", ["db", "sync"]),
         ]
         # one import of nova-manage, a process per command, one after the other (toolbatch)
@@ -221,7 +231,7 @@ class Nova(Service):
         registered and up in GET /os-services (bounded; ServiceError with the log tail)."""
         t0 = time.monotonic()
         api = self.servers["juice-api"]
-        root = self.api_url().rsplit("/", 1)[0] + "/"
+        root = self.server_url().rsplit("/", 1)[0] + "/"
         api.wait_ready(lambda: wait_http(self.lab, self.opts.api, root), timeout, interval=0.25)
         self.progress(f"nova-api answers ({time.monotonic() - t0:.1f} s)")
         for role, host, _ in self.roles()[1:]:

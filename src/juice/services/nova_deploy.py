@@ -11,13 +11,18 @@ fake-neutron, nova's control plane and the simulated compute hosts — torn down
 
 Placement of each piece is a parameter (``NovaStack``); the defaults put the database, the bus,
 Keystone, placement, the fakes and nova's control plane in site 1 and the computes in site 2.
-Keystone runs in one site only (one region), with its cache in a memcached (as devstack and
-kolla deploy it: without it Keystone 30 sends about 500 queries to the database to validate
-one admin token, ~0.45 s of CPU, for every API call nova's services and Juice make) and cheap
-password hashing (4 rounds): it is not what the nova study measures. The database keeps
-MariaDB's ``max_connections`` (151) unless the stack sets one or its pools may open more
-(``NovaStack.db_limit``: the sum, recorded with how it was counted among the deployment's
-deviations).
+Keystone runs in one site (``keystone_sites``: one per listed site, each with its region and its
+site's database node), with its cache in a memcached per site (as devstack and kolla deploy it:
+without it Keystone 30 sends about 500 queries to the database to validate one admin token,
+~0.45 s of CPU, for every API call nova's services and Juice make) and cheap password hashing
+(4 rounds): it is not what the nova study measures. ``bus_sites`` lists one RabbitMQ node per
+entry (a cluster when several; nova's transport_url then lists every node). With ``haproxy``
+on, Debian's haproxy runs in ``haproxy_site`` with one frontend per service (Keystone: every
+Keystone; placement; nova-api) and the catalog, nova's and placement's ``[keystone_authtoken]``
+and the study's clients all go through it (``juice.services.haproxy``; ``haproxy_maxconn``: its
+global maxconn). The database keeps MariaDB's ``max_connections`` (151) unless the stack sets
+one or its pools may open more (``NovaStack.db_limit``: the sum, recorded with how it was counted
+among the deployment's deviations).
 """
 
 from __future__ import annotations
@@ -37,13 +42,16 @@ from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.deviations import Deviation
 from juice.services.deviations import of as deviations_of
 from juice.services.fake_openstack import IMAGE_ID, FakeServices
+from juice.services.haproxy import HAProxy, check_maxconn
+from juice.services.keystone import PORT as KEYSTONE_PORT
 from juice.services.keystone import Keystone, KeystoneOptions
 from juice.services.keystone_settings import db_connections as keystone_connections
 from juice.services.mariadb import DEFAULT_MAX_CONNECTIONS, check_max_connections
-from juice.services.nova import Nova
+from juice.services.nova import API_PORT, Nova
 from juice.services.nova_compute import NovaComputes
 from juice.services.nova_conf import ComputeOptions, NovaOptions
 from juice.services.nova_settings import db_connections
+from juice.services.placement import PORT as PLACEMENT_PORT
 from juice.services.placement import Placement
 from juice.services.rabbitmq import PROMETHEUS, RabbitMQ
 from juice.services.redis import Redis
@@ -59,6 +67,10 @@ class NovaStack:
     db_site: int = 1                     # mariadb's site (galera: a node in every site)
     bus_sites: tuple[int, ...] = (1,)    # RabbitMQ nodes (clustered when several)
     keystone_site: int = 1
+    keystone_sites: tuple[int, ...] | None = None  # one Keystone per site (default: keystone_site)
+    haproxy: bool = False                # haproxy in front of Keystone, placement and nova-api
+    haproxy_site: int | None = None      # default: nova's control site
+    haproxy_maxconn: int | None = None   # haproxy's global maxconn (None: haproxy's default)
     placement_site: int = 1
     placement_workers: int = 2
     fakes_site: int = 1
@@ -72,10 +84,18 @@ class NovaStack:
         if self.db not in ("mariadb", "galera"):
             raise UserError(f"db: nova and placement run on mariadb or galera, not {self.db!r}")
         check_max_connections(self.db_max_connections)
+        check_maxconn(self.haproxy_maxconn)
+        if self.keystone_sites is not None and (not self.keystone_sites
+                                                 or len(set(self.keystone_sites)) < len(self.keystone_sites)):
+            raise UserError(f"keystone_sites: one Keystone per site, at least one site; got "
+                            f"{list(self.keystone_sites)}")
+        if not self.haproxy and (self.haproxy_maxconn is not None or self.haproxy_site is not None):
+            raise UserError("haproxy_maxconn, haproxy_site: only with haproxy on (haproxy=True)")
 
     def keystone(self) -> KeystoneOptions:
-        """Keystone's options: one site, cache on, cheap hashing (not what is measured)."""
-        return KeystoneOptions(cache=True, password_hash_rounds=4, sites=(self.keystone_site,))
+        """Keystone's options: its sites, cache on, cheap hashing (not what is measured)."""
+        return KeystoneOptions(cache=True, password_hash_rounds=4,
+                               sites=self.keystone_sites or (self.keystone_site,))
 
     def db_limit(self) -> tuple[int | None, str | None]:
         """(max_connections, reason) of the database: the spec's (reason None); else the sum
@@ -84,16 +104,18 @@ class NovaStack:
         if self.db_max_connections is not None:
             return self.db_max_connections, None
         needed, how = db_connections(self.nova, placement_workers=self.placement_workers,
-                                     keystone=keystone_connections(self.keystone(), 1))
+                                     keystone=keystone_connections(self.keystone(),
+                                                                   len(self.keystone().sites or ())))
         if needed <= DEFAULT_MAX_CONNECTIONS:
             return None, None
         return needed, f"{how} (more than MariaDB's {DEFAULT_MAX_CONNECTIONS})"
 
 
 # What each service needs running before it starts. nova waits for placement: its scheduler
-# and computes find placement through the catalog when they start.
+# and computes find placement through the catalog when they start. Keystone waits for haproxy
+# when there is one (the catalog calls go through it).
 NEEDS: dict[str, tuple[str, ...]] = {
-    "database": (), "rabbitmq": (), "keystone": ("database",),
+    "haproxy": (), "database": (), "rabbitmq": (), "keystone": ("database", "haproxy"),
     "placement": ("database", "keystone"), "fakes": ("keystone",),
     "nova": ("database", "rabbitmq", "keystone", "placement"),
     "computes": ("nova", "placement", "fakes"),
@@ -154,15 +176,39 @@ class NovaDeployment:
             self.redis = Redis(lab, progress, site=s.nova.control_site, maxmemory_mb=1024)
             self.nova.profiler_url = f"redis://{self.redis.address(s.nova.control_site)}"
         self.computes = NovaComputes(lab, self.nova, progress, s.computes)
+        self.lb = self._haproxy() if s.haproxy else None
         self.started: list[Service] = []
         self.timings: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    def _haproxy(self) -> HAProxy:
+        """haproxy with a frontend per service, every instance behind it; the services' URLs
+        (catalog, clients, ``[keystone_authtoken]``) point at it."""
+        s = self.stack
+        lb = HAProxy(self.lab, self.progress, site=s.haproxy_site or s.nova.control_site,
+                     maxconn=s.haproxy_maxconn)
+        ip = self.lab.site_ip
+        lb.add("keystone", KEYSTONE_PORT, [(k, ip(k), KEYSTONE_PORT) for k in self.ks.ks_sites])
+        lb.add("placement", PLACEMENT_PORT, [(s.placement_site, ip(s.placement_site), PLACEMENT_PORT)])
+        lb.add("nova-api", API_PORT, [(s.nova.api, ip(s.nova.api), API_PORT)])
+        self.ks.front, self.placement.front = lb.url("keystone"), lb.url("placement")
+        self.nova.front = lb.url("nova-api")
+        return lb
+
+    def needs(self) -> dict[str, tuple[str, ...]]:
+        """``NEEDS`` of this stack (without haproxy when it is off; OSProfiler's Redis before
+        nova when it is on)."""
+        base = PROFILER_NEEDS if self.redis is not None else NEEDS
+        if self.lb is not None:
+            return dict(base)
+        return {k: tuple(d for d in v if d != "haproxy") for k, v in base.items() if k != "haproxy"}
 
     def services(self) -> list[tuple[str, Service]]:
         """In dependency order (a service needs only those before it; stop order is the
         reverse of the order they started in)."""
         prof: list[tuple[str, Service]] = [("profiler", self.redis)] if self.redis is not None else []
-        return [("database", self.db), ("rabbitmq", self.mq), *prof, ("keystone", self.ks),
+        return [*([("haproxy", self.lb)] if self.lb is not None else []),
+                ("database", self.db), ("rabbitmq", self.mq), *prof, ("keystone", self.ks),
                 ("placement", self.placement), ("fakes", self.fakes), ("nova", self.nova),
                 ("computes", self.computes)]
 
@@ -189,7 +235,7 @@ class NovaDeployment:
             self.timings[f"{name}_ready_at_s"] = round(time.monotonic() - t0, 2)
 
         try:
-            run_in_order(bring_up, PROFILER_NEEDS if self.redis is not None else NEEDS, abort)
+            run_in_order(bring_up, self.needs(), abort)
         except BaseException:
             self.stop()
             raise
@@ -238,4 +284,6 @@ class NovaDeployment:
     def facts(self) -> dict[str, Any]:
         return {"db": self.stack.db, "nova": self.nova.facts(), "computes": self.computes.facts(),
                 "placement": self.placement.facts(), "image_service": "fake-glance (stand-in)",
-                "network_service": "fake-neutron (stand-in)", "timings": dict(self.timings)}
+                "network_service": "fake-neutron (stand-in)", "timings": dict(self.timings),
+                **({"haproxy": self.lb.facts()} if self.lb is not None else {}),
+                "keystone_sites": list(self.ks.ks_sites), "rabbitmq_nodes": len(self.mq.nodes)}

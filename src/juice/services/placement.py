@@ -94,6 +94,7 @@ class Placement(Service):
         self._password = secrets.token_urlsafe(24)
         self.server: Server | None = None
         self.timings: dict[str, float] = {}
+        self.front: str | None = None  # a load balancer's URL in front (the catalog's, clients')
 
     @property
     def place(self) -> Place:
@@ -108,6 +109,10 @@ class Placement(Service):
         return self.home / "placement.log"
 
     def url(self) -> str:
+        """What clients and the catalog use: the load balancer's ``front``, else the server."""
+        return self.front or self.server_url()
+
+    def server_url(self) -> str:
         return f"http://{self.lab.site_ip(self.site)}:{PORT}"
 
     def configure(self) -> None:
@@ -150,7 +155,7 @@ class Placement(Service):
         """GET / answers 200 (the version document needs no token)."""
         assert self.server is not None, "start() first"
         t0 = time.monotonic()
-        self.server.wait_ready(lambda: wait_http(self.lab, self.site, self.url() + "/"), timeout,
+        self.server.wait_ready(lambda: wait_http(self.lab, self.site, self.server_url() + "/"), timeout,
                                interval=0.25)
         self.timings["healthy_s"] = time.monotonic() - t0
         self.progress(f"placement answers in site {self.site} ({self.timings['healthy_s']:.1f} s)")

@@ -41,6 +41,7 @@ class NovaPoint:
     rate: float | None = None  # open loop: boots per second (concurrency is then the in-flight bound)
     arrival: str = "poisson"
     configuration: str = ""    # a named set of server options (spec.configurations), "" when none
+    haproxy_maxconn: int | None = None  # haproxy's global maxconn (with haproxy on; None: its default)
     args: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)
     fixed: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)  # computes, flavor...
 
@@ -58,6 +59,7 @@ class NovaPoint:
                 **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
                 **({"galera_writers": self.writers} if self.writers != "single" else {}),
                 **({"configuration": self.configuration} if self.configuration else {}),
+                **({"haproxy_maxconn": self.haproxy_maxconn} if self.haproxy_maxconn is not None else {}),
                 **({"target": self.fixed["target"], "max_rps": self.fixed["max_rps"]}
                    if "target" in self.fixed else {})}
 
@@ -86,9 +88,14 @@ class NovaPoint:
         return (self.sites, self.delay_ms)
 
     @property
-    def deployment_key(self) -> tuple[str, str, int, int, str, int, str]:
-        return (self.db, self.writers, self.schedulers, self.host_subset_size, self.backend,
-                self.max_pool_size, self.configuration)
+    def deployment_key(self) -> tuple[Any, ...]:
+        base: tuple[Any, ...] = (self.db, self.writers, self.schedulers, self.host_subset_size,
+                                 self.backend, self.max_pool_size)
+        # haproxy's maxconn only with haproxy on, the configuration only when named: earlier
+        # specs keep their keys (and run orders)
+        if self.configuration:
+            base = (*base, self.configuration)
+        return (*base, self.haproxy_maxconn or 0) if "haproxy" in self.fixed else base
 
 
 def sim_record(spec: NovaSpec) -> dict[str, Any]:
@@ -108,6 +115,8 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
              **({"controllers_site": spec.controllers_site} if spec.controllers_site != 1 else {}),
              **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {}),
              **({"server": spec.server.set()} if spec.server.set() else {}),
+             **({"haproxy": {"site": spec.haproxy.site}} if spec.haproxy is not None else {}),
+             **({"topology": spec.topology.set()} if spec.topology.set() else {}),
              **({"simulation": sim} if (sim := sim_record(spec)) else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
@@ -146,12 +155,14 @@ def _lab_points(spec: NovaSpec, delay: float, reps: list[int], conf: str, fixed:
     dbs = [(d, w) for d in spec.db for w in (writers if d == "galera" else ["single"])]
     subsets = [axes["host_subset_size"]] if "host_subset_size" in axes else spec.host_subset_size
     pools = [axes["max_pool_size"]] if "max_pool_size" in axes else spec.max_pool_size
+    maxconns: list[int | None] = list(spec.haproxy.axis()) if spec.haproxy is not None else [None]
     return [NovaPoint(study=spec.name, sites=spec.sites, delay_ms=delay, db=db, schedulers=sched,
                       host_subset_size=hss, backend=backend, max_pool_size=pool, preload=pre,
                       scenario=sc.name, concurrency=conc, times=spec.runner.times, repetition=rep,
                       seed=spec.seed + rep, rate=rate, writers=writers, arrival=spec.runner.arrival,
-                      configuration=conf, args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed)
-            for (db, writers), sched, hss, backend, pool in product(
-                dbs, spec.schedulers, subsets, spec.concurrency_backend, pools)
+                      configuration=conf, haproxy_maxconn=maxconn,
+                      args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed)
+            for (db, writers), sched, hss, backend, pool, maxconn in product(
+                dbs, spec.schedulers, subsets, spec.concurrency_backend, pools, maxconns)
             for pre in sorted(spec.preload) for sc in spec.scenarios for conc, rate in spec.runner.loads()
             for rep in reps]

@@ -29,7 +29,7 @@ from juice.studies.nova import busplot, regime, slope
 from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
-          "delay_ms"]
+          "delay_ms", "haproxy_maxconn"]
 SHOWN = ["success_pct", "rally_min", "rally_median", "rally_p90", "rally_p95", "rally_p99", "rally_max",
          "rally_mean",  # Rally's "Average" column (seed 002's tables)
          "nova_median", "nova_p95", "api_median", "active_per_s"]
@@ -153,6 +153,49 @@ def fault_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{"failure (message template)": k, "count": v} for k, v in c.most_common()])
 
 
+def failed_runs(paths: Sequence[Path]) -> list[Path]:
+    """The failed runs (``<run>.failed``) of the study directories in ``paths`` that kept
+    haproxy's counters: left out of every other table, their counters may say why they failed."""
+    return [d for p in paths if p.is_dir() for d in sorted(p.glob("*.failed"))
+            if (d / "haproxy-stats.json").exists()]
+
+
+def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
+    """One row per run and haproxy frontend, from each run's ``haproxy-stats.json`` (runs without
+    haproxy, or made before it existed, have none and add no row)."""
+    rows = []
+    for d in dirs:
+        f = d / "haproxy-stats.json"
+        if not f.exists():
+            continue
+        data = json.loads(f.read_text())
+        stats = data.get("stats") or []
+        sampled = data.get("sampled") or {}  # optional: earlier runs have none
+
+        def num(r: dict[str, str], k: str) -> int:
+            v = r.get(k) or "0"
+            return int(v) if v.isdigit() else 0
+
+        for fe in (r for r in stats if r.get("svname") == "FRONTEND"):
+            name = fe.get("pxname", "")
+            be: dict[str, str] = next((r for r in stats if r.get("pxname") == name
+                                       and r.get("svname") == "BACKEND"), {})
+            servers = [r for r in stats if r.get("pxname") == name and r.get("svname") not in
+                       ("FRONTEND", "BACKEND")]
+            rows.append({"run": d.name, "failed": d.name.endswith(".failed"),
+                         "maxconn": data.get("maxconn") or "default", "frontend": name,
+                         "requests": num(be, "stot"),
+                         "servers_used": sum(1 for r in servers if num(r, "stot")),
+                         "servers": len(servers), "smax": num(fe, "smax"), "slim": num(fe, "slim"),
+                         "reached": bool(num(fe, "slim")) and num(fe, "smax") >= num(fe, "slim"),
+                         "global_max": sampled.get("max_curr_conns"),
+                         "s_at_global_limit": (round(sampled["at_limit"] * sampled["interval_s"])
+                                               if "at_limit" in sampled else None),
+                         "5xx": num(fe, "hrsp_5xx"), "errors": num(fe, "ereq") + num(be, "econ")
+                         + num(be, "eresp")})
+    return pd.DataFrame(rows)
+
+
 def sections(paths: Sequence[Path]) -> list[str]:
     df = load(paths)
     if df.empty:
@@ -198,6 +241,15 @@ def sections(paths: Sequence[Path]) -> list[str]:
     if fig:
         body += ["<h3>Boot time vs VMs running (a point per boot)</h3>", fig, fit_table(slopes, digits=4)]
     body += busplot.section(df)
+    lb = haproxy_table([Path(d) for d in df["dir"]] + failed_runs(paths))
+    if not lb.empty:
+        body += ["<h3>haproxy per run (its stats socket; docs/topology.md)</h3>",
+                 "<p class=note>Counters cleared before each run. <i>reached</i>: the frontend's most "
+                 "concurrent connections (smax) hit its limit (slim, the global maxconn). The frontends "
+                 "share the global limit: <i>global_max</i> is the most concurrent connections of the whole "
+                 "process (show info's CurrConns, sampled every second) and <i>s_at_global_limit</i> "
+                 "about how long it sat at maxconn, new connections waiting in the kernel's listen "
+                 "queue. Failed runs (left out of the other tables) are listed too.</p>", fit_table(lb)]
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]

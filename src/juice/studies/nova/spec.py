@@ -36,6 +36,9 @@ Example (``examples/nova-boot.yaml``)::
     # driver_site: 1                # the load driver
     # profiler: redis               # OSProfiler in nova too, compared by `juice trace` (docs/trace.md)
     # provider: {kind: enoslib, static: {hosts: [...]}}   # on hosts (examples/hosts-nova.yaml)
+    # haproxy: {maxconn: [4000, 16000]}   # haproxy in front of Keystone, placement, nova-api;
+    #                                     # an axis: its global maxconn (docs/topology.md)
+    # topology: {control_sites: [1, 2, 3], keystones: 3, rabbitmq_nodes: 3}   # production shape
 
 Each run boots ``times`` servers (flavor ``flavor``, the stand-in image, ``networks: none``)
 from one driver in ``driver_site`` as the context's users, measures every boot as Rally does
@@ -88,13 +91,15 @@ from juice.spec.base import (
 from juice.spec.target import Target
 from juice.spec.wan import uniform_delays
 from juice.studies.nova.simulation import WAIT_DOC, Failures, Fakes, Wait
+from juice.studies.nova.topology import HAProxyOptions, Topology
+from juice.studies.nova.topology import check as check_topology
 from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
                   "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes", "failures",
-                  "profiler", "configurations")
+                  "profiler", "configurations", "haproxy", "topology")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -300,6 +305,11 @@ class NovaSpec(Strict):
     controllers_site: Annotated[int, Ge(1), Le(9)] = Field(default=1, description=(
         "the site of the database (mariadb), RabbitMQ, Keystone, placement, the stand-ins, nova-api, "
         "conductor and schedulers (Galera: a node in every site; multi writers spread the schedulers)"))
+    haproxy: HAProxyOptions | None = Field(default=None, description=(
+        "haproxy (Debian's package) in front of Keystone, placement and nova-api; maxconn is an axis "
+        "(docs/topology.md)"))
+    topology: Topology = Field(default_factory=Topology, description=(
+        "the control plane's shape: control_sites, keystones, rabbitmq_nodes (docs/topology.md)"))
     fakes: Fakes = Field(default_factory=Fakes, description=(
         "SIMULATED latencies of fake-glance and fake-neutron (juice.studies.nova.simulation)"))
     failures: Failures = Field(default_factory=Failures, description=(
@@ -394,6 +404,7 @@ class NovaSpec(Strict):
         if self.controllers_site > self.sites:
             raise ValueError(f"controllers_site: {self.controllers_site} is not a site (sites: {self.sites}; "
                              f"choose 1..{self.sites} or more sites)")
+        check_topology(self.topology, self.haproxy, self.sites, self.controllers_site)
         bad = [k for k in self.computes.sites or [] if k > self.sites]
         if bad:
             raise ValueError(f"computes.sites: {bad[0]} is not a site (sites: {self.sites}; choose "
@@ -411,7 +422,8 @@ class NovaSpec(Strict):
                 * len(self.host_subset_size)
                 * len(self.concurrency_backend) * len(self.max_pool_size) * len(self.preload)
                 * len(self.scenarios) * len(self.runner.concurrency) * self.repetitions
-                * max(len(self.configurations or {}), 1))
+                * max(len(self.configurations or {}), 1)
+                * (len(self.haproxy.axis()) if self.haproxy is not None else 1))
         if runs > 2000:
             raise ValueError(f"{runs} runs: at most 2,000 in one spec (split it)")
         return self

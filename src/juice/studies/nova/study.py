@@ -65,21 +65,28 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
     from juice.services.nova_conf import ComputeOptions, NovaOptions, spread
     from juice.services.nova_deploy import NovaStack
     from juice.studies.nova.simulation import fake_simulation
+    from juice.studies.nova.topology import stack_shape
 
     c, home = spec.computes, spec.controllers_site
     multi = p.db == "galera" and p.writers == "multi"
     srv = {k: v for k, v in p.fixed.get("server", {}).items() if k != "max_connections"}
-    return NovaStack(db=p.db, db_site=home, bus_sites=(home,), keystone_site=home, placement_site=home,
-                     fakes_site=home, db_max_connections=p.fixed.get("server", {}).get("max_connections"),
+    shape: dict[str, Any] = {"bus_sites": (home,), "keystone_site": home, "placement_site": home,
+                             "fakes_site": home}
+    roles: dict[str, Any] = {"control_site": home, "scheduler_sites": None}
+    if spec.haproxy is not None or spec.topology.set():  # the production shape (docs/topology.md)
+        shape = stack_shape(spec.topology, spec.haproxy, home, p.schedulers, p.haproxy_maxconn)
+        roles = shape.pop("nova")
+    if multi and roles["scheduler_sites"] is None:  # the seed's multi: schedulers over every site
+        roles["scheduler_sites"] = spread(p.schedulers, range(1, spec.sites + 1))
+    return NovaStack(db=p.db, db_site=home, **shape,
+                     db_max_connections=p.fixed.get("server", {}).get("max_connections"),
                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
-                     nova=NovaOptions(**srv, control_site=home, schedulers=p.schedulers,
+                     nova=NovaOptions(**srv, **roles, schedulers=p.schedulers,
                                       host_subset_size=p.host_subset_size,
                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
                                       notifications_log=True, log_json=spec.log_format == "json",
                                       db_writers="local" if multi else "single",
-                                      profiler=None if spec.profiler == "off" else spec.profiler,
-                                      scheduler_sites=(spread(p.schedulers, range(1, spec.sites + 1))
-                                                       if multi else None)),
+                                      profiler=None if spec.profiler == "off" else spec.profiler),
                      computes=ComputeOptions(sites=spread(c.processes, spec.compute_sites()),
                                              nodes_per_process=c.nodes_per_process, vcpus=c.vcpus,
                                              memory_mb=c.memory_mb, disk_gb=c.disk_gb,
@@ -128,9 +135,21 @@ def roles(spec: NovaSpec, p: NovaPoint) -> dict[int, list[str]]:
             out[k].append("galera node")
         elif k == home:
             out[k].append("database (mariadb)")
-        if k == home:
-            out[k] += ["rabbitmq", "keystone", "placement", "fake-glance/fake-neutron", "nova-api",
-                       "nova-conductor"]
+        if st.haproxy and k == (st.haproxy_site or st.nova.control_site):
+            out[k].append("haproxy")
+        mq = sum(1 for s in st.bus_sites if s == k)
+        if mq:
+            out[k].append("rabbitmq" + (f" x {mq}" if mq > 1 else ""))
+        if k in (st.keystone_sites or (st.keystone_site,)):
+            out[k].append("keystone")
+        if k == st.placement_site:
+            out[k].append("placement")
+        if k == st.fakes_site:
+            out[k].append("fake-glance/fake-neutron")
+        if k == st.nova.api:
+            out[k].append("nova-api")
+        if k == st.nova.conductor:
+            out[k].append("nova-conductor")
         scheds = sum(1 for s in st.nova.scheduler_placement if s == k)
         if scheds:
             out[k].append(f"{scheds} nova-scheduler")
@@ -160,6 +179,18 @@ def provider_plan(spec: NovaSpec, points: Sequence[NovaPoint]) -> list[str]:
                   + f", {p.schedulers} scheduler(s) =="]
         lines += plan(spec.provider, uniform_spec("plan", spec.sites, p.delay_ms), roles(spec, p))
     return lines
+
+
+def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any, sampled: dict[str, Any]) -> None:
+    """``haproxy-stats.json``: ``show info`` and ``show stat`` after the run (counters cleared
+    before it) and ``sampled`` (``ConnSampler``: CurrConns vs Maxconn during it); a stats socket
+    that does not answer is noted, not raised."""
+    data: dict[str, Any] = {"maxconn": lb.maxconn, "sampled": sampled}
+    try:
+        data.update(info=lb.info(), stats=lb.stats())
+    except ServiceError as e:
+        data["error"] = str(e)
+    run.rd.write_json("haproxy-stats.json", data)
 
 
 def grow_preload(dep: Deployment, want: int, progress: Progress, timeout_s: float = 3600.0) -> None:
@@ -276,10 +307,23 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             from juice.studies.nova.faults import NovaFaults
 
             faults = FaultRunner(spec.faults, NovaFaults(dep.lab, dep.stack, p.delay_ms), run.progress)
-        drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
-                      logs=[f for svc in svcs for f in svc.logs()], probe=probe, running=dep.running,
-                      facts=dep.facts, faults=faults, lab=dep.lab.facts(), versions=dep.versions,
-                      db_events=db_events, mq_sampler=mq_sampler)
+        lb = dep.stack.lb
+        sampler = None
+        if lb is not None:
+            from juice.services.haproxy import ConnSampler
+
+            lb.command("clear counters all")  # the run's own maxima and totals (haproxy-stats.json)
+            sampler = ConnSampler(lb).__enter__()  # the global maxconn: CurrConns every second
+        try:
+            drive.execute(run, dep.lab, env, site=site, at=dep.lab.place(site),
+                          logs=[f for svc in (*svcs, *([lb] if lb else [])) for f in svc.logs()],
+                          probe=probe, running=dep.running, facts=dep.facts, faults=faults,
+                          lab=dep.lab.facts(), versions=dep.versions, db_events=db_events,
+                          mq_sampler=mq_sampler)
+        finally:  # a failed run keeps haproxy's counters too: they may say why it failed
+            if lb is not None and sampler is not None:
+                sampler.__exit__()
+                _haproxy_stats(run, lb, sampler.result())
         if dep.stack.redis is not None:
             osprofiler_traces(run, dep.stack)
 
@@ -310,7 +354,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                 "subset": point.host_subset_size, "backend": point.backend, "pool": point.max_pool_size,
                 "running": point.preload, "load": (f"{point.rate:g}/s" if point.rate is not None
                                                    else f"conc. {point.concurrency}"), "boots": point.times,
-                "delay": f"{point.delay_ms:g} ms", "rep": point.repetition}
+                "delay": f"{point.delay_ms:g} ms", "rep": point.repetition,
+                **({"maxconn": point.haproxy_maxconn} if point.haproxy_maxconn is not None else {})}
 
     def estimate_s(self, point: NovaPoint) -> float:
         per_boot = 1.5 + 0.02 * point.schedulers  # measured order of magnitude on 2 cores
