@@ -45,3 +45,5 @@ def test_the_plugin_listens_on_the_site_address_only() -> None:
     conf = render_conf(node, prometheus=True)
     assert "prometheus.tcp.ip = 10.210.2.2" in conf and "prometheus.tcp.port = 15692" in conf
     assert "prometheus" not in render_conf(node)
+    second = plan_nodes([2, 2], {2: "10.210.2.2"})[1]  # two nodes in one site: ports apart
+    assert "prometheus.tcp.port = 15693" in render_conf(second, prometheus=True)

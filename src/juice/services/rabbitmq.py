@@ -85,6 +85,11 @@ class Node:
         """The Erlang node name (long names, the site address as host part)."""
         return f"{self.short}@{self.ip}"
 
+    @property
+    def metrics_port(self) -> int:
+        """The Prometheus plugin's port (the k-th node of a site: 15692 + k, like its AMQP port)."""
+        return PROMETHEUS_PORT + self.dist_port - DIST_PORT
+
 
 def plan_nodes(sites: Sequence[int], ips: dict[int, str], *, amqp_port: int = AMQP_PORT,
                dist_port: int = DIST_PORT, epmd_port: int = EPMD_PORT) -> list[Node]:
@@ -106,7 +111,7 @@ def render_conf(node: Node, prometheus: bool = False) -> str:
     """rabbitmq.conf (new-style sysctl format) of ``node``: AMQP on the site address only, the
     juice/juice user (administrator, full permissions on vhost /), remote logins allowed; with
     ``prometheus``, the plugin's listener on the site address too (not every interface)."""
-    extra = ([f"prometheus.tcp.ip = {node.ip}", f"prometheus.tcp.port = {PROMETHEUS_PORT}"]
+    extra = ([f"prometheus.tcp.ip = {node.ip}", f"prometheus.tcp.port = {node.metrics_port}"]
              if prometheus else [])
     return "\n".join([
         f"listeners.tcp.1 = {node.ip}:{node.amqp_port}",
@@ -479,14 +484,15 @@ class RabbitMQ(Service):
         if PROMETHEUS in self.plugins:
             out.append(dev("rabbitmq", "enabled plugins", PROMETHEUS, "(none)",
                            "the broker's own message rates and queue depths over each run, scraped "
-                           f"from its /metrics (port {PROMETHEUS_PORT}, the site address only)"))
+                           f"from its /metrics (port {PROMETHEUS_PORT} + k for a site's k-th node, the "
+                           "site address only)"))
         return out
 
     def metrics_urls(self) -> list[tuple[int, str]]:
         """(site, URL) of every node's Prometheus endpoint (empty without the plugin)."""
         if PROMETHEUS not in self.plugins:
             return []
-        return [(n.site, f"http://{n.ip}:{PROMETHEUS_PORT}/metrics") for n in self.nodes]
+        return [(n.site, f"http://{n.ip}:{n.metrics_port}/metrics") for n in self.nodes]
 
     def records(self) -> list[ServerRecord]:
         by_index = {n.index: n for n in self.nodes}

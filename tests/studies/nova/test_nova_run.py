@@ -2,9 +2,11 @@
 through `juice plan/run/report/analyze`: runs, boots, Rally JSON, the services' logs with
 request ids, and nothing left. And an accuracy test like Intel's: capacity for exactly K
 servers, K+1 concurrent requests ⇒ exactly one failure (No valid host), with 2 schedulers.
-The CLI run also carries issue 28's simulated spawn time (2 s in one build slot) and issue 26's
-OSProfiler on the same boots (``profiler: redis``: a trace per boot read back into the run,
-`juice trace` comparing it with the log-based phases, the run's Redis gone afterwards)."""
+The CLI run also carries issue 28's simulated spawn time (2 s in one build slot) and production
+shape (Debian's haproxy in front of two Keystones, placement and nova-api, a 3-node RabbitMQ
+cluster, two control sites), and issue 26's OSProfiler on the same boots (``profiler: redis``: a
+trace per boot read back into the run, `juice trace` comparing it with the log-based phases, the
+run's Redis gone afterwards) — one deployment for all of it, to keep the suite's time."""
 
 from __future__ import annotations
 
@@ -51,6 +53,18 @@ def _redis_of_this_process() -> list[int]:
     return out
 
 
+def _haproxies() -> set[int]:
+    """pids of every haproxy on this machine (other tests' included: compared before/after)."""
+    out = set()
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and (p / "comm").read_text().strip() == "haproxy":
+                out.add(int(p.name))
+        except OSError:
+            pass
+    return out
+
+
 def _own_namespaces() -> list[str]:
     """The namespaces of labs this process opens (named ``<study><pid>``: the other test
     workers' labs come and go meanwhile)."""
@@ -65,15 +79,17 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
                      runner={"times": 3, "concurrency": [2]}, users={"tenants": 1, "users_per_tenant": 2},
                      server={"rpc_response_timeout": 90},
                      computes={"processes": 1, "nodes_per_process": 6, "max_concurrent_builds": 1,
-                               "spawn_time": {"dist": "constant", "value_s": 2}}, profiler="redis")
-    before = set(_own_namespaces())
+                               "spawn_time": {"dist": "constant", "value_s": 2}}, profiler="redis",
+                     haproxy={"maxconn": [4000]},
+                     topology={"control_sites": [1, 2], "keystones": 2, "rabbitmq_nodes": 3})
+    before, before_hp = set(_own_namespaces()), _haproxies()
     code, out, err = juice("run", str(spec))
     assert code == 0, err
     runs = _runs(tmp_path, "nv")
     assert len(runs) == 2
     for r in runs:
         # what a run on hosts writes too (test_hosts)
-        assert {p.name for p in r.iterdir()} == RUN_FILES | {"osprofiler.json"}
+        assert {p.name for p in r.iterdir()} == RUN_FILES | {"osprofiler.json", "haproxy-stats.json"}
         man = json.loads((r / "manifest.json").read_text())
         assert man["lab"]["provider"] == "local" and man["versions"]["nova"].startswith("34.")
         boots = pd.read_parquet(r / "boots.parquet")
@@ -116,6 +132,20 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
         mq = pd.read_parquet(r / "rabbitmq.parquet")
         assert len(mq) >= 2 and mq["received_per_s"].max() > 0 and mq["delivered_per_s"].max() > 0
         assert devs[("rabbitmq", "enabled plugins")]["value"] == "rabbitmq_prometheus"
+        # the production shape: haproxy's counters over the run show every Keystone served
+        dep = man["deployment"]
+        assert dep["keystone_sites"] == [1, 2] and dep["rabbitmq_nodes"] == 3
+        assert dep["haproxy"]["maxconn"] == 4000 and set(dep["haproxy"]["frontends"]) == {
+            "keystone", "placement", "nova-api"}
+        assert devs[("haproxy", "global maxconn")]["value"] == "4000"
+        hp = json.loads((r / "haproxy-stats.json").read_text())
+        assert hp["info"]["Maxconn"] == "4000" and hp["sampled"]["at_limit"] == 0
+        assert hp["sampled"]["samples"] > 0 and 0 < hp["sampled"]["max_curr_conns"] < 4000
+        stot = {(x["pxname"], x["svname"]): int(x["stot"] or 0) for x in hp["stats"]}
+        assert stot[("keystone", "keystone-s1")] > 0 and stot[("keystone", "keystone-s2")] > 0
+        assert stot[("nova-api", "nova-api-s1")] > 0 and stot[("placement", "placement-s1")] > 0
+        hplog = b"".join(p.read_bytes() for p in (r / "logs").glob("*haproxy*"))
+        assert b"keystone keystone/keystone-s" in hplog  # httplog lines: frontend backend/server
     assert not _redis_of_this_process()  # the runs' Redis stopped with their deployment
     scenario = {r: json.loads((r / "manifest.json").read_text())["params"]["scenario"] for r in runs}
     run = next(r for r in runs if "delete" not in scenario[r])
@@ -137,8 +167,9 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
     assert "nova: boots under load" in html and "Server settings that differ from the shipped" in html
     assert "Simulated waits and failures" in html and "spawn — SIMULATED: constant (value 2 s)" in html
     assert "Checked against OSProfiler on the same boots" in html
-    assert "RabbitMQ during each run" in html
+    assert "RabbitMQ during each run" in html and "haproxy per run" in html
     assert set(_own_namespaces()) <= before  # the lab is gone
+    assert _haproxies() <= before_hp          # and our haproxy with it
 
 
 def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(capacity_runs: CapacityRuns) -> None:
