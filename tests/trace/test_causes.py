@@ -34,6 +34,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "trace"
     ("juice-fake: injected spawn failure on node juice-c1-n0000 (SIMULATED, p=0.5)",
      "spawn failed on the node"),
     ("Error contacting glance server 'http://10.210.1.2:9292' for 'get', retrying.", "image service error"),
+    ("HTTP 504", "upstream refused or timed out (load balancer or API)"),
 ])
 def test_messages_name_their_cause(message: str, cause: str) -> None:
     found = causes.cause_of(message)
