@@ -92,7 +92,10 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
         assert m["versions"]["keystone"] and m["deployment"]["password_hash_rounds"] == 4
         assert m["rwratio"]["reads"] > 0 and m["wan"]["backend"] in ("netem", "userspace")
         assert m["iterations"] == 3 and m["failed_iterations"] == 0
-        assert "password" not in json.dumps(m).lower().replace("password_hash_rounds", "")
+        # no secret: the word appears only as the hashing rounds and the row count of Keystone's
+        # password table (the servers' counters, issue 27)
+        text = json.dumps(m).lower().replace("password_hash_rounds", "").replace("rows.password", "")
+        assert "password" not in text
         rally = json.loads((p / "rally.json").read_text())
         assert rally["info"]["format_version"] == "1.2"
         assert len(rally["tasks"][0]["subtasks"][0]["workloads"][0]["data"]) == 3
