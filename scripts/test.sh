@@ -8,9 +8,10 @@
 #                                  server (pytest -m "not slow")
 #
 # Any other argument goes to pytest (`bash scripts/test.sh tests/lab -k wan`). pytest runs
-# $JUICE_TEST_WORKERS processes at once (pytest-xdist; default 4 for everything, 2 for --fast):
+# $JUICE_TEST_WORKERS processes at once (pytest-xdist; default 5 for everything, 2 for --fast):
 # the real-server tests mostly wait (servers starting, boots, fault windows), so on 2 cores
-# four of them overlap well. Tests that share a deployment are pinned to one worker
+# five of them overlap well (measured: the suite used 1.64 of 2 cores with four). Tests that
+# share a deployment are pinned to one worker
 # (xdist_group). The suite's wall time is printed at the end; the list of tests that start or
 # use real servers is written to $JUICE_TEST_CENSUS (default /var/cache/juice/test-census.txt;
 # test-census-fast.txt for --fast).
@@ -48,7 +49,7 @@ if [ "$fast" = 1 ]; then
   workers=${JUICE_TEST_WORKERS:-2}
   marks=(-m "not slow")
 else
-  workers=${JUICE_TEST_WORKERS:-4}
+  workers=${JUICE_TEST_WORKERS:-5}
   marks=()
 fi
 if [ "$fast" = 1 ]; then census=${JUICE_TEST_CENSUS:-$cache/test-census-fast.txt}

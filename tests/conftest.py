@@ -59,3 +59,10 @@ def juice(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -
     yield run
     for s, h in saved.items():
         signal.signal(s, h)
+
+
+def said_lines(text: str) -> list[str]:
+    """A command's non-empty output lines, without the start-up sweep's notice about another
+    run's leftovers (any juice command removes a lab whose owner died — another test worker's
+    killed run — and says so; that line is not the command's own answer)."""
+    return [ln for ln in text.splitlines() if ln.strip() and "removed leftovers of lab" not in ln]

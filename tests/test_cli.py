@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.conftest import said_lines
+
 COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["lab", "down"],
             ["lab", "sweep"], ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
             ["db"], ["db", "up"], ["quickstart"], ["run"], ["plan"], ["analyze"], ["report"],
@@ -46,5 +48,5 @@ def test_missing_sites_is_a_one_line_usage_error() -> None:
 def test_a_malformed_flag_value_is_one_line_naming_the_option() -> None:
     cp = juice("lab", "up", "--sites", "3", "--delay", "fast")
     assert cp.returncode == 2
-    lines = cp.stderr.strip().splitlines()
+    lines = said_lines(cp.stderr)
     assert len(lines) == 1 and "--delay" in lines[0] and "juice lab up --help" in lines[0]

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from tests.conftest import lab_capable
+from tests.conftest import lab_capable, said_lines
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(lab_capable() is not None, reason=str(lab_capable()))]
@@ -134,5 +134,5 @@ def test_plan_shows_matrix_and_malformed_spec_is_one_line(tmp_path: Path) -> Non
     for cmd in ("plan", "run"):
         cp = subprocess.run([*JUICE, cmd, str(bad)], capture_output=True, text=True, timeout=60)
         assert cp.returncode == 2
-        lines = [x for x in cp.stderr.splitlines() if x.strip()]
+        lines = said_lines(cp.stderr)
         assert len(lines) == 1 and "runner.concurency" in lines[0] and "Traceback" not in cp.stderr

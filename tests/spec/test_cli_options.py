@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Juice
+from tests.conftest import Juice, said_lines
 
 CASES: list[tuple[list[str], str]] = [
     (["lab", "up", "--sites", "3", "--delay", "nan"],
@@ -64,7 +64,7 @@ CASES: list[tuple[list[str], str]] = [
 def test_bad_option_is_one_line_naming_it(juice: Juice, args: list[str], message: str) -> None:
     code, out, err = juice(*args)
     assert code == 2, out + err
-    lines = err.strip().splitlines()
+    lines = said_lines(err)
     assert len(lines) == 1 and "Traceback" not in out + err, err
     assert message in lines[0], lines[0]
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from juice.paths import cache_dir
+from tests.conftest import said_lines
 from tests.remote.sshhosts import SSHD, plain_ssh, ssh_hosts
 from tests.services.conftest import needs_lab
 
@@ -116,5 +117,5 @@ def test_too_few_hosts_is_one_line_exit_2(tmp_path: Path) -> None:
     spec.write_text(yaml.safe_dump({**SPEC, "provider": {"kind": "enoslib", "static": {"hosts": hosts}}}))
     code, out = _juice("run", str(spec), "--results", str(tmp_path / "results"))
     assert code == 2, out
-    lines = [x for x in out.strip().splitlines() if x.strip()]
+    lines = said_lines(out)
     assert len(lines) == 1 and "provider.static.hosts" in lines[0] and "3 sites" in lines[0], out

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.conftest import said_lines
 from tests.remote.sshhosts import SSHD, plain_ssh, ssh_hosts
 from tests.services.conftest import needs_lab
 
@@ -68,7 +69,7 @@ def test_a_role_or_provider_that_does_not_fit_the_sites_is_one_line_exit_2(
         tmp_path: Path, extra: dict[str, Any], says: str) -> None:
     cp = _juice("plan", str(_write(tmp_path, "bad", extra)), timeout=120)
     assert cp.returncode == 2, cp.stdout + cp.stderr
-    lines = [ln for ln in cp.stderr.splitlines() if ln.strip()]
+    lines = said_lines(cp.stderr)
     assert len(lines) == 1 and says in lines[0], cp.stderr
 
 
