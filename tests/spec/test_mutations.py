@@ -23,7 +23,7 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,11 @@ class Mutation:
     label: str
     kind: str          # "type", "range", "unknown", "delete", "list", "file"
     path: Path_ | None
-    content: bytes
+    build: Callable[[], bytes]  # the mutated file, made only for the mutations sampled
+
+    @property
+    def content(self) -> bytes:
+        return self.build()
 
 
 def nodes(data: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
@@ -105,8 +109,11 @@ def deleted(data: Any, path: Path_) -> Any:
     return out
 
 
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: the same YAML, faster
+
+
 def dump(data: Any) -> bytes:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode()
+    return yaml.dump(data, Dumper=DUMPER, sort_keys=False, allow_unicode=True).encode()
 
 
 def mutations(spec: Path) -> list[Mutation]:
@@ -117,7 +124,8 @@ def mutations(spec: Path) -> list[Mutation]:
     out: list[Mutation] = []
 
     def add(label: str, kind: str, path: Path_, value: Any) -> None:
-        out.append(Mutation(f"{label} at {fmt(path)}", kind, path, dump(replaced(data, path, value))))
+        out.append(Mutation(f"{label} at {fmt(path)}", kind, path,
+                            lambda: dump(replaced(data, path, value))))
 
     for path, value in nodes(data):
         if path and not isinstance(value, dict | list):
@@ -144,7 +152,7 @@ def mutations(spec: Path) -> list[Mutation]:
                     add("unknown key", "unknown", (*path, key), 1)
             for key in value:
                 out.append(Mutation(f"deleted {fmt((*path, key))}", "delete", (*path, key),
-                                    dump(deleted(data, (*path, key)))))
+                                    lambda path=path, key=key: dump(deleted(data, (*path, key)))))
         if isinstance(value, list) and path:
             add("emptied", "list", path, [])
             if value:
@@ -153,11 +161,13 @@ def mutations(spec: Path) -> list[Mutation]:
             for label, v in (("scalar 7", 7), ("string", "x"), ("nan", NAN), ("null", None)):
                 add(f"{label} instead of a {type(value).__name__}", "type", path, v)
     out = sample(out, rng) if PER_SPEC else out
-    out += [Mutation(label, "file", None, content) for label, content in FILE_LEVEL]
+    out += [Mutation(label, "file", None, lambda c=content: c) for label, content in FILE_LEVEL]
     cut = rng.randrange(len(text) // 3, len(text))
-    out.append(Mutation(f"truncated at byte {cut}", "file", None, text[:cut] + b"\n  - [\n"))
+    truncated = text[:cut] + b"\n  - [\n"
+    out.append(Mutation(f"truncated at byte {cut}", "file", None, lambda: truncated))
     junk = bytes(rng.randrange(256) for _ in range(200))
-    out.append(Mutation("junk appended", "file", None, text + b"\n" + junk))
+    appended = text + b"\n" + junk
+    out.append(Mutation("junk appended", "file", None, lambda: appended))
     return out
 
 
