@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-pytest_plugins = ["tests.server_census", "tests.parallel", "tests.stacks"]
+pytest_plugins = ["tests.server_census", "tests.parallel", "tests.stacks", "tests.load.rallycli"]
 
 
 def lab_capable() -> str | None:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import re
 import statistics
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,8 @@ from juice.load import rally_json
 from juice.load.api import DictEnv, LoadResult
 from juice.load.iterations import read_iterations, write_iterations, write_summary
 from juice.load.runner import RunnerSpec, run_scenario
-from juice.paths import cache_dir
 from tests.load.fakes import FakeNested, FakeSleep
-
-RALLY = cache_dir() / "rally" / "bin" / "rally"
+from tests.load.rallycli import Rally
 
 
 def _results() -> list[LoadResult]:
@@ -63,22 +60,11 @@ def test_iterations_jsonl_round_trip(tmp_path: Path) -> None:
     assert summ[1]["dropped"]["count"] == 0 and summ[1]["failed_iterations"] == 3
 
 
-@pytest.mark.skipif(not RALLY.exists(), reason="Rally venv missing: run scripts/setup.sh")
-def test_real_rally_imports_and_reports(tmp_path: Path) -> None:
-    conf = tmp_path / "rally.conf"
-    conf.write_text(f"[database]\nconnection = sqlite:///{tmp_path}/rally.sqlite\n")
-
-    def rally(*args: str) -> str:
-        cp = subprocess.run([str(RALLY), "--config-file", str(conf), *args], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120, check=False)
-        assert cp.returncode == 0, f"rally {' '.join(args)}: {cp.stdout[-2000:]}{cp.stderr[-2000:]}"
-        return cp.stdout
-
+def test_real_rally_imports_and_reports(tmp_path: Path, rally_cli: Rally) -> None:
+    rally = rally_cli
     closed, opened = _results()
     (tmp_path / "new.json").write_text(json.dumps(rally_json.to_rally([closed, opened])))
     (tmp_path / "old.json").write_text(json.dumps(rally_json.to_rally_legacy([closed, opened])))
-    rally("db", "create")
-    rally("env", "create", "--name", "juice", "--no-use")
     uuids = []
     for f in ("new.json", "old.json"):
         m = re.search(r"Task UUID: ([0-9a-f-]{36})", rally("task", "import", "--file",

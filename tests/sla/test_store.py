@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,8 @@ from juice.load.iterations import write_iterations
 from juice.sla.criteria import IterationSla, MessagingSla, Sla
 from juice.sla.store import record, stored
 from juice.util.validation import validate
-from tests.load.test_rally_json import RALLY, _results
+from tests.load.rallycli import Rally
+from tests.load.test_rally_json import _results
 
 
 def _run(tmp_path: Path) -> Path:
@@ -74,21 +74,10 @@ def test_criteria_a_study_cannot_judge_are_one_line_errors() -> None:
         validate(Sla, {"failure_rate": {}}, "s", expected="x", unknown_key_hint="")
 
 
-@pytest.mark.skipif(not RALLY.exists(), reason="Rally venv missing: run scripts/setup.sh")
-def test_real_rally_import_shows_the_sla(tmp_path: Path) -> None:
+def test_real_rally_import_shows_the_sla(tmp_path: Path, rally_cli: Rally) -> None:
+    rally = rally_cli
     run = _run(tmp_path)
     record(run, IterationSla.model_validate({"failure_rate": {"max": 25}, "max_seconds_per_iteration": 60.0}))
-    conf = tmp_path / "rally.conf"
-    conf.write_text(f"[database]\nconnection = sqlite:///{tmp_path}/rally.sqlite\n")
-
-    def rally(*args: str) -> str:
-        cp = subprocess.run([str(RALLY), "--config-file", str(conf), *args], capture_output=True,
-                            text=True, timeout=300, check=False)
-        assert cp.returncode == 0, f"rally {' '.join(args)}: {cp.stdout[-2000:]}{cp.stderr[-2000:]}"
-        return cp.stdout
-
-    rally("db", "create")
-    rally("env", "create", "--name", "juice", "--no-use")
     m = re.search(r"Task UUID: ([0-9a-f-]{36})",
                   rally("task", "import", "--file", str(run / "rally.json"), "--env", "juice"))
     assert m
