@@ -38,9 +38,16 @@ Juice = Callable[..., tuple[int, str, str]]
 def juice(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[Juice]:
     """``juice(*args) -> (exit code, stdout, stderr)`` through ``juice.cli.main``: no leftover
     sweep (it needs root and is not under test), signal handlers restored afterwards."""
+    import typer.main
+
     from juice import cli
 
     monkeypatch.setattr(cli, "_sweep_leftovers", lambda: None)
+    # the click command built once, not at every call (6 ms each; the mutation tests make
+    # thousands of calls): main() registers the same commands every time
+    cli._register()
+    built, build = typer.main.get_command(cli.app), typer.main.get_command
+    monkeypatch.setattr(typer.main, "get_command", lambda app: built if app is cli.app else build(app))
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
     def run(*args: str) -> tuple[int, str, str]:

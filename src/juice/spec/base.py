@@ -122,6 +122,11 @@ def plain_data(v: Any, where: str = "", depth: int = 0) -> None:
         raise ValueError(f"{where or 'value'}: unsupported value of type {type(v).__name__}")
 
 
+# libyaml's safe loader where PyYAML was built with it (Debian's and PyPI's wheels are): the
+# same documents and errors, about 7 times faster than the pure-Python one
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def read_yaml(path: Path, expected: str = "a mapping of keys (name, rdbms, sites, ...)") -> dict[str, Any]:
     """The mapping in a YAML spec file, or a one-line UserError naming the file."""
     try:
@@ -136,7 +141,7 @@ def read_yaml(path: Path, expected: str = "a mapping of keys (name, rdbms, sites
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror or e})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError as e:
         first = (str(e).splitlines() or ["?"])[0]
         raise UserError(f"{path}: not valid YAML ({first})") from None

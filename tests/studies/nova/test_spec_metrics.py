@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -278,3 +279,22 @@ def test_fork_isolation_is_validated_recorded_and_keyed() -> None:
         parse(spec(computes={"processes": 2, "nodes_per_process": 5, "isolation": "threads"}), "n.yaml")
     with pytest.raises(UserError, match=r"isolation: fork runs one nova-compute per node; 2 x 1500 .* 2,000"):
         parse(spec(computes={"processes": 2, "nodes_per_process": 1500, "isolation": "fork"}), "n.yaml")
+
+
+def test_failures_by_message_name_their_cause() -> None:
+    """The report's table of failures by message template says what each message means (a
+    load balancer's 504, the scheduler's "No valid host") and leaves unknown ones blank."""
+    from juice.studies.nova.report import fault_table
+
+    df = pd.DataFrame({"faults": [
+        json.dumps({"POST /servers -> <n>: <html><body><h1><n> Gateway Time-out</h1>": 3,
+                    "No valid host was found. There are not enough hosts available.": 1}),
+        json.dumps({"POST /servers -> <n>: <html><body><h1><n> Gateway Time-out</h1>": 2,
+                    "something nobody has seen": 1})]})
+    t = fault_table(df)
+    rows = {r["failure (message template)"][:14]: r for r in t.to_dict("records")}
+    assert list(t["count"]) == [5, 1, 1]
+    assert rows["POST /servers "]["cause"] == "upstream refused or timed out (load balancer or API)"
+    assert "maxconn" in rows["POST /servers "]["what governs it"]
+    assert rows["No valid host "]["cause"] == "no capacity for the request (scheduler)"
+    assert rows["something nobo"]["cause"] == "" and rows["something nobo"]["what governs it"] == ""

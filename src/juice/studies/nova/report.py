@@ -26,6 +26,7 @@ from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.results.store import study_runs
 from juice.studies.nova import busplot, regime, slope
+from juice.trace import causes
 from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
@@ -146,11 +147,17 @@ def zero_failure_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fault_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Failures by message template, each with the cause its message names and what governs
+    it (``juice.trace.causes``; blank when no known message matches)."""
     c: Counter[str] = Counter()
     for f in df["faults"]:
         for k, v in json.loads(f).items():
             c[k] += int(v)
-    return pd.DataFrame([{"failure (message template)": k, "count": v} for k, v in c.most_common()])
+    rows = []
+    for k, v in c.most_common():
+        cause, knob = causes.cause_of(k) or ("", "")
+        rows.append({"failure (message template)": k, "count": v, "cause": cause, "what governs it": knob})
+    return pd.DataFrame(rows)
 
 
 def failed_runs(paths: Sequence[Path]) -> list[Path]:
