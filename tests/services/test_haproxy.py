@@ -23,6 +23,7 @@ from juice.services.haproxy import (
     Frontend,
     HAProxy,
     deviations,
+    fd_limit,
     parse_info,
     parse_stat,
     render_config,
@@ -63,6 +64,12 @@ def test_unknown_site_and_empty_frontend() -> None:
         hp.add("nova", 8774, [])
     hp.add("nova", 8774, [(1, "10.210.1.2", 8774)])
     assert hp.url("nova") == f"http://10.210.1.2:{8774 + FRONT_OFFSET}"
+
+
+def test_fd_limit_follows_maxconn_and_is_absent_without_it() -> None:
+    assert fd_limit(None) == []
+    assert fd_limit(16_000) == ["prlimit", "--nofile=33024:33024", "--"]  # above a 20,000 hard limit
+    assert fd_limit(1_000_000) == ["prlimit", f"--nofile={1 << 20}:{1 << 20}", "--"]
 
 
 def test_deviations_only_when_set() -> None:
@@ -128,6 +135,12 @@ def test_haproxy_real_roundrobin_and_maxconn_reached(lab_name: str) -> None:
             hp.up(timeout=30)
             pid = hp.server.pid if hp.server else None
             assert pid and hp.info()["Maxconn"] == "2"
+            # started through prlimit, which exec'd haproxy in place: the recorded pid is haproxy
+            # with the file descriptors its maxconn needs (2 x 2 + 1024)
+            assert Path(f"/proc/{pid}/comm").read_text().strip() == "haproxy"
+            limits = Path(f"/proc/{pid}/limits").read_text()
+            assert [ln.split()[3:5] for ln in limits.splitlines() if ln.startswith("Max open files")] == \
+                [["1028", "1028"]]
             assert hp.facts()["haproxy_version"].startswith("2.")
             url = hp.url("web") + "/"
             # 6 requests at once through a limit of 2 connections: served 2 at a time

@@ -35,6 +35,13 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "trace"
      "spawn failed on the node"),
     ("Error contacting glance server 'http://10.210.1.2:9292' for 'get', retrying.", "image service error"),
     ("HTTP 504", "upstream refused or timed out (load balancer or API)"),
+    # what Juice's driver saw in front of a haproxy at maxconn 8 (error templates, numbers masked)
+    ("[Errno <n>] Connection reset by peer",
+     "connection refused or reset (load balancer or API not accepting)"),
+    ("Cannot connect to host <n>.<n>.<n>.<n>:<n> ssl:default [Connect call failed ('<n>.<n>.<n>.<n>', <n>)]",
+     "connection refused or reset (load balancer or API not accepting)"),
+    ("Unable to establish connection to http://10.210.1.2:5000/v3/auth/tokens: Connection refused",
+     "identity service unreachable or refusing"),
 ])
 def test_messages_name_their_cause(message: str, cause: str) -> None:
     found = causes.cause_of(message)

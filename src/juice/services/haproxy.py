@@ -118,6 +118,19 @@ def parse_info(text: str) -> dict[str, str]:
     return out
 
 
+def fd_limit(maxconn: int | None) -> list[str]:
+    """The argv prefix that gives haproxy the file descriptors ``maxconn`` needs: haproxy raises
+    its soft limit to about 2 x maxconn but never the hard one, and a container's or a shell's
+    hard limit (20,000 on this machine; systemd gives services 524,288) can be below it — then
+    haproxy refuses to start ("Cannot raise FD limit"). ``prlimit`` (util-linux, in every Debian)
+    sets both and execs haproxy in place, so the started pid is still haproxy's. Wiring, not a
+    tuning knob: haproxy gets the limit it asks for, as under systemd."""
+    if maxconn is None:
+        return []
+    n = min(2 * maxconn + 1024, 1 << 20)  # fs.nr_open's default ceiling
+    return ["prlimit", f"--nofile={n}:{n}", "--"]
+
+
 def deviations(maxconn: int | None) -> list[Deviation]:
     """What haproxy runs with that differs from its defaults (Debian's shipped config)."""
     if maxconn is None:
@@ -272,7 +285,8 @@ class HAProxy(Service):
             raise ServiceError(f"haproxy: its config does not parse: {why[-1] if why else check.rc}")
 
     def start(self) -> None:
-        self.server = spawn(self.place, [HAPROXY, "-db", "-f", str(self.home / "haproxy.cfg")],
+        self.server = spawn(self.place, [*fd_limit(self.maxconn), HAPROXY, "-db", "-f",
+                                         str(self.home / "haproxy.cfg")],
                             log=self.log, what=f"haproxy in site {self.site}")
         self.progress(f"haproxy starting in site {self.site}: "
                       + ", ".join(f"{f.name} :{f.port} -> {len(f.servers)}" for f in self.frontends.values()))

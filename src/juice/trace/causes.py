@@ -48,6 +48,9 @@ CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I
      "haproxy maxconn (a full haproxy queues connections, then answers 504), API workers"),
     (r"Unable to establish connection to .*:5000|Authorization failed|ConnectFailure.*keystone",
      "identity service unreachable or refusing", "Keystone workers, its cache, availability"),
+    (r"Cannot connect to host|Connect call failed|Connection reset by peer|Connection refused",
+     "connection refused or reset (load balancer or API not accepting)",
+     "haproxy maxconn and the listen backlog behind it, API availability"),
     (r"Timed out|timed out", "timeout (other)", "the call's own timeout"),
 ))
 

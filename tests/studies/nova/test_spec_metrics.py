@@ -298,3 +298,26 @@ def test_failures_by_message_name_their_cause() -> None:
     assert "maxconn" in rows["POST /servers "]["what governs it"]
     assert rows["No valid host "]["cause"] == "no capacity for the request (scheduler)"
     assert rows["something nobo"]["cause"] == "" and rows["something nobo"]["what governs it"] == ""
+
+
+def test_failed_runs_say_why_and_what_their_boots_failed_of(tmp_path: Path) -> None:
+    """A run kept as .failed (its driver's cleanup got a 504 from a full haproxy) is left out of
+    the tables, but the report says why it failed and what its boots failed of, with causes."""
+    from juice.studies.nova.report import failed_runs_table, sections
+
+    run = tmp_path / "study" / "boot_server-galera-s3-c40-r0-x.failed"
+    run.mkdir(parents=True)
+    (run / "error.txt").write_text("JuiceError: the driver failed: cleanup failed: NovaError: GET /servers "
+                                   "-> 504: <html><body><h1>504 Gateway Time-out</h1>\n</body></html>\n")
+    (run / "summary.json").write_text(json.dumps({"boots": 60, "faults": {
+        "[Errno <n>] Connection reset by peer": 28, "No valid host was found. ": 3}}))
+    (tmp_path / "study" / "older.failed").mkdir()  # an earlier version's failed run: no files
+    t = failed_runs_table([tmp_path / "study"])
+    assert t["run"].tolist() == [run.name] * 3 + ["older.failed"]
+    assert t["failure"][0].startswith("the run: JuiceError: the driver failed: cleanup failed")
+    assert t["cause"].tolist() == ["upstream refused or timed out (load balancer or API)",
+                                   "connection refused or reset (load balancer or API not accepting)",
+                                   "no capacity for the request (scheduler)", ""]
+    assert t["count"].tolist()[1:3] == [28, 3]
+    html = "".join(sections([tmp_path / "study"]))  # no complete run: the failed ones still shown
+    assert "Failed runs: why" in html and "Connection reset by peer" in html

@@ -167,6 +167,28 @@ def failed_runs(paths: Sequence[Path]) -> list[Path]:
             if (d / "haproxy-stats.json").exists()]
 
 
+def failed_runs_table(paths: Sequence[Path]) -> pd.DataFrame:
+    """Every failed run of the study directories in ``paths`` (``<run>.failed``, left out of the
+    other tables): why the run failed, then its boots' failures by message (its summary.json,
+    when the run got that far), each with the cause its message names."""
+    rows: list[dict[str, object]] = []
+    for d in (d for p in paths if p.is_dir() for d in sorted(p.glob("*.failed"))):
+        err = (d / "error.txt").read_text(errors="replace").strip() if (d / "error.txt").exists() else ""
+        why = " ".join(err.split())[:240]
+        cause, knob = causes.cause_of(why) or ("", "")
+        rows.append({"run": d.name, "failure": f"the run: {why or 'no error recorded'}", "count": None,
+                     "cause": cause, "what governs it": knob})
+        try:
+            faults = json.loads((d / "summary.json").read_text()).get("faults") or {}
+        except (OSError, ValueError, AttributeError):
+            faults = {}
+        for k, v in faults.items():
+            cause, knob = causes.cause_of(k) or ("", "")
+            rows.append({"run": d.name, "failure": str(k), "count": int(v), "cause": cause,
+                         "what governs it": knob})
+    return pd.DataFrame(rows)
+
+
 def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
     """One row per run and haproxy frontend, from each run's ``haproxy-stats.json`` (runs without
     haproxy, or made before it existed, have none and add no row)."""
@@ -205,8 +227,14 @@ def haproxy_table(dirs: Sequence[Path]) -> pd.DataFrame:
 
 def sections(paths: Sequence[Path]) -> list[str]:
     df = load(paths)
+    failed = failed_runs_table(paths)
+    failed_html = [] if failed.empty else [
+        "<h3>Failed runs: why, and their boots' failures by message</h3>",
+        "<p class=note>Runs kept as <code>&lt;run&gt;.failed</code> are left out of every other "
+        "table; what they measured before failing is here, each message with the cause it names "
+        "(<code>juice.trace.causes</code>).</p>", table_html(failed)]
     if df.empty:
-        return []
+        return ["<h2>nova: boots under load (seeds 002, 004)</h2>", *failed_html] if failed_html else []
     from juice.profile import report as profile_report
 
     t = table(paths, [])
@@ -260,6 +288,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]
+    body += failed_html
     body += trace_sections(dirs, tr)
     body += profile_report.sections([Path(d) for d in df["dir"]], level_key="concurrency")
     return [b for b in body if b]

@@ -189,11 +189,13 @@ class NovaScenario:
     async def cleanup(self, env: Env, ctx: Context) -> None:
         st = ctx[CTX]
         try:
-            await delete_by_prefix(st["nova"], st["admin_token"], st["prefix"], st["timeout"])
+            # the boots' records first: a cleanup that fails (an API behind a full load
+            # balancer answering 504) must not lose what the window measured
             path = env.get("boots_path")
             if path:
                 atomic.write_text(Path(str(path)),
                                   "".join(json.dumps(b) + "\n" for b in st["boots"]))
+            await delete_by_prefix(st["nova"], st["admin_token"], st["prefix"], st["timeout"])
             await contexts.cleanup_users(st["drv"])
         finally:
             await self._close(st)
