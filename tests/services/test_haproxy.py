@@ -5,6 +5,7 @@ in front of two slow fake backends: requests spread over both, the global maxcon
 from __future__ import annotations
 
 import shutil
+import subprocess
 import threading
 import time
 import urllib.request
@@ -172,6 +173,18 @@ def test_haproxy_real_roundrobin_and_maxconn_reached(lab_name: str) -> None:
             assert set(per_server) == {"web-s1", "web-s2"} and sum(per_server.values()) == 6
             log = lab.place(1).read(hp.log) or b""
             assert b"web web/web-s" in log  # httplog lines: frontend backend/server
+            # a maxconn whose descriptors the site cannot have is refused before anything starts,
+            # naming the field, the limit and the fix (where the hard limit can be raised, it is)
+            big = HAProxy(lab, site=2, maxconn=1_000_000)
+            big.add("web", 9200, [(2, lab.site_ip(2), 9100)])
+            can = subprocess.run(["prlimit", f"--nofile={1 << 20}:{1 << 20}", "true"],
+                                 capture_output=True, check=False).returncode == 0
+            if can:
+                big.configure()
+            else:
+                with pytest.raises(ServiceError, match=r"haproxy\.maxconn: 1000000 needs 1048576 file "
+                                                       r"descriptors .* use a maxconn of at most \d+"):
+                    big.configure()
         finally:
             hp.stop()
             stop_all(fakes, grace_s=5)

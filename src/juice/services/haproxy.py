@@ -283,6 +283,25 @@ class HAProxy(Service):
         if not check.ok:
             why = (check.err or check.out).strip().splitlines()
             raise ServiceError(f"haproxy: its config does not parse: {why[-1] if why else check.rc}")
+        self._check_fd_limit()
+
+    def _check_fd_limit(self) -> None:
+        """Before anything starts: can this place give haproxy the descriptors its maxconn needs?
+        (Raising a hard limit needs CAP_SYS_RESOURCE, which a container may not have: this
+        machine's is 20,000 and fixed.)"""
+        argv = fd_limit(self.maxconn)
+        if not argv:
+            return
+        probe = self.place.run([*argv, "true"], timeout=30)
+        if probe.ok:
+            return
+        hard = self.place.run(["sh", "-c", "ulimit -Hn"], timeout=30).out.strip()
+        most = f"at most {(int(hard) - 1024) // 2}" if hard.isdigit() else "a smaller one"
+        said = ((probe.err or probe.out).strip().splitlines() or ["prlimit failed"])[-1]
+        need = argv[1].split("=")[1].split(":")[0]
+        raise ServiceError(f"haproxy.maxconn: {self.maxconn} needs {need} file descriptors and site "
+                           f"{self.site}'s hard limit ({hard or '?'}) cannot be raised there ({said}); "
+                           f"use a maxconn of {most} or raise the hard limit (ulimit -Hn, LimitNOFILE)")
 
     def start(self) -> None:
         self.server = spawn(self.place, [*fd_limit(self.maxconn), HAPROXY, "-db", "-f",
