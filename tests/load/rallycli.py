@@ -43,7 +43,7 @@ def rally_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not RALLY.exists():
         pytest.skip("Rally venv missing: run scripts/setup.sh")
     where = tmp_path_factory.mktemp("rally-template")
-    rally = _command(_conf(where), where, 300)
+    rally = _command(_conf(where), where, 120)
     rally("db", "create")
     rally("env", "create", "--name", "juice", "--no-use")
     return where / "rally.sqlite"
@@ -52,4 +52,4 @@ def rally_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def rally_cli(rally_template: Path, tmp_path: Path) -> Rally:
     shutil.copyfile(rally_template, tmp_path / "rally.sqlite")
-    return _command(_conf(tmp_path), tmp_path, 300)
+    return _command(_conf(tmp_path), tmp_path, 120)

@@ -125,10 +125,14 @@ def fd_limit(maxconn: int | None) -> list[str]:
     haproxy refuses to start ("Cannot raise FD limit"). ``prlimit`` (util-linux, in every Debian)
     sets both and execs haproxy in place, so the started pid is still haproxy's. Wiring, not a
     tuning knob: haproxy gets the limit it asks for, as under systemd."""
-    if maxconn is None:
-        return []
-    n = min(2 * maxconn + 1024, 1 << 20)  # fs.nr_open's default ceiling
-    return ["prlimit", f"--nofile={n}:{n}", "--"]
+    n = fd_need(maxconn)
+    return [] if n is None else ["prlimit", f"--nofile={n}:{n}", "--"]
+
+
+def fd_need(maxconn: int | None) -> int | None:
+    """The file descriptors Juice gives haproxy for ``maxconn`` (None: haproxy derives maxconn
+    from what it has)."""
+    return None if maxconn is None else min(2 * maxconn + 1024, 1 << 20)  # fs.nr_open's default
 
 
 def deviations(maxconn: int | None) -> list[Deviation]:
@@ -298,7 +302,7 @@ class HAProxy(Service):
         hard = self.place.run(["sh", "-c", "ulimit -Hn"], timeout=30).out.strip()
         most = f"at most {(int(hard) - 1024) // 2}" if hard.isdigit() else "a smaller one"
         said = ((probe.err or probe.out).strip().splitlines() or ["prlimit failed"])[-1]
-        need = argv[1].split("=")[1].split(":")[0]
+        need = fd_need(self.maxconn)
         raise ServiceError(f"haproxy.maxconn: {self.maxconn} needs {need} file descriptors and site "
                            f"{self.site}'s hard limit ({hard or '?'}) cannot be raised there ({said}); "
                            f"use a maxconn of {most} or raise the hard limit (ulimit -Hn, LimitNOFILE)")

@@ -153,18 +153,25 @@ def fault_table(df: pd.DataFrame) -> pd.DataFrame:
     for f in df["faults"]:
         for k, v in json.loads(f).items():
             c[k] += int(v)
-    rows = []
-    for k, v in c.most_common():
-        cause, knob = causes.cause_of(k) or ("", "")
-        rows.append({"failure (message template)": k, "count": v, "cause": cause, "what governs it": knob})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"failure (message template)": k, "count": v, **_cause(k)}
+                         for k, v in c.most_common()])
+
+
+def _cause(text: str) -> dict[str, str]:
+    """The cause a message names and what governs it (blank when no known message matches)."""
+    cause, knob = causes.cause_of(text) or ("", "")
+    return {"cause": cause, "what governs it": knob}
+
+
+def _failed_dirs(paths: Sequence[Path]) -> list[Path]:
+    """The failed runs (``<run>.failed``) of the study directories in ``paths``."""
+    return [d for p in paths if p.is_dir() for d in sorted(p.glob("*.failed"))]
 
 
 def failed_runs(paths: Sequence[Path]) -> list[Path]:
     """The failed runs (``<run>.failed``) of the study directories in ``paths`` that kept
     haproxy's counters: left out of every other table, their counters may say why they failed."""
-    return [d for p in paths if p.is_dir() for d in sorted(p.glob("*.failed"))
-            if (d / "haproxy-stats.json").exists()]
+    return [d for d in _failed_dirs(paths) if (d / "haproxy-stats.json").exists()]
 
 
 def failed_runs_table(paths: Sequence[Path]) -> pd.DataFrame:
@@ -172,20 +179,17 @@ def failed_runs_table(paths: Sequence[Path]) -> pd.DataFrame:
     other tables): why the run failed, then its boots' failures by message (its summary.json,
     when the run got that far), each with the cause its message names."""
     rows: list[dict[str, object]] = []
-    for d in (d for p in paths if p.is_dir() for d in sorted(p.glob("*.failed"))):
+    for d in _failed_dirs(paths):
         err = (d / "error.txt").read_text(errors="replace").strip() if (d / "error.txt").exists() else ""
         why = " ".join(err.split())[:240]
-        cause, knob = causes.cause_of(why) or ("", "")
         rows.append({"run": d.name, "failure": f"the run: {why or 'no error recorded'}", "count": None,
-                     "cause": cause, "what governs it": knob})
+                     **_cause(why)})
         try:
             faults = json.loads((d / "summary.json").read_text()).get("faults") or {}
         except (OSError, ValueError, AttributeError):
             faults = {}
-        for k, v in faults.items():
-            cause, knob = causes.cause_of(k) or ("", "")
-            rows.append({"run": d.name, "failure": str(k), "count": int(v), "cause": cause,
-                         "what governs it": knob})
+        rows += [{"run": d.name, "failure": str(k), "count": int(v), **_cause(str(k))}
+                 for k, v in faults.items()]
     return pd.DataFrame(rows)
 
 
