@@ -37,6 +37,9 @@ class PairResult:
     tolerance_ms: float
     ok: bool
     partitioned: bool = False
+    # A pair that missed on its first round is probed once more and judged on the second;
+    # the first round's median is kept here so the record shows both.
+    first_round_median_ms: float | None = None
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,13 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from juice.errors import LabError
 from juice.lab import hosttc
-from juice.lab.check import CheckReport, judge
+from juice.lab.check import CheckReport, PairResult, judge
 from juice.lab.place import SampledHost
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
@@ -408,32 +409,31 @@ class RemoteLab:
         """TCP connect times (one RTT each) from every host to every other host's WAN address,
         judged as ``juice lab check`` judges ping RTTs."""
         started, t0 = time.time(), time.monotonic()
-        pairs = [(a, b) for a in self.sites for b in self.sites if a < b]
 
-        def one(a: int, s: Session) -> list[tuple[int, list[float] | None]]:
-            out: list[tuple[int, list[float] | None]] = []
-            for a2, b in pairs:
-                if a2 == a:
-                    exp = expected_rtt_ms(self.links, a, b)
-                    out.append(
-                        (
-                            b,
-                            s.tcp_ms(
-                                self.site_ip(b), self.listen_ports[b], n=probes, timeout=max(2.0, exp / 250)
-                            ),
-                        )
-                    )
-            return out
+        def probe(pairs: list[tuple[int, int]]) -> list[PairResult]:
+            def one(a: int, s: Session) -> list[tuple[int, list[float] | None]]:
+                out: list[tuple[int, list[float] | None]] = []
+                for a2, b in pairs:
+                    if a2 == a:
+                        exp = expected_rtt_ms(self.links, a, b)
+                        timeout = max(2.0, exp / 250)
+                        out.append((b, s.tcp_ms(self.site_ip(b), self.listen_ports[b], n=probes,
+                                                timeout=timeout)))
+                return out
 
-        got = self.hosts.each("RTT check", one, sites=sorted({a for a, _ in pairs}))
-        results = []
-        for a, rows in got.items():
-            for b, ms in rows:
-                results.append(
-                    judge(a, b, expected_rtt_ms(self.links, a, b), ms or [], probes, tol_ms, tol_pct)
-                )
-        results.sort(key=lambda r: (r.a, r.b))
-        return CheckReport(self.name, self.backend, probes, results, started, round(time.monotonic() - t0, 2))
+            got = self.hosts.each("RTT check", one, sites=sorted({a for a, _ in pairs}))
+            return [judge(a, b, expected_rtt_ms(self.links, a, b), ms or [], probes, tol_ms, tol_pct)
+                    for a, rows in got.items() for b, ms in rows]
+
+        # Hosts are shared machines: one busy moment can move a pair's median. A pair that
+        # misses is probed once more and judged on that round; both medians are recorded.
+        results = {(r.a, r.b): r for r in probe([(a, b) for a in self.sites for b in self.sites if a < b])}
+        missed = sorted(k for k, r in results.items() if not r.ok)
+        if missed:
+            for r in probe(missed):
+                results[(r.a, r.b)] = replace(r, first_round_median_ms=results[(r.a, r.b)].median_rtt_ms)
+        pairs = sorted(results.values(), key=lambda r: (r.a, r.b))
+        return CheckReport(self.name, self.backend, probes, pairs, started, round(time.monotonic() - t0, 2))
 
     def local_namespaces(self) -> None:
         """None: the hosts' processes are not visible from this machine."""
