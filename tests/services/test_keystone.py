@@ -131,6 +131,15 @@ def test_keystone_on_galera_cache_on(lab_name: str, tmp_path: Path) -> None:
         ks = Keystone(lab, db, options=FAST)
         try:
             ks.up()
+            # pre-warmed: each site's worker went through its first full garbage collection
+            warm = ks.facts()["prewarm"]
+            assert sorted(warm) == ["1", "2", "3"], warm
+            for s, w in warm.items():
+                assert w["done"] and w["errors"] == 0 and w["requests"] > 0, w
+                (worker,) = children_of(ks.servers[int(s)].pid)
+                assert list(w["first_full_gc_ms"]) == [str(worker)] and w["first_full_gc_ms"][str(worker)] > 0
+            gcs = ks.gc_counters()
+            assert gcs["keystone.full_gcs"] >= 3 and gcs["keystone.full_gc_ms"] > 0
             creds = ks.admin_credentials()
             token = issue_token(lab, 1, creds)
             before = ks.memcached.stats(3) if ks.memcached else {}
@@ -188,13 +197,18 @@ def test_keystone_on_galera_cache_on(lab_name: str, tmp_path: Path) -> None:
 def test_cli_keystone_on_central_mariadb_cache_off(lab_name: str) -> None:
     runner = CliRunner()
     with _lab(lab_name) as lab, registry.deploy(lab, "mariadb") as db:
-        res = runner.invoke(keystone_app, ["up", "--lab", lab_name, "--no-cache", "--hash-rounds", "4"])
+        res = runner.invoke(keystone_app, ["up", "--lab", lab_name, "--no-cache", "--hash-rounds", "4",
+                                           "--workers", "2", "--prewarm", "1"])
         assert res.exit_code == 0, res.output + repr(res.exception)
         rec = load_ks_record(lab.workdir)
         assert rec is not None and rec["facts"]["cache"] is False and rec["facts"]["db_kind"] == "mariadb"
         pids = [s["pid"] for s in rec["servers"]]
         assert len(pids) == 3 and {s["kind"] for s in rec["servers"]} == {"keystone"}
         workers = [w for p in pids for w in children_of(p)]
+        # the pre-warm (site 1 only: --prewarm 1) reached both of its workers with concurrent requests
+        warm = rec["facts"]["prewarm"]
+        assert list(warm) == ["1"] and warm["1"]["done"], warm
+        assert sorted(int(p) for p in warm["1"]["first_full_gc_ms"]) == sorted(children_of(pids[0]))
         # Lab teardown and the crash sweep kill what runs in the site namespaces: all of it.
         in_ns = {p for k in lab.sites for p in netns.pids(lab.site_ns(k))}
         assert set(pids + workers) <= in_ns

@@ -50,6 +50,7 @@ from juice.services.deviations import Deviation
 from juice.services.keystone_settings import CACHE_BACKEND as CACHE_BACKEND
 from juice.services.keystone_settings import GUNICORN_GRACE, GUNICORN_TIMEOUT, keystone_deviations
 from juice.services.keystone_settings import KeystoneOptions as KeystoneOptions
+from juice.services.keystone_warm import GC_PROBE, SiteWarm, full_collections, prewarm
 from juice.services.memcached import Memcached
 from juice.services.memcached import version as memcached_version
 from juice.services.process import Server, children, port_open, spawn, stop_all
@@ -69,7 +70,7 @@ WSGI_SHIM = """import sys
 
 sys.argv = sys.argv[:1]
 from keystone.wsgi.api import application  # noqa: E402,F401
-"""
+""" + GC_PROBE  # each full garbage collection of a worker, logged (services.keystone_warm)
 
 
 MANAGE_COMMANDS = ("db_sync", "fernet_setup", "credential_setup", "bootstrap")
@@ -234,6 +235,7 @@ class Keystone(Service):
         self.memcached = Memcached(lab, progress, sites=self.ks_sites) if self.opts.cache else None
         self.servers: dict[int, Server] = {}  # site -> its gunicorn master
         self.timings: dict[str, float] = {}
+        self.warm: dict[int, SiteWarm] = {}  # site -> what the pre-warm did (keystone_warm)
         # a load balancer's URL in front of every site's Keystone (haproxy, set before
         # configure): the catalog and every client use it; health checks go to each server
         self.front: str | None = None
@@ -302,6 +304,8 @@ class Keystone(Service):
             "sites": list(self.ks_sites),
             "regions": [self.region(s) for s in self.ks_sites],
             **({"front": self.front} if self.front else {}),
+            "prewarm": ({str(s): w.to_dict() for s, w in sorted(self.warm.items())}
+                        if self.opts.prewarm else False),
             "timings_s": {k: round(v, 2) for k, v in self.timings.items()},
         }
 
@@ -487,6 +491,48 @@ class Keystone(Service):
         self.timings["healthy_s"] = time.monotonic() - t0
         self._register_regions()
         self.timings["regions_s"] = time.monotonic() - t0 - self.timings["healthy_s"]
+        if self.opts.prewarm:
+            t1 = time.monotonic()
+            self._prewarm()
+            self.timings["prewarm_s"] = time.monotonic() - t1
+
+    def gc_counters(self) -> dict[str, int]:
+        """Full garbage collections of every site's workers so far and their total pause (ms),
+        from the sites' logs (``keystone_warm.GC_PROBE``): ``servercounters``' ``keystone.*``."""
+        n, ms = 0, 0.0
+        for s in self.ks_sites:
+            for pauses in full_collections(self.lab.place(s).read(self.log(s), max_bytes=64 << 20)
+                                           or b"").values():
+                n, ms = n + len(pauses), ms + sum(pauses)
+        return {"keystone.full_gcs": n, "keystone.full_gc_ms": round(ms)}
+
+    def _prewarm(self) -> None:
+        """Every site's workers through their first full garbage collection (``keystone_warm``),
+        all sites at once; a site that did not get there is said, not fatal."""
+        creds = self.admin_credentials()
+        env = {"OS_USERNAME": creds.username, "OS_PASSWORD": creds.password,
+               "OS_PROJECT_NAME": creds.project_name}
+
+        def one(s: int) -> SiteWarm:
+            return prewarm(self.lab.place(s), self.server_url(s), self.log(s),
+                           self._workers(s, self.servers[s]), env, str(VENV / "bin" / "python3"))
+
+        sites = [s for s in self.ks_sites if self.opts.prewarm_sites is None or s in self.opts.prewarm_sites]
+        if not sites:
+            return
+        with ThreadPoolExecutor(max_workers=min(8, len(sites))) as ex:
+            for s, w in zip(sites, ex.map(one, sites), strict=True):
+                self.warm[s] = w
+        done = [w for w in self.warm.values() if w.done]
+        pauses = sorted(ms for w in done for ms in w.first_full_gc_ms.values())
+        self.progress(f"keystone: pre-warmed {len(done)}/{len(self.warm)} site(s) through each worker's "
+                      f"first full garbage collection ({sum(w.requests for w in self.warm.values())} "
+                      f"requests" + (f"; pauses {pauses[0]:.0f}-{pauses[-1]:.0f} ms)" if pauses else ")"))
+        for w in self.warm.values():
+            if not w.done:
+                self.progress(f"keystone in site {w.site}: pre-warm stopped after {w.requests} requests "
+                              f"({w.errors} failed, {w.seconds} s) before every worker's first full "
+                              "garbage collection: the first run there may include that pause")
 
     def _register_regions(self) -> None:
         """Region<k> + public/internal/admin identity endpoints for every site (idempotent),

@@ -32,6 +32,8 @@ class KeystoneOptions:
     access_log: bool = False            # gunicorn's access log (one line per request) in the site's log
     max_pool_size: int | None = None    # [database] max_pool_size (None: oslo.db's 5)
     max_overflow: int | None = None     # [database] max_overflow (None: oslo.db's 50)
+    prewarm: bool = True                # requests until each worker's first full GC (keystone_warm)
+    prewarm_sites: tuple[int, ...] | None = None  # the sites pre-warmed (default: every Keystone site)
 
     def __post_init__(self) -> None:
         if not 1 <= self.workers <= 64:

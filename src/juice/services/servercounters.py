@@ -21,6 +21,9 @@ Flat names, one source per prefix, every value an int (a missing counter is left
   ``pg_stat_database`` (shared-buffer misses / hits).
 - ``rows.<table>``: ``COUNT(*)`` of the Keystone tables that grow with the write scenarios
   (``TABLES``), read from one server.
+- ``keystone.*``: ``full_gcs`` and ``full_gc_ms``, the full garbage collections of every
+  Keystone worker and their pauses, summed over sites, from the Keystone logs (a fresh
+  worker's first one is a ~0.1-0.2 s pause: ``juice.services.keystone_warm``).
 - ``host.*`` (this machine, where the drivers run; on a local lab also every server):
   ``cpu_busy_jiffies`` / ``cpu_total_jiffies`` of ``/proc/stat`` (busy = all but idle and
   iowait) and ``load1_x100`` (the 1-minute load average × 100). On a shared machine the other
@@ -173,28 +176,31 @@ class ServerCounters:
     """Reads the counters of a deployment's database servers and memcacheds."""
 
     def __init__(self, mysql: Sequence[Any] = (), pg: Sequence[Any] = (), memcached: Any = None,
-                 schema: str = "keystone", host: bool = True) -> None:
+                 schema: str = "keystone", host: bool = True, keystone: Any = None) -> None:
         self.mysql, self.pg, self.memcached, self.schema = list(mysql), list(pg), memcached, schema
-        self.host = host
+        self.host, self.keystone = host, keystone
 
     @classmethod
-    def for_deployment(cls, db: Service, memcached: Any = None, schema: str = "keystone") -> ServerCounters:
+    def for_deployment(cls, db: Service, memcached: Any = None, schema: str = "keystone",
+                       keystone: Any = None) -> ServerCounters:
+        """``keystone``: anything with ``gc_counters() -> dict[str, int]`` (``Keystone``)."""
         from juice.services.galera import Galera
         from juice.services.mariadb import MariaDBCentral
         from juice.services.postgres import Postgres
 
+        kw: dict[str, Any] = {"memcached": memcached, "schema": schema, "keystone": keystone}
         if isinstance(db, MariaDBCentral):
-            return cls(mysql=[db.server], memcached=memcached, schema=schema)
+            return cls(mysql=[db.server], **kw)
         if isinstance(db, Galera):
-            return cls(mysql=list(db.nodes.values()), memcached=memcached, schema=schema)
+            return cls(mysql=list(db.nodes.values()), **kw)
         if isinstance(db, Postgres):
-            return cls(pg=db.servers(), memcached=memcached, schema=schema)
-        return cls(memcached=memcached, schema=schema)
+            return cls(pg=db.servers(), **kw)
+        return cls(**kw)
 
     def snapshot(self) -> Snapshot:
         snap = Snapshot()
         for name, read in (("host", self._host), ("memcached", self._memcached), ("mysql", self._mysql),
-                           ("postgres", self._pg)):
+                           ("postgres", self._pg), ("keystone", self._keystone)):
             try:
                 add(snap.values, read())
             except (ServiceError, OSError, ValueError, IndexError) as e:
@@ -206,6 +212,9 @@ class ServerCounters:
             return {}
         with open("/proc/stat") as st, open("/proc/loadavg") as la:
             return parse_host(st.read(), la.read())
+
+    def _keystone(self) -> dict[str, int]:
+        return dict(self.keystone.gc_counters()) if self.keystone is not None else {}
 
     def _memcached(self) -> dict[str, int]:
         total: dict[str, int] = {}

@@ -86,7 +86,8 @@ def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: P
         attr = attribution.probe_for(db, DB_NAME)
         if attr is None:
             progress(f"no statement attribution for {p.rdbms}; writes by table not measured")
-    sc = servercounters.ServerCounters.for_deployment(db, getattr(ks, "memcached", None), DB_NAME)
+    sc = servercounters.ServerCounters.for_deployment(db, getattr(ks, "memcached", None), DB_NAME,
+                                                      keystone=ks if hasattr(ks, "gc_counters") else None)
     return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults, attr, sc)
 
 

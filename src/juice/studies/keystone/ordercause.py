@@ -43,6 +43,8 @@ SHOWN = {"cache_hit_rate": "cache hit rate (window)", "memcached.get_misses": "c
          "rows.user": "rows: user (start)", "rows.password": "rows: password (start)",
          "rows.project": "rows: project (start)", "rows.assignment": "rows: assignment (start)",
          "rows.revocation_event": "rows: revocation_event (start)",
+         "keystone.full_gcs": "Keystone workers' full garbage collections (window)",
+         "keystone.full_gc_ms": "their pauses, ms (window)",
          "host_cpu_busy": "this machine's CPU busy (window)", "host.load1_x100": "load average x100 (start)"}
 
 

@@ -73,7 +73,10 @@ def deployment(lab: Lab, p: RunPoint, exp: Experiment, progress: Progress) -> It
         opts = KeystoneOptions(cache=p.cache, workers=exp.keystone.workers,
                                password_hash_rounds=exp.keystone.password_hash_rounds,
                                max_pool_size=p.server.get("max_pool_size"),
-                               max_overflow=p.server.get("max_overflow"))
+                               max_overflow=p.server.get("max_overflow"),
+                               prewarm=exp.keystone.prewarm,
+                               # the sites that serve load: site 1 alone when every load is light
+                               prewarm_sites=(1,) if set(exp.load) <= {"light"} else None)
         ks = Keystone(lab, db, progress, opts)
         ks.up(timeout=max(300.0, 60.0 + 8.0 * p.sites))
         try:

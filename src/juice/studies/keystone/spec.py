@@ -51,6 +51,9 @@ field                           range            why
 ``keystone.write_attribution``  true/false       statements of each run by kind and table
                                                  (default false: on MariaDB/Galera it turns
                                                  performance_schema ON, off by default there)
+``keystone.prewarm``            true/false       requests after deploying until every worker had
+                                                 its first full garbage collection (default true;
+                                                 docs/run-order.md)
 ``keystone.max_pool_size``      1..1,000         [database] max_pool_size per worker (oslo.db: 5)
 ``keystone.max_overflow``       -1..1,000        [database] max_overflow per worker (oslo.db: 50)
 ``database.max_connections``    1..100,000 each  an axis: mariadb, galera, postgres* (not cockroach)
@@ -216,6 +219,9 @@ class KeystoneAxis(Strict):
         default=None, description="[database] max_pool_size of each worker (unset: oslo.db's 5)")
     max_overflow: Annotated[int, Interval(ge=-1, le=1000)] | None = Field(
         default=None, description="[database] max_overflow of each worker (unset: oslo.db's 50)")
+    prewarm: StrictBool = Field(
+        default=True, description="after deploying, requests until every Keystone worker had its first "
+        "full garbage collection, a one-time ~0.1-0.2 s pause (juice.services.keystone_warm)")
 
     def server(self) -> dict[str, Any]:
         """The pool options set (run keys hash them; unset ones are left out)."""
