@@ -5,7 +5,8 @@ light load: the driver in site 1) DEPLOYMENTS times, fresh each time, and on eac
 string of steps, R = one run of authenticate_user_and_validate_token × 30 (concurrency 3,
 warm-up WARMUP iterations, Rally's users context: exactly the study's run), K = kill and restart
 site 1's Keystone (a fresh gunicorn, same database), B = kill and restart the database, W<n> =
-n extra authenticate iterations sent before the next run and not measured (a pre-warm).
+n extra authenticate iterations sent before the next run and not measured (a pre-warm), S<n> =
+n seconds of idling.
 
     PYTHONPATH=src python benchmarks/order_cause/first_run.py 3 RRRRR 6 > fr.log
     PYTHONPATH=src python benchmarks/order_cause/first_run.py 2 RRRKRR 6 >> fr.log
@@ -13,7 +14,8 @@ n extra authenticate iterations sent before the next run and not measured (a pre
 
 Each run prints a JSON line (prefix ``run``): its deployment, step, the 1-minute load average,
 the mean of its measured iterations and every iteration's duration in start order (warm-up
-first), with each iteration's atomic actions. Run it alone on the machine, as root.
+first), with each iteration's atomic actions, and the servers' counters around it
+(juice.services.servercounters, derived). Run it alone on the machine, as root.
 """
 
 import json
@@ -23,6 +25,8 @@ import sys
 import time
 
 from juice.load.drivers import run_drivers
+from juice.services.keystone import DB_NAME
+from juice.services.servercounters import ServerCounters, derived
 from juice.studies.keystone import drive, run
 from juice.studies.keystone.matrix import expand
 from juice.studies.keystone.spec import parse
@@ -55,7 +59,7 @@ def say(m: str) -> None:
 def steps(s: str) -> list[str]:
     out, i = [], 0
     while i < len(s):
-        if s[i] == "W":
+        if s[i] in "WS":
             j = i + 1
             while j < len(s) and s[j].isdigit():
                 j += 1
@@ -71,6 +75,7 @@ exp, p = point(30, warmup)
 for d in range(deployments):
     with run.lab(exp, p.sites, p.wan, say) as lab, run.deployment(lab, p, exp, say) as dep:
         t_up = time.time()
+        sc = ServerCounters.for_deployment(dep.db, dep.ks.memcached, DB_NAME, keystone=dep.ks)
         for k, tok in enumerate(steps(plan)):
             if tok == "K":
                 dep.ks.kill(1)
@@ -79,6 +84,9 @@ for d in range(deployments):
             if tok == "B":
                 dep.db.kill(1)
                 say(f"database restarted {dep.db.restart(1)}")
+                continue
+            if tok.startswith("S"):  # the deployment idles for that many seconds
+                time.sleep(int(tok[1:]))
                 continue
             if tok.startswith("W"):
                 _, wp = point(int(tok[1:]), 0)
@@ -91,7 +99,9 @@ for d in range(deployments):
             spec = drive.runner_spec(p)  # type: ignore[arg-type]
             jobs = [drive.job(p, 1, spec, drive.keystone_env(dep.ks, 1, drive.pool_size(spec)))]  # type: ignore[arg-type]
             load1 = os.getloadavg()[0]
+            s0 = sc.snapshot()
             (res,) = run_drivers(lab, jobs)
+            counters = derived(s0.values, sc.snapshot().values)
             its = sorted(res.warmup + res.records, key=lambda r: r.timestamp)
             ok = [r.duration for r in res.records if not r.error]
             row = {"deployment": d, "step": k, "plan": plan, "warmup": warmup, "load1": load1,
@@ -105,6 +115,7 @@ for d in range(deployments):
             log = dep.ks.log(1).read_text(errors="replace").splitlines()
             row["gc"] = [ln[ln.index("juice-gc"):] for ln in log if "juice-gc" in ln]
             row["mode"] = mode
+            row["counters"] = counters
             row["prewarm"] = dep.ks.facts()["prewarm"]
             print("run " + json.dumps(row), flush=True)
             say(f"deployment {d} step {k}: mean {row['mean_s']:.4f} s (load {load1:.2f})")

@@ -19,7 +19,10 @@ def boot(xs: list[float], n: int = 4000, seed: int = 1) -> tuple[float, float]:
     return ms[int(0.025 * n)], ms[int(0.975 * n) - 1]
 
 
-rows = [json.loads(line[4:]) for f in sys.argv[1:] for line in open(f) if line.startswith("run ")]
+rows = []
+for path in sys.argv[1:]:
+    with open(path) as f:
+        rows += [json.loads(line[4:]) for line in f if line.startswith("run ")]
 deps: dict[tuple[str, int, str], list[dict]] = defaultdict(list)
 for i, r in enumerate(rows):
     # a deployment = consecutive rows whose step does not go back to 0
@@ -49,4 +52,5 @@ for mode, m in sorted(by_mode.items()):
               f"median {statistics.median(m[k]):+.4f}")
     rel = [p / later for p, later in zip(m["penalty_s"], m["later_s"], strict=True)]
     lo, hi = boot(rel)
-    print(f"  first run vs later     {100 * statistics.mean(rel):+.1f} %  95 % [{100 * lo:+.1f}, {100 * hi:+.1f}]")
+    print(f"  first run vs later     {100 * statistics.mean(rel):+.1f} %  "
+          f"95 % [{100 * lo:+.1f}, {100 * hi:+.1f}]")

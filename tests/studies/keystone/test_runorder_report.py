@@ -50,6 +50,19 @@ def test_interleaved_repetitions_give_an_order_effect_and_no_confounding() -> No
     (f,) = found
     assert f.text.startswith("Order effect on the mariadb, 1 sites deployment: a point run late takes")
     assert "over 2 points" in f.text and "takes -" in f.text  # the first position was slower
+    # one run a side: the per-point interval leaves out run-to-run variation, so no verdict there
+    assert set(table["verdict"]) == {runorder.ONE_RUN}
+    parts, _ = runorder.section(ms, it)
+    assert any("gets no verdict of its own" in p for p in parts)
+
+
+def test_a_point_with_two_runs_a_side_gets_its_own_verdict() -> None:
+    ms = [manifest(f"a{k}", 0.0, k, k, k, "interleaved") for k in range(4)]
+    it = iterations({"a0": 0.20, "a1": 0.21, "a2": 0.10, "a3": 0.11})
+    table, _ = runorder.effect(ms, it)
+    assert list(table["verdict"]) == ["real"] and table["early positions"].iloc[0] == "0, 1"
+    parts, _ = runorder.section(ms, it)
+    assert not any("gets no verdict of its own" in p for p in parts)
 
 
 def test_the_order_effect_is_pooled_per_deployment_not_across_them() -> None:

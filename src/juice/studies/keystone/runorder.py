@@ -9,8 +9,12 @@ the order was recorded have none and take no part.
   more positions of its deployment: its runs split in early (the first half by position) and
   late (the rest); the difference of the mean iteration total (successful iterations) late
   minus early, with its 95 % bootstrap interval (runs resampled, then iterations:
-  ``juice.report.findings.contrast``). Over several points, the mean relative difference
-  (late / early - 1) with its bootstrap interval over the points.
+  ``juice.report.findings.contrast``). With one run on a side that interval holds the
+  iterations' variation only, while runs of one point on one deployment differ several times
+  more (here: 6-9 % between runs against 1-2 % within one, benchmarks/order_cause): such a point
+  gets no verdict of its own (``ONE_RUN``). Over several points, the mean relative difference
+  (late / early - 1) with its bootstrap interval over the points: the points' differences carry
+  the run-to-run variation, so that interval does.
 - **Confounding.** An axis that varies inside a deployment (WAN point, load, scenario) is
   confounded with run order when, for every set of runs that differ only along it, its values
   ran in the same order and no point ran at two positions: every difference along it may be
@@ -30,6 +34,8 @@ import pandas as pd
 from juice.report.findings import Finding, contrast, estimate, with_ci
 from juice.report.tables import table_html
 
+# a point with one run early or late: its interval leaves out the run-to-run variation
+ONE_RUN = "no verdict (one run a side)"
 IDENTITY = ("repetition", "seed", "run_id")  # what differs between repetitions of a point
 AXES = ("delay_ms", "wan", "zones", "matrix", "load", "scenario")  # axes inside a deployment
 
@@ -91,7 +97,8 @@ def effect(manifests: Sequence[Mapping[str, Any]], it: pd.DataFrame) -> tuple[pd
                      "early positions": ", ".join(str(x) for x in g["position"].iloc[:half]),
                      "late positions": ", ".join(str(x) for x in g["position"].iloc[half:]),
                      "early mean (s)": with_ci(c.a, ""), "late mean (s)": with_ci(c.b, ""),
-                     "late - early (s)": with_ci(c.diff, ""), "verdict": c.verdict})
+                     "late - early (s)": with_ci(c.diff, ""),
+                     "verdict": c.verdict if min(len(early), len(late)) >= 2 else ONE_RUN})
     out: list[Finding] = []
     for dep, values in rel.items():
         if len(values) >= 2:
@@ -104,7 +111,7 @@ def effect(manifests: Sequence[Mapping[str, Any]], it: pd.DataFrame) -> tuple[pd
         r = rows[0]
         out.append(Finding(f"Order effect ({r['point']}): run late {r['late mean (s)']} s against "
                            f"{r['early mean (s)']} s run early (late - early {r['late - early (s)']} s)",
-                           str(r["verdict"])))
+                           None if r["verdict"] == ONE_RUN else str(r["verdict"])))
     out += [Finding(s) for s in confounded(runs)]
     return pd.DataFrame(rows), out
 
@@ -158,6 +165,12 @@ def section(manifests: Sequence[Mapping[str, Any]], it: pd.DataFrame) -> tuple[l
         parts += ["<h3>Order effect</h3>", "<p class=note>The same point run early and late in its "
                   "deployment: mean iteration total (successful iterations) with 95 % bootstrap intervals "
                   "(runs, then iterations, resampled).</p>", table_html(table)]
+        if (table["verdict"] == ONE_RUN).any():
+            parts.append("<p class=note>A point with one run early or late gets no verdict of its own: its "
+                         "interval holds the variation between iterations only, and runs of one point on one "
+                         "deployment differ several times more (on a 2-core machine, 6-9 % between runs "
+                         "against 1-2 % within one: benchmarks/order_cause). Read the pooled estimate over "
+                         "points, or run more repetitions.</p>")
     else:
         parts.append("<p class=note>No point ran at two positions: the order effect cannot be "
                      "estimated (repetitions: 2 or more with runner.order interleaved allow it).</p>")
