@@ -162,7 +162,7 @@ def test_keystone_placement_and_the_fakes_are_the_same_services_at_either_place(
 
     db = MariaDBCentral(lab, site=1)  # type: ignore[arg-type]
     ks = Keystone(lab, db, options=KeystoneOptions(cache=False, password_hash_rounds=4,  # type: ignore[arg-type]
-                                                   sites=(1,)))
+                                                   sites=(1,), prewarm=False))
     pl = Placement(lab, db, ks, site=2, workers=1)  # type: ignore[arg-type]
     fakes = FakeServices(lab, ks, site=1)  # type: ignore[arg-type]
     stack = [db, ks, pl, fakes]

@@ -25,6 +25,16 @@ def test_mysql_status_rows_map_to_innodb_and_galera_names() -> None:
                                            "galera.cert_index_size": 31, "galera.cert_failures": 0}
 
 
+def test_connection_limit_counters_a_refusal_total_and_a_peak_read_at_the_end() -> None:
+    rows = [("Connection_errors_max_connections", "7"), ("Max_used_connections", "151")]
+    got = sc.parse_mysql_status(rows)
+    assert got == {"mysql.refused_max_connections": 7, "mysql.max_used_connections": 151}
+    d = sc.derived({"mysql.refused_max_connections": 7, "mysql.max_used_connections": 40},
+                   {"mysql.refused_max_connections": 19, "mysql.max_used_connections": 151})
+    assert d["mysql.refused_max_connections"] == 12  # refused in the window
+    assert d["mysql.max_used_connections"] == 151  # the peak as the run ends
+
+
 def test_row_counts_are_one_statement_with_quoted_names() -> None:
     mysql, pg = sc.rows_sql("keystone", "`"), sc.rows_sql("public", '"')
     assert mysql.count("COUNT(*)") == len(sc.TABLES) and "`keystone`.`user`" in mysql

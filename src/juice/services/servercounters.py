@@ -15,6 +15,9 @@ Flat names, one source per prefix, every value an int (a missing counter is left
   the buffer pool and went to disk), ``buffer_pool_read_requests`` (logical reads),
   ``history_list_length`` (undo history not yet purged: ``INNODB_METRICS``
   ``trx_rseg_history_len``).
+- ``mysql.*`` (MariaDB / Galera, summed over nodes): ``refused_max_connections``
+  (``Connection_errors_max_connections``: connections refused at ``max_connections``) and
+  ``max_used_connections`` (the peak since the server started, read at the run's end).
 - ``galera.*`` (summed over nodes): ``cert_failures`` (``wsrep_local_cert_failures``),
   ``cert_index_size``, ``flow_control_paused_ns``.
 - ``pg.*`` (PostgreSQL, the Keystone database): ``blks_read`` / ``blks_hit`` of
@@ -49,12 +52,16 @@ _MYSQL_STATUS = {"Innodb_buffer_pool_reads": "innodb.buffer_pool_reads",
                  "Innodb_buffer_pool_read_requests": "innodb.buffer_pool_read_requests",
                  "wsrep_local_cert_failures": "galera.cert_failures",
                  "wsrep_cert_index_size": "galera.cert_index_size",
-                 "wsrep_flow_control_paused_ns": "galera.flow_control_paused_ns"}
+                 "wsrep_flow_control_paused_ns": "galera.flow_control_paused_ns",
+                 "Connection_errors_max_connections": "mysql.refused_max_connections",
+                 "Max_used_connections": "mysql.max_used_connections"}
 MYSQL_STATUS_SQL = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
                     + ",".join(f"'{v}'" for v in _MYSQL_STATUS) + ")")
 HISTORY_SQL = "SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'"
 # the counters that are levels (read at the run's start), not totals (read as a difference)
 LEVELS = ("memcached.curr_items", "innodb.history_list_length", "galera.cert_index_size", "host.load1_x100")
+# peaks since the server started, read at the run's end
+PEAKS = ("mysql.max_used_connections",)
 
 
 def _int(v: Any) -> int | None:
@@ -135,7 +142,10 @@ def derived(start: Mapping[str, int], end: Mapping[str, int]) -> dict[str, float
       level (``LEVELS``, ``rows.*``)."""
     out: dict[str, float] = {}
     for k in sorted(set(start) | set(end)):
-        if k in LEVELS or k.startswith("rows."):
+        if k in PEAKS:
+            if k in end:
+                out[k] = float(end[k])
+        elif k in LEVELS or k.startswith("rows."):
             if k in start:
                 out[k] = float(start[k])
         elif k in start and k in end:

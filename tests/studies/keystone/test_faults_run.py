@@ -28,7 +28,7 @@ def spec(tmp: Path, name: str, faults: list[dict[str, object]], times: int = 80,
               else {"rate": rate, "times": times, "timeout_s": timeout_s, "warmup": 2})
     data = {"name": name, "rdbms": ["mariadb"], "sites": [2], "wan": {"delay_ms": [0]}, "load": ["high"],
             "scenarios": ["authenticate_user_and_validate_token"], "check_wan": False, "runner": runner,
-            "keystone": {"password_hash_rounds": 4}, "faults": faults}
+            "keystone": {"password_hash_rounds": 4, "prewarm": False}, "faults": faults}
     p = tmp / f"{name}.yaml"
     p.write_text(yaml.safe_dump(data))
     return p

@@ -64,6 +64,12 @@ def test_writes_are_attributed_to_keystone_tables_and_add_up(tmp_path: Path, rdb
         pool = ("innodb.buffer_pool_read_requests" if rdbms == "mariadb" else "pg.blks_hit")
         assert d[pool] > 0 and 0 <= d["buffer_pool_miss_rate"] <= 1
         assert rdbms != "mariadb" or "innodb.history_list_length" in start
+        # connections: none refused at the limit, and the peak is at least Keystone's one
+        assert rdbms != "mariadb" or (d["mysql.refused_max_connections"] == 0
+                                      and d["mysql.max_used_connections"] >= 1)
+        # Keystone's workers' full collections, from their logs (pre-warmed: counted, not in the window)
+        assert m["deployment"]["prewarm"]["1"]["done"], m["deployment"]["prewarm"]
+        assert start["keystone.full_gcs"] >= 1 and "keystone.full_gc_ms" in d
         assert start["rows.user"] >= 1 and start["rows.project"] >= 1 and "rows.revocation_event" in end
         positions.append((m["order"]["position"], m["order_index"]))
     assert sorted(positions) == [(0, 0), (1, 1)]
