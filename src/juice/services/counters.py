@@ -118,16 +118,33 @@ class Probe:
 
     @contextmanager
     def window(self) -> Iterator[Window]:
+        """The counters' difference over the block. A server that cannot be read (one that
+        refuses connections at its max_connections is part of what a run may measure) leaves
+        the window unmeasured, with ``error`` saying why: the block itself runs regardless."""
         w = Window()
-        before, ev0 = self.snapshot()
+        try:
+            before, ev0 = self.snapshot()
+        except ServiceError as e:
+            w.error = _first_line(e)
+            yield w
+            return
         yield w
-        after, ev1 = self.snapshot()
+        try:
+            after, ev1 = self.snapshot()
+        except ServiceError as e:
+            w.error = _first_line(e)
+            return
         w.result = delta(before, after, self.reads, self.writes, exact=ev0 == ev1)
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
 
 
 @dataclass
 class Window:
     result: Counts = field(default_factory=lambda: Counts(0, 0))
+    error: str | None = None  # why the window could not be measured
 
 
 class MySQLProbe(Probe):

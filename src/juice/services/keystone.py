@@ -520,7 +520,7 @@ class Keystone(Service):
         sites = [s for s in self.ks_sites if self.opts.prewarm_sites is None or s in self.opts.prewarm_sites]
         if not sites:
             return
-        with ThreadPoolExecutor(max_workers=min(8, len(sites))) as ex:
+        with ThreadPoolExecutor(max_workers=min(64, len(sites))) as ex:  # each bounded in time
             for s, w in zip(sites, ex.map(one, sites), strict=True):
                 self.warm[s] = w
         done = [w for w in self.warm.values() if w.done]
@@ -528,11 +528,11 @@ class Keystone(Service):
         self.progress(f"keystone: pre-warmed {len(done)}/{len(self.warm)} site(s) through each worker's "
                       f"first full garbage collection ({sum(w.requests for w in self.warm.values())} "
                       f"requests" + (f"; pauses {pauses[0]:.0f}-{pauses[-1]:.0f} ms)" if pauses else ")"))
-        for w in self.warm.values():
-            if not w.done:
-                self.progress(f"keystone in site {w.site}: pre-warm stopped after {w.requests} requests "
-                              f"({w.errors} failed, {w.seconds} s) before every worker's first full "
-                              "garbage collection: the first run there may include that pause")
+        cold = [w for w in self.warm.values() if not w.done]
+        if cold:
+            self.progress(f"keystone: pre-warm stopped before every worker's first full garbage collection "
+                          f"in site(s) {', '.join(str(w.site) for w in cold)} ({cold[0].error or 'bounded'}; "
+                          f"{cold[0].seconds} s): a first run there may include that one-time pause")
 
     def _register_regions(self) -> None:
         """Region<k> + public/internal/admin identity endpoints for every site (idempotent),

@@ -118,7 +118,10 @@ def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: lis
         results = run_drivers(launcher, jobs, faults.watch(bar) if faults is not None else bar)
     sc = servercounters.record(sc0, servers.snapshot()) if servers is not None and sc0 is not None else None
     rw: dict[str, Any] | None = None
-    if w is not None:
+    rw_error = w.error if w is not None else None
+    if rw_error:
+        progress(f"%reads/%writes not measured: {rw_error}")
+    if w is not None and not rw_error:
         c = w.result
         rw = {"reads": c.reads, "writes": c.writes, "pct_reads": round(c.pct_reads, 2),
               "pct_writes": round(c.pct_writes, 2), "exact": c.exact, "per_command": c.per_command,
@@ -143,6 +146,7 @@ def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: lis
     return {**({"sla_stopped": halt} if halt is not None else {}),
             **({"write_attribution": by_table} if by_table is not None else {}),
             **({"server_counters": sc} if sc is not None else {}),
+            **({"rwratio_error": rw_error} if rw_error else {}),
             "rwratio": rw, "drivers": per_site, "iterations": n, "faults": events,
             "warmup_iterations": sum(len(r.warmup) for r in results),
             "failed_iterations": sum(r.failed_count for r in results),
