@@ -9,6 +9,7 @@ import pytest
 
 from juice.errors import ServiceError
 from juice.lab.place import ThisHost
+from juice.services.base import wait_for
 from juice.services.process import spawn, stop_all
 from juice.util import proc
 
@@ -96,6 +97,9 @@ def test_memory_reads_rss_pss_and_uss_from_smaps_rollup(tmp_path: Path) -> None:
     srv = spawn(ThisHost(), SLEEP, log=tmp_path / "s.log", what="sleeper in site 0")
     try:
         assert srv.pid is not None
+        # compare the two reads once the sleeper is idle: while Python starts, its RSS grows by
+        # megabytes between them (seen once on a loaded machine: 1.3 MB, then 8.9 MB)
+        wait_for(lambda: "sleeping" in (tmp_path / "s.log").read_text(), 30, "the sleeper to start")
         gone = 2**22 + 1  # above the kernel's pid_max: never a process
         got = memory(ThisHost(), [os.getpid(), srv.pid, gone])
         assert set(got) == {os.getpid(), srv.pid}

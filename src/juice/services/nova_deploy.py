@@ -52,7 +52,7 @@ from juice.services.nova_compute import NovaComputes
 from juice.services.nova_conf import ComputeOptions, NovaOptions
 from juice.services.nova_settings import db_connections
 from juice.services.placement import PORT as PLACEMENT_PORT
-from juice.services.placement import Placement
+from juice.services.placement import Placement, Placements
 from juice.services.rabbitmq import PROMETHEUS, RabbitMQ
 from juice.services.redis import Redis
 
@@ -73,6 +73,9 @@ class NovaStack:
     haproxy_maxconn: int | None = None   # haproxy's global maxconn (None: haproxy's default)
     placement_site: int = 1
     placement_workers: int = 2
+    # more placement servers, one per site (with haproxy in front): each writes through its own
+    # site's database endpoint when nova's roles do (db_writers local), else through placement_site's
+    placement_sites: tuple[int, ...] = ()
     fakes_site: int = 1
     # SIMULATED waits/failures of fake-glance and fake-neutron (FakeServices' simulation)
     fakes_simulation: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -91,6 +94,15 @@ class NovaStack:
                             f"{list(self.keystone_sites)}")
         if not self.haproxy and (self.haproxy_maxconn is not None or self.haproxy_site is not None):
             raise UserError("haproxy_maxconn, haproxy_site: only with haproxy on (haproxy=True)")
+        extra = [k for k in self.placement_sites if k != self.placement_site]
+        if extra and not self.haproxy:
+            raise UserError("placement_sites: several placement servers need haproxy in front (haproxy=True)")
+        if len(set(self.placement_sites)) < len(self.placement_sites):
+            raise UserError(f"placement_sites: one placement per site; got {list(self.placement_sites)}")
+
+    def placement_servers(self) -> list[int]:
+        """Every placement server's site, placement_site first."""
+        return [self.placement_site, *(k for k in self.placement_sites if k != self.placement_site)]
 
     def keystone(self) -> KeystoneOptions:
         """Keystone's options: its sites, cache on, cheap hashing (not what is measured); no
@@ -104,7 +116,8 @@ class NovaStack:
         else (None, None): MariaDB's default."""
         if self.db_max_connections is not None:
             return self.db_max_connections, None
-        needed, how = db_connections(self.nova, placement_workers=self.placement_workers,
+        needed, how = db_connections(self.nova,
+                                     placement_workers=self.placement_workers * len(self.placement_servers()),
                                      keystone=keystone_connections(self.keystone(),
                                                                    len(self.keystone().sites or ())))
         if needed <= DEFAULT_MAX_CONNECTIONS:
@@ -169,6 +182,11 @@ class NovaDeployment:
         self.ks = Keystone(lab, self.db, progress, s.keystone())
         self.placement = Placement(lab, self.db, self.ks, progress, site=s.placement_site,
                                    workers=s.placement_workers)
+        local = s.nova.db_writers == "local"  # every placement writes through its own site's node
+        self.placements = Placements([self.placement, *(
+            Placement(lab, self.db, self.ks, progress, site=k, workers=s.placement_workers,
+                      primary=self.placement, db_site=None if local else s.placement_site)
+            for k in s.placement_servers()[1:])], progress)
         self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site, simulation=s.fakes_simulation)
         self.nova = Nova(lab, self.db, self.mq, self.ks, self.placement, progress, s.nova)
         # OSProfiler's backend (s.nova.profiler): a Redis in nova's control site
@@ -190,9 +208,11 @@ class NovaDeployment:
                      maxconn=s.haproxy_maxconn)
         ip = self.lab.site_ip
         lb.add("keystone", KEYSTONE_PORT, [(k, ip(k), KEYSTONE_PORT) for k in self.ks.ks_sites])
-        lb.add("placement", PLACEMENT_PORT, [(s.placement_site, ip(s.placement_site), PLACEMENT_PORT)])
+        lb.add("placement", PLACEMENT_PORT, [(k, ip(k), PLACEMENT_PORT) for k in s.placement_servers()])
         lb.add("nova-api", API_PORT, [(s.nova.api, ip(s.nova.api), API_PORT)])
-        self.ks.front, self.placement.front = lb.url("keystone"), lb.url("placement")
+        self.ks.front = lb.url("keystone")
+        for pl in self.placements.members:
+            pl.front = lb.url("placement")
         self.nova.front = lb.url("nova-api")
         return lb
 
@@ -210,7 +230,7 @@ class NovaDeployment:
         prof: list[tuple[str, Service]] = [("profiler", self.redis)] if self.redis is not None else []
         return [*([("haproxy", self.lb)] if self.lb is not None else []),
                 ("database", self.db), ("rabbitmq", self.mq), *prof, ("keystone", self.ks),
-                ("placement", self.placement), ("fakes", self.fakes), ("nova", self.nova),
+                ("placement", self.placements), ("fakes", self.fakes), ("nova", self.nova),
                 ("computes", self.computes)]
 
     def up(self, timeout: float = 900.0) -> NovaDeployment:
@@ -270,7 +290,7 @@ class NovaDeployment:
     def pids(self) -> list[int]:
         """Every process of the stack known now (for leftover checks)."""
         out = [r.pid for _, svc in self.services() for r in svc.records() if r.pid]
-        return sorted(set(out + self.nova.pids() + self.placement.pids() + self.computes.pids()))
+        return sorted(set(out + self.nova.pids() + self.placements.pids() + self.computes.pids()))
 
     def collect_logs(self, dest: Path) -> list[Path]:
         out: list[Path] = []
@@ -284,7 +304,8 @@ class NovaDeployment:
 
     def facts(self) -> dict[str, Any]:
         return {"db": self.stack.db, "nova": self.nova.facts(), "computes": self.computes.facts(),
-                "placement": self.placement.facts(), "image_service": "fake-glance (stand-in)",
+                "placement": {**self.placement.facts(), "sites": self.stack.placement_servers()},
+                "image_service": "fake-glance (stand-in)",
                 "network_service": "fake-neutron (stand-in)", "timings": dict(self.timings),
                 **({"haproxy": self.lb.facts()} if self.lb is not None else {}),
                 "keystone_sites": list(self.ks.ks_sites), "rabbitmq_nodes": len(self.mq.nodes)}

@@ -15,7 +15,8 @@ catalog as service type ``placement`` in every region. The WSGI app
 parses no command line, so no argv shim is needed (nova-api needs one).
 
 Files: ``<workdir>/s<site>/placement/{placement.conf (0600), placement.log, gunicorn.pid,
-manage.log}``.
+manage.log}`` (a second server of the deployment, ``Placements``: ``placement-s<site>.log``, no
+manage.log).
 """
 
 from __future__ import annotations
@@ -83,7 +84,11 @@ class Placement(Service):
 
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = 2, debug: bool = False,
-                 max_pool_size: int | None = None, max_overflow: int | None = None) -> None:
+                 max_pool_size: int | None = None, max_overflow: int | None = None,
+                 primary: Placement | None = None, db_site: int | None = None) -> None:
+        """``primary``: another Placement of the same deployment (this one then shares its
+        database, service user and catalog entry: no db sync, no registration); ``db_site``: the
+        site whose database endpoint it writes through (default its own: Galera's local node)."""
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"placement.site: {site} is not a site of this lab (1..{len(lab.sites)})")
@@ -91,7 +96,8 @@ class Placement(Service):
             raise UserError(f"placement.workers: expected 1..64, got {workers}")
         self.db, self.ks, self.site, self.workers, self.debug = db, ks, site, workers, debug
         self.pool = (max_pool_size, max_overflow)
-        self._password = secrets.token_urlsafe(24)
+        self.primary, self.db_site = primary, site if db_site is None else db_site
+        self._password: str = primary._password if primary is not None else secrets.token_urlsafe(24)
         self.server: Server | None = None
         self.timings: dict[str, float] = {}
         self.front: str | None = None  # a load balancer's URL in front (the catalog's, clients')
@@ -106,7 +112,8 @@ class Placement(Service):
 
     @property
     def log(self) -> Path:
-        return self.home / "placement.log"
+        # a second server's log gets its site in the name (a run's logs/ is one flat directory)
+        return self.home / ("placement.log" if self.primary is None else f"placement-s{self.site}.log")
 
     def url(self) -> str:
         """What clients and the catalog use: the load balancer's ``front``, else the server."""
@@ -124,12 +131,16 @@ class Placement(Service):
                                "(another placement still running?)")
         place.remove(self.home)
         place.mkdir(self.home)
-        create_database(self.lab, self.db, self.site, DB_NAME, self.progress)
-        ep = replace(self.db.endpoint(self.site).write, database=DB_NAME)
+        if self.primary is None:
+            create_database(self.lab, self.db, self.site, DB_NAME, self.progress)
+        ep = replace(self.db.endpoint(self.db_site).write, database=DB_NAME)
         place.write(self.home / "placement.conf", render_placement_conf(
             db_url=ep.url() + "?charset=utf8mb4", auth_url=self.ks.auth_url(self.site),
             password=self._password, debug=self.debug, max_pool_size=self.pool[0],
             max_overflow=self.pool[1]), mode=0o600)
+        if self.primary is not None:  # the primary synced the schema and registered the service
+            self.timings["configure_s"] = time.monotonic() - t0
+            return
         self.progress("placement-manage db sync...")
         self.timings["db_sync_s"] = run_to_end(
             place, [VENV / "bin" / "placement-manage", "--config-file", self.home / "placement.conf",
@@ -211,8 +222,50 @@ class Placement(Service):
         return [self.server.pid, *children(self.place, self.server.pid)]
 
     def logs(self) -> list[tuple[Place, Path]]:
-        return [(self.place, self.log), (self.place, self.home / "manage.log")]
+        manage = [(self.place, self.home / "manage.log")] if self.primary is None else []
+        return [(self.place, self.log), *manage]
 
     def facts(self) -> dict[str, Any]:
         version = venv_versions(self.place, ["openstack-placement"])["openstack-placement"]
         return {"placement_version": version, "site": self.site, "workers": self.workers, "url": self.url()}
+
+
+class Placements(Service):
+    """Several placement servers of one deployment, one per site, started and stopped together
+    (seed 004 ran one on each controller, each writing through its own Galera node). The first
+    is the primary (schema, service user, catalog entry); a load balancer in front of all of
+    them is the catalog's URL (``front``)."""
+
+    kind = "placement"
+
+    def __init__(self, members: list[Placement], progress: Progress = quiet) -> None:
+        super().__init__(members[0].lab, progress)
+        self.members = members
+
+    def configure(self) -> None:
+        for m in self.members:  # the primary first: the others use its schema and service user
+            m.configure()
+
+    def start(self) -> None:
+        for m in self.members:
+            m.start()
+
+    def wait_healthy(self, timeout: float = 120.0) -> None:
+        for m in self.members:
+            m.wait_healthy(timeout)
+
+    def stop(self) -> None:
+        for m in reversed(self.members):
+            m.stop()
+
+    def deviations(self) -> list[Deviation]:
+        return self.members[0].deviations()  # the same settings on every server
+
+    def records(self) -> list[ServerRecord]:
+        return [r for m in self.members for r in m.records()]
+
+    def pids(self) -> list[int]:
+        return [p for m in self.members for p in m.pids()]
+
+    def logs(self) -> list[tuple[Place, Path]]:
+        return [x for m in self.members for x in m.logs()]

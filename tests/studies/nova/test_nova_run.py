@@ -81,7 +81,8 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
                      computes={"processes": 1, "nodes_per_process": 6, "max_concurrent_builds": 1,
                                "spawn_time": {"dist": "constant", "value_s": 2}}, profiler="redis",
                      haproxy={"maxconn": [4000]},
-                     topology={"control_sites": [1, 2], "keystones": 2, "rabbitmq_nodes": 3})
+                     topology={"control_sites": [1, 2], "keystones": 2, "rabbitmq_nodes": 3,
+                               "placements": 2})
     before, before_hp = set(_own_namespaces()), _haproxies()
     code, out, err = juice("run", str(spec))
     assert code == 0, err
@@ -144,6 +145,9 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
         stot = {(x["pxname"], x["svname"]): int(x["stot"] or 0) for x in hp["stats"]}
         assert stot[("keystone", "keystone-s1")] > 0 and stot[("keystone", "keystone-s2")] > 0
         assert stot[("nova-api", "nova-api-s1")] > 0 and stot[("placement", "placement-s1")] > 0
+        # two placement servers (topology.placements), both serving through haproxy, each its log
+        assert dep["placement"]["sites"] == [1, 2] and stot[("placement", "placement-s2")] > 0
+        assert (r / "logs" / "placement.log").is_file() and (r / "logs" / "placement-s2.log").is_file()
         hplog = b"".join(p.read_bytes() for p in (r / "logs").glob("*haproxy*"))
         assert b"keystone keystone/keystone-s" in hplog  # httplog lines: frontend backend/server
     assert not _redis_of_this_process()  # the runs' Redis stopped with their deployment

@@ -85,6 +85,31 @@ def test_the_deployment_puts_haproxy_in_front_of_every_instance() -> None:
     assert [d.option for d in dep.deviations() if d.server == "haproxy"] == ["global maxconn"]
 
 
+class ThreeSites(FakeSites):
+    sites = range(1, 4)
+
+
+def test_several_placements_each_behind_haproxy_writing_through_their_own_node() -> None:
+    spec = parse(_spec(db=["galera"], galera_writers=["multi", "single"], haproxy={},
+                       topology={"control_sites": [1, 2, 3], "placements": 3}), "t.yaml")
+    multi, single = expand(spec)
+    assert multi.fixed["topology"] == {"control_sites": [1, 2, 3], "placements": 3}
+    st = _stack(spec, multi)
+    assert st.placement_servers() == [3, 1, 2]  # placement's site first, then cycling
+    dep = NovaDeployment(ThreeSites(), stack=st)  # type: ignore[arg-type]
+    assert dep.lb is not None
+    hosts = [b.host for b in dep.lb.frontends["placement"].servers]
+    assert hosts == ["10.210.3.2", "10.210.1.2", "10.210.2.2"]
+    members = dep.placements.members
+    assert [m.site for m in members] == [3, 1, 2] and [m.db_site for m in members] == [3, 1, 2]
+    assert members[0].primary is None and all(m.primary is members[0] for m in members[1:])
+    assert all(m.url() == "http://10.210.1.2:18778" for m in members)  # the catalog's: haproxy
+    assert ("placement", dep.placements) in dep.services()
+    # one writer: every placement writes through placement's site (the same node as the others)
+    sdep = NovaDeployment(ThreeSites(), stack=_stack(spec, single))  # type: ignore[arg-type]
+    assert [m.db_site for m in sdep.placements.members] == [3, 3, 3]
+
+
 def test_no_haproxy_no_haproxy_step() -> None:
     dep = NovaDeployment(FakeSites(), stack=NovaStack())  # type: ignore[arg-type]
     assert dep.lb is None and "haproxy" not in dep.needs() and "haproxy" not in dep.needs()["keystone"]
@@ -101,6 +126,8 @@ def test_no_haproxy_no_haproxy_step() -> None:
     ({"topology": {"control_sites": [1, 4]}}, "topology.control_sites: 4 is not a site"),
     ({"topology": {"control_sites": [1, 1]}}, "listed twice"),
     ({"topology": {"wat": 1}}, "wat"),
+    ({"topology": {"placements": 2}}, "topology.placements: 2 placement servers need as many control sites"),
+    ({"topology": {"control_sites": [1, 2], "placements": 2}}, "need haproxy in front"),
 ])
 def test_bad_values_are_one_line_errors(over: dict[str, Any], msg: str) -> None:
     with pytest.raises(UserError, match=msg) as e:
@@ -115,6 +142,10 @@ def test_stack_rejects_duplicate_keystone_sites_and_maxconn_without_haproxy() ->
         NovaStack(haproxy_maxconn=4000)
     with pytest.raises(UserError, match="haproxy.maxconn"):
         NovaStack(haproxy=True, haproxy_maxconn=0)
+    with pytest.raises(UserError, match="placement_sites: several placement servers need haproxy"):
+        NovaStack(placement_sites=(1, 2))
+    with pytest.raises(UserError, match="one placement per site"):
+        NovaStack(haproxy=True, placement_sites=(2, 2))
 
 
 def test_the_example_parses() -> None:

@@ -413,8 +413,10 @@ def work_bound_s(exp: Experiment) -> float:
         return 10.0 + len(exp.load) * runs_per_load * run_s
     for sites in exp.sites:
         total += 1.0 + 0.05 * sites  # the lab
+        # every database.max_connections value is a deployment of its own, with its runs
+        conns = len(exp.database.max_connections or [0])
         for rdbms in exp.rdbms:
-            for cache in exp.keystone.cache:
+            for cache in [c for c in exp.keystone.cache for _ in range(conns)]:
                 total += 10.0 + 2.0 * sites + 10 * _rtt_s(wans[0]) + 8.0 + 1.5 * sites  # deployment
                 # WAN changes and checks: one per WAN point; interleaved passes turn back at the
                 # last point, so (repetitions - 1) x (points - 1) more (juice.runner.order)

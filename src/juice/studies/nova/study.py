@@ -294,7 +294,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                "name_run": "".join(secrets.choice(ALPHABET) for _ in range(6))}
         if dep.stack.redis is not None:  # OSProfiler on: the driver signs a trace per boot
             env["profiler_key"] = dep.stack.nova.profiler_key
-        svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placement)
+        svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placements)
         try:
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
         except (ServiceError, TypeError):

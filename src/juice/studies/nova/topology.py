@@ -6,6 +6,7 @@ of Keystone, placement and nova-api; several control sites; N Keystones; a Rabbi
       control_sites: [1, 2, 3]            # the control plane spread over these sites
       keystones: 3                        # one Keystone per control site, in order
       rabbitmq_nodes: 3                   # 1 | 3 | 5 broker nodes, one cluster, round-robin
+      placements: 3                       # placement servers, one per control site (haproxy)
 
 With ``control_sites`` [a, b, c]: nova-api and haproxy in a, nova-conductor in b, placement in
 c (each cycling when fewer sites are given), the schedulers round-robin over them, the
@@ -63,6 +64,9 @@ class Topology(Strict):
     rabbitmq_nodes: Literal[1, 3, 5] = Field(default=1, description=(
         "RabbitMQ nodes in one cluster, round-robin over the control sites; nova's transport_url "
         "lists every node"))
+    placements: Annotated[PositiveInt, Le(9)] = Field(default=1, description=(
+        "placement servers, one per control site from placement's (cycling), behind haproxy; with "
+        "galera_writers multi each writes through its own site's node (seed 004's shape)"))
 
     @field_validator("control_sites")
     @classmethod
@@ -87,6 +91,12 @@ def check(topology: Topology, haproxy: HAProxyOptions | None, sites: int, contro
         raise ValueError(f"topology.keystones: {topology.keystones} Keystones need as many control sites "
                          f"(one per site; topology.control_sites has {len(ctl)}): list more "
                          "control_sites or fewer keystones")
+    if topology.placements > len(ctl):
+        raise ValueError(f"topology.placements: {topology.placements} placement servers need as many control "
+                         f"sites (one per site; topology.control_sites has {len(ctl)})")
+    if topology.placements > 1 and haproxy is None:
+        raise ValueError("topology.placements: several placement servers need haproxy in front: add "
+                         "`haproxy: {}`")
     if haproxy is not None and haproxy.site is not None and haproxy.site > sites:
         raise ValueError(f"haproxy.site: {haproxy.site} is not a site (sites: {sites})")
 
@@ -101,6 +111,7 @@ def stack_shape(topology: Topology, haproxy: HAProxyOptions | None, controllers_
     out: dict[str, Any] = {
         "keystone_site": home, "keystone_sites": tuple(ctl[:topology.keystones]),
         "bus_sites": spread(topology.rabbitmq_nodes, ctl), "placement_site": ctl[2 % len(ctl)],
+        "placement_sites": tuple(ctl[(2 + i) % len(ctl)] for i in range(topology.placements)),
         "fakes_site": home,
         "nova": {"control_site": home, "api_site": home, "conductor_site": ctl[1 % len(ctl)],
                  "scheduler_sites": spread(schedulers, ctl) if len(ctl) > 1 else None},
