@@ -91,7 +91,7 @@ def test_zones_partition_heal_and_runtime_reload(lab_name: str) -> None:
         lab.partition(3)
         assert not ping(lab, 1, 3) and not ping(lab, 3, 4)
         assert ping(lab, 1, 4)
-        cut = check(lab, probes=3)
+        cut = check(lab, probes=3, tol_ms=1.0)
         assert cut.ok and {(p.a, p.b) for p in cut.pairs if p.partitioned} == {(1, 3), (2, 3), (3, 4)}
         lab.heal(3)
         assert ping(lab, 1, 3)

@@ -76,3 +76,31 @@ def test_a_pair_that_misses_twice_fails_the_check(tmp_path: Path, monkeypatch: p
     bad = [p for p in rep.pairs if not p.ok]
     assert [(p.a, p.b, p.first_round_median_ms, p.median_rtt_ms) for p in bad] == [(1, 3, 60.0, 58.0)]
     assert rep.to_dict()["pairs"][0]["first_round_median_ms"] is None
+
+
+def test_a_local_lab_check_probes_a_missed_pair_again_but_not_a_cut_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from juice.lab import check as chk
+
+    rounds: list[list[tuple[int, int]]] = []
+
+    def fake_probe(lab: object, pairs: list[tuple[int, int]], *args: object) -> list[chk.PairResult]:
+        rounds.append(list(pairs))
+        first = len(rounds) == 1
+        out = []
+        for a, b in pairs:
+            med = 9.0 if (a, b) == (1, 2) and first else 8.1
+            cut = (a, b) == (2, 3)
+            out.append(chk.PairResult(a, b, 8.0, None if cut else med, None, None, 3, 3, 0.5,
+                                      ok=False if cut else abs(med - 8.0) <= 0.5, partitioned=cut))
+        return out
+
+    monkeypatch.setattr(chk, "_probe", fake_probe)
+    lab = SimpleNamespace(sites=range(1, 4), topo=SimpleNamespace(name="l"),
+                          state=SimpleNamespace(backend="b"))
+    rep = chk.check(lab)  # type: ignore[arg-type]
+    assert rounds == [[(1, 2), (1, 3), (2, 3)], [(1, 2)]]  # the cut pair's failure is a real one
+    by = {(p.a, p.b): p for p in rep.pairs}
+    assert by[(1, 2)].ok and by[(1, 2)].first_round_median_ms == 9.0 and not by[(2, 3)].ok

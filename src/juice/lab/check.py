@@ -103,10 +103,25 @@ class Probed(Protocol):
 def check(lab: Probed, *, probes: int = 30, interval_s: float = 0.01,
           tol_ms: float = 0.5, tol_pct: float = 2.0,
           progress: Callable[[str], None] = lambda _: None) -> CheckReport:
-    """Probe every pair of sites of ``lab``; bounded in time (each ping has a deadline)."""
+    """Probe every pair of sites of ``lab``; bounded in time (each ping has a deadline). A pair
+    that misses its tolerance is probed once more and judged on that round (a busy moment of a
+    shared machine moves a median), its first median kept in ``first_round_median_ms``."""
     pairs = [(a, b) for a in lab.sites for b in lab.sites if a < b]
     started = time.time()
     t0 = time.monotonic()
+    results = {(r.a, r.b): r for r in _probe(lab, pairs, probes, interval_s, tol_ms, tol_pct, progress)}
+    missed = sorted(k for k, r in results.items() if not r.ok and not r.partitioned)
+    if missed:
+        progress(f"probing {len(missed)} pair(s) again")
+        for r in _probe(lab, missed, probes, interval_s, tol_ms, tol_pct, progress):
+            results[(r.a, r.b)] = replace(r, first_round_median_ms=results[(r.a, r.b)].median_rtt_ms)
+    out = sorted(results.values(), key=lambda r: (r.a, r.b))
+    return CheckReport(lab.topo.name, lab.state.backend, probes, out, started,
+                       round(time.monotonic() - t0, 2))
+
+
+def _probe(lab: Probed, pairs: list[tuple[int, int]], probes: int, interval_s: float, tol_ms: float,
+           tol_pct: float, progress: Callable[[str], None]) -> list[PairResult]:
     results: list[PairResult] = []
     todo = list(pairs)
     running: list[tuple[int, int, subprocess.Popen[str]]] = []
@@ -130,6 +145,4 @@ def check(lab: Probed, *, probes: int = 30, interval_s: float = 0.01,
             res = replace(res, partitioned=True, ok=res.received == 0)
         results.append(res)
         progress(f"probed {len(results)}/{len(pairs)} pairs")
-    results.sort(key=lambda r: (r.a, r.b))
-    return CheckReport(lab.topo.name, lab.state.backend, probes, results, started,
-                       round(time.monotonic() - t0, 2))
+    return results
