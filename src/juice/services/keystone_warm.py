@@ -87,9 +87,9 @@ with ThreadPoolExecutor(max_workers=threads) as ex:
 print(json.dumps({"requests": n + 1, "errors": ok.count(False)}))
 """
 
-BATCH = 40          # requests per batch (~1 s on one worker here)
-MAX_BATCHES = 40    # at most 1,600 requests per server
-MAX_S = 30.0        # and at most ~30 s per server (a Keystone whose database is across a WAN
+BATCH = 20          # requests per batch (~0.5 s on one idle worker here)
+MAX_BATCHES = 80    # at most 1,600 requests per server
+MAX_S = 60.0        # and at most ~60 s per server (a Keystone whose database is across a WAN
                     # answers in seconds: there the pause is small beside a request, and waiting
                     # for it would cost minutes)
 

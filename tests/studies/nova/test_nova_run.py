@@ -262,7 +262,12 @@ def test_kill_9_mid_boot_then_any_command_removes_everything(tmp_path: Path) -> 
     assert st.name not in {s.name for s in state.all_states()}
     left_ns = [ns for ns in netns.list_all() if ns.startswith(f"juice-{st.name}-")]
     assert not left_ns, left_ns
-    in_ns = [p for p in _all_pids() if _net_inode(p) in inodes]
+    # (a namespace's inode number is reused: a lab another worker made since may have it, so
+    # processes of the labs that exist now are not ours)
+    others = [s.workdir for s in state.all_states()]
+    in_ns = [p for p in _all_pids() if _net_inode(p) in inodes and not any(
+        str(w) in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace") for w in others
+        if Path(f"/proc/{p}/cmdline").exists())]
     assert not in_ns, [(p, Path(f"/proc/{p}/cmdline").read_bytes()[:200]) for p in in_ns]
     survivors = [p for p, t in alive_before.items() if proc.alive(p, t)]
     assert not survivors, [(p, Path(f"/proc/{p}/cmdline").read_bytes()[:200]) for p in survivors]
