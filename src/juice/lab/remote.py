@@ -33,13 +33,12 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from juice.errors import LabError
 from juice.lab import hosttc
-from juice.lab.check import CheckReport, PairResult, judge
+from juice.lab.check import CheckReport, PairResult, judge, with_second_round
 from juice.lab.place import SampledHost
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
@@ -425,14 +424,8 @@ class RemoteLab:
             return [judge(a, b, expected_rtt_ms(self.links, a, b), ms or [], probes, tol_ms, tol_pct)
                     for a, rows in got.items() for b, ms in rows]
 
-        # Hosts are shared machines: one busy moment can move a pair's median. A pair that
-        # misses is probed once more and judged on that round; both medians are recorded.
-        results = {(r.a, r.b): r for r in probe([(a, b) for a in self.sites for b in self.sites if a < b])}
-        missed = sorted(k for k, r in results.items() if not r.ok)
-        if missed:
-            for r in probe(missed):
-                results[(r.a, r.b)] = replace(r, first_round_median_ms=results[(r.a, r.b)].median_rtt_ms)
-        pairs = sorted(results.values(), key=lambda r: (r.a, r.b))
+        # hosts are shared machines: one busy moment can move a pair's median
+        pairs = with_second_round([(a, b) for a in self.sites for b in self.sites if a < b], probe)
         return CheckReport(self.name, self.backend, probes, pairs, started, round(time.monotonic() - t0, 2))
 
     def local_namespaces(self) -> None:
