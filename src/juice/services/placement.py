@@ -189,6 +189,26 @@ class Placement(Service):
         inv: dict[str, Any] = r.json()["inventories"]
         return inv
 
+    def capacity(self, limit: int = 50) -> dict[str, Any]:
+        """Placement's view of capacity: per resource provider (at most ``limit``; beyond that
+        only the count) its inventories (total, reserved, allocation_ratio) and its usages."""
+        rps = self.resource_providers()
+        out: dict[str, Any] = {"providers": len(rps), "listed": []}
+        if len(rps) > limit:
+            return out
+        token = issue_token(self.lab, self.ks.first, self.ks.admin_credentials())
+        hdr = {"X-Auth-Token": token, "OpenStack-API-Version": "placement 1.14"}
+        for rp in rps:
+            row: dict[str, Any] = {"name": rp["name"], "uuid": rp["uuid"], "generation": rp["generation"]}
+            for part in ("inventories", "usages"):
+                r = request(self.lab, self.site, "GET",
+                            f"{self.url()}/resource_providers/{rp['uuid']}/{part}", headers=hdr)
+                if r.status != 200:
+                    raise ServiceError(f"placement GET {part} of {rp['name']}: {r.status}")
+                row[part] = r.json()[part]
+            out["listed"].append(row)
+        return out
+
     def stop(self) -> None:
         if self.server is None:
             return

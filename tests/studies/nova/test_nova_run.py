@@ -184,8 +184,15 @@ def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(capacity_runs: Capa
     assert len(runs) == 1
     for r in runs:
         s = json.loads((r / "summary.json").read_text())
-        assert (s["active"], s["failed"]) == (4, 1), (r.name, s)
+        place = (r / "placement.json").read_text() if (r / "placement.json").exists() else "none"
+        assert (s["active"], s["failed"]) == (4, 1), (r.name, s, "placement after the run:", place)
         assert any("No valid host" in k for k in s["faults"]), s["faults"]
+        # placement's view after the run (placement.json): 2 nodes of 2 vCPUs at ratio 1.0
+        cap = json.loads(place)
+        assert cap["providers"] == 2 and len(cap["listed"]) == 2, cap
+        for rp in cap["listed"]:
+            vcpu = rp["inventories"]["VCPU"]
+            assert (vcpu["total"], vcpu["allocation_ratio"], vcpu["reserved"]) == (2, 1.0, 0), rp
 
 
 # ---- kill -9 mid-boot: the next juice command removes everything ---------------------------

@@ -193,6 +193,17 @@ def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any, sampled: dict[str, An
     run.rd.write_json("haproxy-stats.json", data)
 
 
+def _placement_capacity(run: Run[NovaSpec, NovaPoint], placement: Any) -> None:
+    """``placement.json`` after the run: what placement held per node (inventories with their
+    allocation ratios, usages), for a handful of nodes; a placement that does not answer is
+    noted, not raised."""
+    try:
+        data = placement.capacity()
+    except ServiceError as e:
+        data = {"error": str(e)}
+    run.rd.write_json("placement.json", data)
+
+
 def grow_preload(dep: Deployment, want: int, progress: Progress, timeout_s: float = 3600.0) -> None:
     """Boot VMs (the admin's, named ``juice-preload-*``, multi-create batches) until ``want``
     are ACTIVE. Booted through the API, not pre-seeded rows: each went through the scheduler."""
@@ -324,6 +335,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             if lb is not None and sampler is not None:
                 sampler.__exit__()
                 _haproxy_stats(run, lb, sampler.result())
+            _placement_capacity(run, dep.stack.placement)
         if dep.stack.redis is not None:
             osprofiler_traces(run, dep.stack)
 
