@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from juice.errors import ServiceError
 from juice.lab.place import Sites
@@ -74,7 +75,7 @@ class NovaClient:
         return out
 
     def servers(self, name: str | None = None) -> list[dict[str, Any]]:
-        q = f"?name={name}" if name else ""
+        q = f"?name={quote(name)}" if name else ""  # nova: a regular expression
         out: list[dict[str, Any]] = self.call("GET", f"/servers/detail{q}").json()["servers"]
         return out
 

@@ -20,7 +20,13 @@ changes what a study needs:
   <distribution>, "spawn_failure": p, "seed": n}``, makes spawn sleep the time drawn for the
   instance (``simwait.draw``: the same per (seed, instance uuid)) while nova's build slot is
   held (``max_concurrent_builds`` fills as with real hypervisors), then fail with probability p
-  per (instance, node) the way ``failing_nodes`` does (nova reschedules).
+  per (instance, node) the way ``failing_nodes`` does (nova reschedules);
+- a simulated hypervisor keeps its guests: an instance that nova's database places on one of
+  this process's nodes (ACTIVE or stopped) but that the driver does not hold — booted before
+  this process restarted, or preloaded as rows (``juice.services.nova_preload``) — is adopted
+  (running or shut off, its resources counted) the first time nova asks about it, as a real
+  hypervisor would still be running it. FakeDriver alone answers "not found", and nova's power
+  sync then marks the instance NOSTATE.
 
 Loaded by ``juice-nova-compute`` (``juice_nova.compute``) as ``juice_fake.MultiNodeFakeDriver``.
 """
@@ -34,10 +40,13 @@ from typing import Any
 
 import nova.conf
 from nova import exception
+from nova.compute import power_state, vm_states
 from nova.virt import fake
 
 CONF = nova.conf.CONF
 NODES_FILE = "juice-nodes.json"
+# the vm_states a guest a simulated hypervisor keeps running (or shut off) is adopted in
+ADOPTED_STATES = {vm_states.ACTIVE: power_state.RUNNING, vm_states.STOPPED: power_state.SHUTDOWN}
 
 
 def load_simulation(path: str) -> dict[str, Any]:
@@ -142,8 +151,34 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             raise RuntimeError(f"juice-fake: injected spawn failure on node {instance.node} "
                                f"(simulated, failures.spawn = {p:g})")
 
+    def _adopt(self, instance: Any) -> None:
+        """Hold ``instance`` if nova placed it on one of these nodes and the driver does not
+        have it yet (see the module doc); anything else is left to FakeDriver."""
+        state = ADOPTED_STATES.get(instance.vm_state)
+        if (instance.uuid in self.instances or state is None or instance.host != CONF.host
+                or instance.node not in self.node_resources):
+            return
+        f = instance.flavor
+        self.instances[instance.uuid] = fake.FakeInstance(instance.name, state, instance.uuid)
+        self.resources.claim(vcpus=f.vcpus, mem=f.memory_mb, disk=f.root_gb)
+        self.node_resources[instance.node].claim(vcpus=f.vcpus, mem=f.memory_mb, disk=f.root_gb)
+        self.instance_node[instance.uuid] = instance.node
+
+    def get_info(self, instance: Any, use_cache: bool = True) -> Any:
+        self._adopt(instance)
+        return super().get_info(instance, use_cache)
+
+    def power_off(self, instance: Any, *args: Any, **kwargs: Any) -> None:
+        self._adopt(instance)
+        super().power_off(instance, *args, **kwargs)
+
+    def power_on(self, context: Any, instance: Any, *args: Any, **kwargs: Any) -> None:
+        self._adopt(instance)
+        super().power_on(context, instance, *args, **kwargs)
+
     def destroy(self, context: Any, instance: Any, network_info: Any, block_device_info: Any = None,
                 destroy_disks: bool = True, destroy_secrets: bool = True) -> None:
+        self._adopt(instance)
         super().destroy(context, instance, network_info, block_device_info, destroy_disks,
                         destroy_secrets)
         node = self.instance_node.pop(instance.uuid, None)

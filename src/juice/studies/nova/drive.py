@@ -16,6 +16,10 @@ from juice.lab.place import Place
 from juice.services.logslice import copy_slices, log_sizes
 from juice.studies.nova import metrics
 
+PRELOAD_METHODS = {"api": "booted through the API (multi-create batches of 50)",
+                   "rows": "one booted through the API, the others cloned from it as database rows "
+                           "and placement allocations (juice.services.nova_preload)"}
+
 
 def _s(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f} s"
@@ -128,7 +132,7 @@ def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Plac
         extra["server_events"] = {"database": dict(ew.result)}
     if running is not None:  # added to what is there (an SLA stop is kept on lab runs too)
         extra.update({"running_vms": running,
-                      "preload_method": "booted through the API (multi-create batches of 50)",
+                      "preload_method": PRELOAD_METHODS[spec.preload_method],
                       "deployment": dict(facts), "versions": dict(versions or {}),
                       "lab": dict(lab or {})})
         from juice.studies.nova.points import sim_record

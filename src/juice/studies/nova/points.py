@@ -56,6 +56,7 @@ class NovaPoint:
                 "compute_processes": self.fixed["computes"]["processes"],
                 **({"compute_isolation": "fork"}
                    if self.fixed["computes"].get("isolation") == "fork" else {}),
+                **({"preload_method": "rows"} if self.fixed.get("preload_method") == "rows" else {}),
                 **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
                 **({"galera_writers": self.writers} if self.writers != "single" else {}),
                 **({"configuration": self.configuration} if self.configuration else {}),
@@ -113,6 +114,7 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
              **({"log_format": spec.log_format} if spec.log_format != "text" else {}),
              **({"controllers_site": spec.controllers_site} if spec.controllers_site != 1 else {}),
+             **({"preload_method": spec.preload_method} if spec.preload_method != "api" else {}),
              **({"faults": [f.model_dump(mode="json") for f in spec.faults]} if spec.faults else {}),
              **({"server": spec.server.set()} if spec.server.set() else {}),
              **({"haproxy": {"site": spec.haproxy.site}} if spec.haproxy is not None else {}),

@@ -29,6 +29,8 @@ Example (``examples/nova-boot.yaml``)::
     runner: {times: 40, concurrency: [5, 10, 20]}    # concurrency is an axis (closed loop)
     # runner: {times: 200, rate: [1, 2, 4], arrival: poisson}   # or open loop: boots/s (an axis)
     preload: [0]                    # an axis: VMs already running before the window
+    # preload_method: rows          # api (default: booted through nova) | rows (cloned from one
+    #                               # booted VM: rows + placement allocations; docs/nova-simulation.md)
     users: {tenants: 2, users_per_tenant: 2}          # Rally's users context
     # controllers_site: 1           # database (mariadb), RabbitMQ, Keystone, placement, stand-ins,
     #                               # nova-api, conductor, schedulers
@@ -97,9 +99,9 @@ from juice.util.validation import validate
 
 SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
-                  "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "computes",
-                  "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes", "failures",
-                  "profiler", "configurations", "haproxy", "topology")
+                  "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "preload_method",
+                  "computes", "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes",
+                  "failures", "profiler", "configurations", "haproxy", "topology")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -289,6 +291,10 @@ class NovaSpec(Strict):
     concurrency_backend: list[Literal["threading", "eventlet"]] = _axis(str, ["threading"], "backend")
     max_pool_size: list[Annotated[PositiveInt, Le(500)]] = _axis(int, [10], "[database] max_pool_size")
     preload: list[Annotated[int, Ge(0), Le(75_000)]] = _axis(int, [0], "VMs running before the window")
+    preload_method: Literal["api", "rows"] = Field(default="api", description=(
+        "api: preloaded VMs are booted through nova's API (~3 VMs/s here); rows: one is booted, the "
+        "others are cloned from it as the database rows and placement allocations the API would "
+        "write (juice.services.nova_preload; ~20,000 in minutes)"))
     computes: Computes = Field(default_factory=Computes)
     server: ServerOptions = Field(default_factory=ServerOptions, description=(
         "server options under their upstream names (docs/server-settings.md)"))

@@ -204,35 +204,54 @@ def _placement_capacity(run: Run[NovaSpec, NovaPoint], placement: Any) -> None:
     run.rd.write_json("placement.json", data)
 
 
-def grow_preload(dep: Deployment, want: int, progress: Progress, timeout_s: float = 3600.0) -> None:
-    """Boot VMs (the admin's, named ``juice-preload-*``, multi-create batches) until ``want``
-    are ACTIVE. Booted through the API, not pre-seeded rows: each went through the scheduler."""
-    from juice.services.fake_openstack import IMAGE_ID
-
+def grow_preload(dep: Deployment, want: int, progress: Progress, method: str = "api",
+                 timeout_s: float = 3600.0) -> None:
+    """VMs (the admin's, named ``juice-preload-*``) until ``want`` are ACTIVE. ``api``: each
+    booted through the API in multi-create batches (each went through the scheduler); ``rows``:
+    the first booted so, the others cloned from it (``juice.services.nova_preload``)."""
     if want <= dep.running:
         return
-    cli = dep.stack.client(1)
     t0 = time.monotonic()
-    progress(f"preload: booting {want - dep.running} VMs ({dep.running} running)")
+    progress(f"preload: {want - dep.running} VMs to add ({dep.running} running; {method})")
+    if method == "rows":
+        from juice.services.nova_preload import Preloader
+
+        if dep.running == 0:
+            _boot_batch(dep, 1, t0, timeout_s)
+        (template,) = [s["id"] for s in dep.stack.client(1).servers(name=f"^{PRELOAD_PREFIX}-000000$")]
+        st = dep.stack
+        names = [f"{PRELOAD_PREFIX}-{i:06d}" for i in range(dep.running, want)]
+        Preloader(dep.lab, st.db, st.placement.url(), st.placement.site, st.ks.admin_credentials(),
+                  progress).clone(template, names)
+        dep.running = want
     while dep.running < want:
-        n = min(PRELOAD_BATCH, want - dep.running)
-        cli.boot(f"{PRELOAD_PREFIX}-{dep.running:06d}", dep.flavor_id, IMAGE_ID, count=n)
-        deadline = time.monotonic() + max(300.0, 10.0 * n)
-        while True:
-            servers = cli.servers(name=PRELOAD_PREFIX)
-            active = sum(1 for s in servers if s["status"] == "ACTIVE")
-            bad = [s for s in servers if s["status"] == "ERROR"]
-            if bad:
-                raise ServiceError(f"preload: {len(bad)} VMs went to ERROR (e.g. {bad[0]['id']}); "
-                                   "more computes or a smaller flavor")
-            if active >= dep.running + n:
-                break
-            if time.monotonic() > deadline or time.monotonic() - t0 > timeout_s:
-                raise ServiceError(f"preload: {active} of {dep.running + n} VMs ACTIVE in time")
-            time.sleep(2.0)
-        dep.running += n
+        _boot_batch(dep, min(PRELOAD_BATCH, want - dep.running), t0, timeout_s)
     dep.preload_s += time.monotonic() - t0
     progress(f"preload: {dep.running} VMs running ({time.monotonic() - t0:.0f} s)")
+
+
+def _boot_batch(dep: Deployment, n: int, t0: float, timeout_s: float) -> None:
+    """Boot ``n`` preload VMs in one multi-create request and wait until they are ACTIVE (only
+    this batch is listed: a name prefix, so that 20,000 running do not slow the poll)."""
+    from juice.services.fake_openstack import IMAGE_ID
+
+    cli = dep.stack.client(1)
+    name = f"{PRELOAD_PREFIX}-{dep.running:06d}"
+    cli.boot(name, dep.flavor_id, IMAGE_ID, count=n)
+    deadline = time.monotonic() + max(300.0, 10.0 * n)
+    while True:
+        servers = cli.servers(name=f"^{name}")
+        active = sum(1 for s in servers if s["status"] == "ACTIVE")
+        bad = [s for s in servers if s["status"] == "ERROR"]
+        if bad:
+            raise ServiceError(f"preload: {len(bad)} VMs went to ERROR (e.g. {bad[0]['id']}); "
+                               "more computes or a smaller flavor")
+        if active >= n:
+            break
+        if time.monotonic() > deadline or time.monotonic() - t0 > timeout_s:
+            raise ServiceError(f"preload: {active} of {n} VMs of {name} ACTIVE in time")
+        time.sleep(2.0)
+    dep.running += n
 
 
 class NovaStudy(Study[NovaSpec, NovaPoint]):
@@ -296,7 +315,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         from juice.services import counters, dbevents, mqstats
         from juice.services.fake_openstack import IMAGE_ID
 
-        grow_preload(dep, p.preload, run.progress)
+        grow_preload(dep, p.preload, run.progress, spec.preload_method)
         ks, site = dep.stack.ks, spec.driver_site
         creds = ks.admin_credentials()
         env = {"auth_url": ks.auth_url(site), "username": creds.username, "password": creds.password,
