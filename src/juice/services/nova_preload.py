@@ -16,8 +16,8 @@ copied from a TEMPLATE server that went through all of them:
   time, so another nova's schema is copied as it is) with its uuid replaced by the new server's
   wherever it appears (e.g. inside the request spec), except: the name (``display_name`` and
   ``hostname``), the node (``host``, ``launched_on``, ``node``, ``compute_id``), the reservation
-  and request ids and the block device mapping's uuid, which are new. One transaction: all or
-  nothing;
+  and request ids and the block device mapping's uuid, which are new. By batches of 1,000, each
+  written right after its allocations, in one transaction;
 - nodes are chosen as the default weighers choose (most free RAM first: servers spread), among
   the nodes with room for the template's resources;
 - then it waits until every compute's resource tracker counted them (``compute_nodes
@@ -65,6 +65,9 @@ NEW = {  # columns whose value is the new server's own, not the template's
 TEXT = {"char", "varchar", "text", "mediumtext", "longtext", "tinytext"}
 BATCH = 1000           # servers per POST /allocations and per staging INSERT
 MICROVERSION = "placement 1.28"
+# the wait for the resource trackers: s + s per live server. Nodes packed in one process are
+# updated one after another, each loading its servers: 10,000 on 4 x 50 nodes took 170 s here
+WAIT_S = (240.0, 0.05)
 
 
 @dataclass(frozen=True)
@@ -217,36 +220,43 @@ class Preloader:
             raise ServiceError(f"preload: placement {method} {path}: {r.status} {r.body[:300]!r}")
         return r.json() if r.status == 200 else None
 
-    def clone(self, template: str, names: Sequence[str], wait_s: float = 240.0) -> list[str]:
+    def clone(self, template: str, names: Sequence[str], wait_s: float | None = None) -> list[str]:
         """New servers named ``names``, each a copy of ``template`` (an ACTIVE server nova booted)
-        on a node chosen for it; their uuids. Placement's allocations first (placement checks the
-        room), then the rows in one transaction; allocations are taken back if the rows fail."""
+        on a node chosen for it; their uuids. By batches of ``BATCH``: placement's allocations
+        (placement checks the room), then at once their rows in one transaction (allocations taken
+        back if the rows fail), so that a resource tracker rarely meets an allocation whose server
+        is not written yet (it then looks the server up, one conductor call each). A failure leaves
+        the batches before it in place, whole."""
         t0 = time.monotonic()
         held = self._placement("GET", f"/allocations/{template}")
         if not held.get("allocations"):
             raise ServiceError(f"preload: the template server {template} holds no allocation")
         (want,) = [{rc: int(v) for rc, v in a["resources"].items()} for a in held["allocations"].values()]
         chosen = place_servers(nodes(self.server), want, len(names))
-        uuids, stage = _stage(names, chosen)
         project, user = held["project_id"], held["user_id"]
-        done: list[str] = []
-        try:
-            for i in range(0, len(uuids), BATCH):
-                body = {u: {"allocations": {c.rp_uuid: {"resources": want}}, "project_id": project,
-                            "user_id": user, "consumer_generation": None}
-                        for u, c in zip(uuids[i:i + BATCH], chosen[i:i + BATCH], strict=True)}
-                self._placement("POST", "/allocations", body)
-                done += list(body)
-                self.progress(f"preload: {len(done)} of {len(uuids)} allocations in placement")
-            copy = clone_sql(_columns(self.server), template)
-            sql(self.server, f"{stage}\nSTART TRANSACTION;\n{copy}\nCOMMIT;")
-        except BaseException:
-            self._release(done, project, user)
-            raise
-        self.progress(f"preload: {len(uuids)} servers written as rows ({time.monotonic() - t0:.1f} s); "
-                      "waiting for the computes' resource trackers to count them")
-        self._wait_tracked(wait_s)
+        copy = clone_sql(_columns(self.server), template)
+        uuids: list[str] = []
+        for i in range(0, len(names), BATCH):  # allocations, then at once their rows
+            batch, stage = _stage(names[i:i + BATCH], chosen[i:i + BATCH])
+            body = {u: {"allocations": {c.rp_uuid: {"resources": want}}, "project_id": project,
+                        "user_id": user, "consumer_generation": None}
+                    for u, c in zip(batch, chosen[i:i + BATCH], strict=True)}
+            self._placement("POST", "/allocations", body)
+            try:
+                sql(self.server, f"{stage}\nSTART TRANSACTION;\n{copy}\nCOMMIT;")
+            except BaseException:
+                self._release(batch, project, user)
+                raise
+            uuids += batch
+            self.progress(f"preload: {len(uuids)} of {len(names)} servers written "
+                          f"({time.monotonic() - t0:.0f} s)")
+        self.progress("preload: waiting for the computes' resource trackers to count them")
+        self._wait_tracked(wait_s if wait_s is not None else WAIT_S[0] + WAIT_S[1] * self._live())
         return uuids
+
+    def _live(self) -> int:
+        ((n,),) = sql(self.server, f"SELECT COUNT(*) FROM {CELL}.instances WHERE deleted = 0;")
+        return int(n)
 
     def _release(self, consumers: Sequence[str], project: str, user: str) -> None:
         """Take back allocations made for servers whose rows were not written (best effort)."""
@@ -264,11 +274,16 @@ class Preloader:
              f"FROM {CELL}.compute_nodes cn LEFT JOIN (SELECT node, COUNT(*) AS c FROM {CELL}.instances "
              "WHERE deleted = 0 GROUP BY node) i ON i.node = cn.hypervisor_hostname "
              "WHERE cn.deleted = 0 AND cn.running_vms <> COALESCE(i.c, 0);")
-        deadline = time.monotonic() + wait_s
+        t0 = time.monotonic()
+        deadline, said = t0 + wait_s, t0
         while True:
             ((behind, missing),) = sql(self.server, q)
             if int(behind) == 0:
                 return
+            if time.monotonic() - said >= 30.0:
+                said = time.monotonic()
+                self.progress(f"preload: {behind} nodes not updated yet ({missing} servers to count; "
+                              f"{said - t0:.0f} s of at most {wait_s:.0f})")
             if time.monotonic() > deadline:
                 raise ServiceError(f"preload: {behind} compute nodes had not counted {missing} servers "
                                    f"within {wait_s:.0f} s (their periodic resource update)")

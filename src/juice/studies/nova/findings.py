@@ -74,25 +74,32 @@ def findings(df: pd.DataFrame) -> list[Finding]:
     if len(fails):
         bad = [float(str(c)) for c, f in fails.items() if f > 0]
         ok = [float(str(c)) for c, f in fails.items() if f == 0]
+        at = f" with {pre.min():,.0f} VMs running" if pre.nunique() > 1 else ""
         if not bad:
-            out.append(Finding(f"No boot failed, up to {max(ok):g} concurrent boots "
+            out.append(Finding(f"No boot failed{at}, up to {max(ok):g} concurrent boots "
                                f"({int(base['boots'].sum())} boots)"))
         else:
             first = min(bad)
             pct = 100 * base[base["concurrency"] == first]["failed"].sum() / max(
                 1, base[base["concurrency"] == first]["boots"].sum())
             below = [c for c in ok if c < first]
-            out.append(Finding(f"Failures start at {first:g} concurrent boots ({num(pct, '%', 2)} of them "
-                               "failed)" + (f"; none up to {max(below):g}" if below else "")))
+            out.append(Finding(f"Failures start at {first:g} concurrent boots{at} ({num(pct, '%', 2)} of "
+                               "them failed)" + (f"; none up to {max(below):g}" if below else "")))
     if "running_vms" in df.columns and df["running_vms"].nunique() >= 2:
         vm = df.dropna(subset=["running_vms"])
         conc = vm.groupby("concurrency")["running_vms"].nunique().idxmax()
         vm = vm[vm["concurrency"] == conc]
         lo, hi = vm["running_vms"].min(), vm["running_vms"].max()
         c = _cmp(vm[vm["running_vms"] == lo], vm[vm["running_vms"] == hi], ("preload", lo, hi))
+        failed = ""
+        if "failed" in vm.columns and "boots" in vm.columns:
+            def share(g: pd.DataFrame) -> str:
+                return f"{int(g['failed'].sum())} of {int(g['boots'].sum())}"
+            failed = (f"; boots failed: {share(vm[vm['running_vms'] == hi])} against "
+                      f"{share(vm[vm['running_vms'] == lo])}, and a failed boot has no time")
         out.append(Finding(f"With {hi:,.0f} VMs already running, a boot takes {with_ci(c.b)} against "
-                           f"{with_ci(c.a)} with {lo:,.0f} ({c.ratio_text}, at {conc:g} concurrent)",
-                           c.verdict))
+                           f"{with_ci(c.a)} with {lo:,.0f} ({c.ratio_text}, at {conc:g} concurrent)"
+                           + failed, c.verdict))
     faults: Counter[str] = Counter()
     for f in df.get("faults", pd.Series(dtype=str)):
         for k, v in json.loads(f or "{}").items():

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -45,11 +46,21 @@ def load(paths: Sequence[Path]) -> pd.DataFrame:
         man = json.loads((d / "manifest.json").read_text())
         s = json.loads((d / "summary.json").read_text())
         rows.append({"run": d.name, "dir": str(d), **man["params"], **regime.columns(man),
-                     "running_vms": man.get("running_vms"),
+                     "running_vms": man.get("running_vms"), "preloaded_by": man.get("preload_method"),
                      **{k: v for k, v in s.items() if not isinstance(v, dict)},
                      "faults": json.dumps(s.get("faults") or {}),
                      "simulation": json.dumps(man.get("simulation") or {}, sort_keys=True)})
     return pd.DataFrame(rows)
+
+
+def _preloaded_note(df: pd.DataFrame) -> str:
+    """How the VMs running before the runs got there (the manifests' ``preload_method``)."""
+    pre = df[df["preload"].astype(float) > 0] if "preload" in df.columns else df.iloc[0:0]
+    ways = sorted({str(m) for m in pre.get("preloaded_by", pd.Series(dtype=object)).dropna()})
+    if pre.empty or not ways:
+        return ""
+    return ("<p class=note>VMs running before the runs (up to "
+            f"{int(pre['preload'].astype(float).max()):,}): {html.escape('; '.join(ways))}.</p>")
 
 
 def simulation_html(df: pd.DataFrame) -> str:
@@ -278,7 +289,8 @@ def sections(paths: Sequence[Path]) -> list[str]:
     body += before_after(df, boots)
     fig, slopes = slope.figure(df, [c for c in CONFIG if c != "preload"] + ["concurrency"])
     if fig:
-        body += ["<h3>Boot time vs VMs running (a point per boot)</h3>", fig, fit_table(slopes, digits=4)]
+        body += ["<h3>Boot time vs VMs running (a point per boot)</h3>", fig, fit_table(slopes, digits=4),
+                 _preloaded_note(df)]
     body += busplot.section(df)
     lb = haproxy_table([Path(d) for d in df["dir"]] + failed_runs(paths))
     if not lb.empty:
