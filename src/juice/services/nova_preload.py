@@ -220,7 +220,8 @@ class Preloader:
             raise ServiceError(f"preload: placement {method} {path}: {r.status} {r.body[:300]!r}")
         return r.json() if r.status == 200 else None
 
-    def clone(self, template: str, names: Sequence[str], wait_s: float | None = None) -> list[str]:
+    def clone(self, template: str, names: Sequence[str], wait_s: float | None = None,
+              wait: bool = True) -> list[str]:
         """New servers named ``names``, each a copy of ``template`` (an ACTIVE server nova booted)
         on a node chosen for it; their uuids. By batches of ``BATCH``: placement's allocations
         (placement checks the room), then at once their rows in one transaction (allocations taken
@@ -250,8 +251,9 @@ class Preloader:
             uuids += batch
             self.progress(f"preload: {len(uuids)} of {len(names)} servers written "
                           f"({time.monotonic() - t0:.0f} s)")
-        self.progress("preload: waiting for the computes' resource trackers to count them")
-        self._wait_tracked(wait_s if wait_s is not None else WAIT_S[0] + WAIT_S[1] * self._live())
+        if wait:  # else the caller waits (wait_tracked), e.g. after restarting the computes
+            self.progress("preload: waiting for the computes' resource trackers to count them")
+            self.wait_tracked(wait_s if wait_s is not None else WAIT_S[0] + WAIT_S[1] * self._live())
         return uuids
 
     def _live(self) -> int:
@@ -268,8 +270,9 @@ class Preloader:
             except (ServiceError, OSError) as e:
                 self.progress(f"preload: could not take back {len(body)} allocations: {e}")
 
-    def _wait_tracked(self, wait_s: float) -> None:
-        """Until every compute node's resource tracker counts the servers on it (bounded)."""
+    def wait_tracked(self, wait_s: float) -> None:
+        """Until every compute node's resource tracker counts the servers on it (bounded): its
+        periodic update (60 s by default), or a compute's start-up, which updates at once."""
         q = (f"SELECT COUNT(*), COALESCE(SUM(ABS(cn.running_vms - COALESCE(i.c, 0))), 0) "
              f"FROM {CELL}.compute_nodes cn LEFT JOIN (SELECT node, COUNT(*) AS c FROM {CELL}.instances "
              "WHERE deleted = 0 GROUP BY node) i ON i.node = cn.hypervisor_hostname "
