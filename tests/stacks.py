@@ -119,7 +119,12 @@ def capacity_runs(tmp_path_factory: pytest.TempPathFactory) -> CapacityRuns:
     spec = nova_spec(tmp, "acc", computes={"processes": 1, "nodes_per_process": 2, "vcpus": 2},
                      flavor={"vcpus": 1, "ram_mb": 256, "disk_gb": 1}, schedulers=[2],
                      scenarios=["boot_server"], runner={"times": 5, "concurrency": [5]},
-                     allow_over_capacity=True, poll_interval_s=0.5)
+                     allow_over_capacity=True, poll_interval_s=0.5,
+                     # one placement worker: with two, two concurrent claims on the last room were
+                     # both accepted in 3 of ~8 suite runs (3 allocations on a 2-vCPU node; the
+                     # placement logs of 2026-11-27 02:54) — a race under study, not what this
+                     # accuracy check is about
+                     server={"placement_workers": 1})
     exe = Path(sys.executable).parent / "juice"
     cp = subprocess.run([str(exe), "run", str(spec), "--no-report"], capture_output=True, text=True,
                         timeout=1200, stdin=subprocess.DEVNULL, check=False)

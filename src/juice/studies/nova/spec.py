@@ -159,6 +159,8 @@ class ServerOptions(Strict):
         default=None, description="[conductor] workers (nova: one per CPU; Juice: 1)")
     scheduler_workers: Annotated[PositiveInt, Le(64)] | None = Field(
         default=None, description="[scheduler] workers per nova-scheduler (nova: one per CPU; Juice: 1)")
+    placement_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+        default=None, description="placement's gunicorn workers (gunicorn: 1; Juice: 2)")
     max_connections: Annotated[PositiveInt, Le(100_000)] | None = Field(
         default=None, description="the database's max_connections (MariaDB: 151; unset: 151, or the "
         "sum of the deployment's pools when larger)")

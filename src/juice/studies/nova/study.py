@@ -71,7 +71,9 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
 
     c, home = spec.computes, spec.controllers_site
     multi = p.db == "galera" and p.writers == "multi"
-    srv = {k: v for k, v in p.fixed.get("server", {}).items() if k != "max_connections"}
+    given = p.fixed.get("server", {})
+    srv = {k: v for k, v in given.items() if k not in ("max_connections", "placement_workers")}
+    shape_workers = {"placement_workers": given["placement_workers"]} if "placement_workers" in given else {}
     shape: dict[str, Any] = {"bus_sites": (home,), "keystone_site": home, "placement_site": home,
                              "fakes_site": home}
     roles: dict[str, Any] = {"control_site": home, "scheduler_sites": None}
@@ -80,7 +82,7 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
         roles = shape.pop("nova")
     if multi and roles["scheduler_sites"] is None:  # the seed's multi: schedulers over every site
         roles["scheduler_sites"] = spread(p.schedulers, range(1, spec.sites + 1))
-    return NovaStack(db=p.db, db_site=home, **shape,
+    return NovaStack(db=p.db, db_site=home, **shape, **shape_workers,
                      db_max_connections=p.fixed.get("server", {}).get("max_connections"),
                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
                      nova=NovaOptions(**srv, **roles, schedulers=p.schedulers,
