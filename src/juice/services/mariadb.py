@@ -191,9 +191,10 @@ def socket_ok(place: Place, sock: Path) -> bool:
 
 
 def socket_query(place: Place, sock: Path, sql: str, timeout: float = 60.0) -> list[tuple[str, ...]]:
-    """Run ``sql`` as root over a server's unix socket at ``place`` with the ``mariadb`` client
-    (batch mode: rows of strings, NULL as "NULL"); ServiceError when it fails."""
-    r = place.run([CLIENT, f"--socket={sock}", "-u", "root", "-N", "-B", "-e", sql], timeout=timeout)
+    """Run ``sql`` (one statement or a script of many, read from stdin: no argument-length
+    limit) as root over a server's unix socket at ``place`` with the ``mariadb`` client (batch
+    mode: rows of strings, NULL as "NULL"); ServiceError when it fails."""
+    r = place.run([CLIENT, f"--socket={sock}", "-u", "root", "-N", "-B"], input=sql, timeout=timeout)
     if not r.ok:
         why = (r.err or r.out).strip().splitlines()
         raise ServiceError(f"{place.label}: SQL {sql[:60]!r} failed: {why[-1] if why else 'no output'}")
@@ -257,9 +258,9 @@ class MariaDBServer:
         """True when the server answers over its own socket (root, no network needed)."""
         return socket_ok(self.place, self.home / "mysqld.sock")
 
-    def query(self, sql: str) -> list[tuple[str, ...]]:
+    def query(self, sql: str, timeout: float = 60.0) -> list[tuple[str, ...]]:
         """Run ``sql`` over the server's socket as root (admin queries, health checks, counters)."""
-        return socket_query(self.place, self.home / "mysqld.sock", sql)
+        return socket_query(self.place, self.home / "mysqld.sock", sql, timeout)
 
     def status(self, variable: str) -> str | None:
         rows = self.query(f"SHOW GLOBAL STATUS LIKE '{variable}'")

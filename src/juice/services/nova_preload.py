@@ -27,7 +27,7 @@ copied from a TEMPLATE server that went through all of them:
 The computes need nothing: the simulated hypervisor adopts a server that nova's database places
 on its node the first time nova asks about it (``juice_nova.virt``). Nova then treats the clones
 as its own: listed, counted by quota and by the resource tracker, deleted through the API (its
-allocation removed by nova), and their room taken (tests/services/test_nova.py).
+allocation removed by nova), and their room taken (tests/services/test_nova_preload.py).
 
 Not copied: what a boot leaves elsewhere — notifications, the compute's log lines, the
 scheduler's in-memory host state (refreshed from the database) — and the instance's
@@ -46,7 +46,7 @@ from typing import Any
 from juice.errors import ServiceError
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, quiet
-from juice.services.mariadb import CLIENT, MariaDBServer
+from juice.services.mariadb import MariaDBServer
 
 CELL, API = "nova_cell1", "nova_api"
 # (database, table, the column that names the server)
@@ -89,15 +89,10 @@ def server_of(db: Any) -> MariaDBServer:
     return server
 
 
-def sql(server: MariaDBServer, script: str, timeout: float = 900.0) -> list[list[str]]:
+def sql(server: MariaDBServer, script: str, timeout: float = 900.0) -> list[tuple[str, ...]]:
     """Run ``script`` (any number of statements, one session) as root over the server's socket;
-    the rows of its SELECTs, tab-separated fields."""
-    r = server.place.run([CLIENT, f"--socket={server.home / 'mysqld.sock'}", "-u", "root", "-N", "-B"],
-                         input=script, timeout=timeout)
-    if not r.ok:
-        why = (r.err or r.out).strip().splitlines()
-        raise ServiceError(f"preload: SQL failed in site {server.site}: {why[-1] if why else 'no output'}")
-    return [line.split("\t") for line in r.out.splitlines()]
+    the rows of its SELECTs."""
+    return server.query(script, timeout)
 
 
 def _q(v: str) -> str:
