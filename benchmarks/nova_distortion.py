@@ -224,7 +224,7 @@ def print_phases(table: list[dict[str, Any]]) -> None:
         for p in PHASES:
             x = ph.get(p)
             cells.append(f"{x['mean_s']:.3f} [{x['lo_s']:.3f},{x['hi_s']:.3f}]"
-                         + ("*" if x.get("verdict") == "REAL" else " ") if x else "-")
+                         + ("*" if x.get("verdict") == "real" else " ") if x else "-")
         print(f"{conc:>4} {name:6} {n:>5} " + " ".join(f"{c:>22}" for c in cells))
 
 

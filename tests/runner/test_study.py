@@ -102,6 +102,10 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
         assert rally["info"]["format_version"] == "1.2"
         assert len(rally["tasks"][0]["subtasks"][0]["workloads"][0]["data"]) == 3
         assert (p / "actions.parquet").is_file()
+        # Keystone's own log during the run, and its WARNING/ERROR lines by template (issue 28)
+        errs = json.loads((p / "server-errors.json").read_text())
+        assert "keystone-s1.log" in errs["logs"] and (p / "logs" / "keystone-s1.log").is_file()
+        assert isinstance(errs["errors"], list) and not [e for e in errs["errors"] if e["level"] != "WARNING"]
         # the servers' settings beyond their shipped defaults, with reasons (max_connections is
         # MariaDB's own: nothing in this spec sets it)
         devs = {(d["server"], d["option"]): d for d in m["deviations"]}

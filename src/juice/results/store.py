@@ -99,6 +99,10 @@ class RunDir:
             shutil.rmtree(self.partial, ignore_errors=True)
             return
         failed = self.root / f"{self.name}.failed"
+        for k in range(2, 1000):  # the same run failed earlier in the same second (a resumed sweep)
+            if not failed.exists():
+                break
+            failed = self.root / f"{self.name}-{k}.failed"
         atomic.write_text(self.partial / "error.txt", f"{et.__name__}: {ev}\n")
         os.replace(self.partial, failed)
         self.path = failed

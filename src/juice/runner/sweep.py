@@ -7,7 +7,9 @@ Loop structure: the points of ``study.expand(spec)`` not complete yet, in the sp
 per run of adjacent points with equal ``lab_key``; in it one deployment per run of adjacent
 points with equal ``deployment_key``; then each point into its own ``RunDir``. Groups whose
 points are all complete open nothing. A run that raises a JuiceError is kept as ``.failed``
-and the sweep goes on; anything else (a bug, Ctrl-C) stops it, with the lab removed by the
+and the sweep goes on; so do the runs of a deployment that fails to come up (a JuiceError
+from ``study.deployment``: each of its runs kept as ``.failed`` saying so, the next
+deployment tried); anything else (a bug, Ctrl-C) stops it, with the lab removed by the
 context managers. Complete runs are recognised by ``study.key_of(manifest)``.
 
 Every run is profiled (``juice.profile.sampler``; on SSH hosts ``juice.profile.hosts``, the
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -108,7 +111,13 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
         with study.lab(spec, lab_points, progress) as lab:
             for _dep_key, by_dep in groupby(lab_points, key=lambda p: p.deployment_key):
                 dep_points = list(by_dep)
-                with study.deployment(spec, lab, dep_points, progress) as dep:
+                with ExitStack() as held:
+                    try:
+                        dep = held.enter_context(study.deployment(spec, lab, dep_points, progress))
+                    except JuiceError as e:  # this deployment only: its runs fail, the sweep goes on
+                        failed += deployment_failed(study_dir, dep_points, e, progress)
+                        position += len(dep_points)
+                        continue
                     for in_dep, p in enumerate(dep_points):
                         position += 1
                         progress(f"[{position}/{n}] {p.label}")
@@ -125,6 +134,20 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                             failed += 1
                             progress(f"run failed ({e}); kept as .failed, continuing")
     return n - len(pl.todo), ran, failed
+
+
+def deployment_failed(study_dir: Path, points: Sequence[Point], err: JuiceError,
+                      progress: Progress) -> int:
+    """The runs of a deployment that did not come up: each kept as ``<run>.failed`` whose
+    error.txt says so (the report's failed-runs table shows it); their number."""
+    progress(f"deployment failed ({err}): its {len(points)} run(s) kept as .failed, continuing")
+    for p in points:
+        try:
+            with RunDir(study_dir, p.dirname):
+                raise JuiceError(f"deployment failed before the run: {err}")
+        except JuiceError:
+            pass
+    return len(points)
 
 
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,

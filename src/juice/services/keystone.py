@@ -11,7 +11,8 @@
 
 Seed deployment (as in the Juice study): every site runs its own Keystone; site k's
 ``keystone.conf`` points at ``db.endpoint(k)`` (its own database ``keystone``, created through
-the service's admin user; oslo.db ``slave_connection`` = the read endpoint when it differs).
+the service's admin user; oslo.db ``slave_connection`` = the read endpoint when it differs),
+or at ``db.endpoint(options.db_site)`` in every site when set (one Galera writer).
 ``keystone-manage db_sync``, ``fernet_setup``, ``credential_setup`` and ``bootstrap`` run ONCE (one
 import of keystone, a process per command: ``services.toolbatch``),
 from site 1. All sites share ONE Fernet key repository and ONE credential key repository
@@ -336,7 +337,7 @@ class Keystone(Service):
             place = self.lab.place(s)
             place.remove(self.home(s))
             place.mkdir(self.home(s))
-            ep = self.db.endpoint(s)
+            ep = self.db.endpoint(s if self.opts.db_site is None else self.opts.db_site)
             slave = db_url_for(ep.read) if ep.read != ep.write else None
             memc = self.memcached.address(s) if self.memcached is not None else None
             place.write(self.conf(s), render_conf(

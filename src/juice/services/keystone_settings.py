@@ -34,6 +34,8 @@ class KeystoneOptions:
     max_overflow: int | None = None     # [database] max_overflow (None: oslo.db's 50)
     prewarm: bool = True                # requests until each worker's first full GC (keystone_warm)
     prewarm_sites: tuple[int, ...] | None = None  # the sites pre-warmed (default: every Keystone site)
+    db_site: int | None = None          # every Keystone writes through this site's database node
+    #                                     (one writer on Galera); None: each through its own site's
 
     def __post_init__(self) -> None:
         if not 1 <= self.workers <= 64:

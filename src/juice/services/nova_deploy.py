@@ -74,7 +74,7 @@ class NovaStack:
     placement_site: int = 1
     placement_workers: int = 2
     # more placement servers, one per site (with haproxy in front): each writes through its own
-    # site's database endpoint when nova's roles do (db_writers local), else through placement_site's
+    # site's database endpoint when nova's roles do (db_writers local), else through nova's control site's
     placement_sites: tuple[int, ...] = ()
     fakes_site: int = 1
     # SIMULATED waits/failures of fake-glance and fake-neutron (FakeServices' simulation)
@@ -108,7 +108,8 @@ class NovaStack:
         """Keystone's options: its sites, cache on, cheap hashing (not what is measured); no
         pre-warm: a worker's one-time ~0.15 s collection pause is noise beside boots of seconds."""
         return KeystoneOptions(cache=True, password_hash_rounds=4, prewarm=False,
-                               sites=self.keystone_sites or (self.keystone_site,))
+                               sites=self.keystone_sites or (self.keystone_site,),
+                               db_site=None if self.nova.db_writers == "local" else self.nova.control_site)
 
     def db_limit(self) -> tuple[int | None, str | None]:
         """(max_connections, reason) of the database: the spec's (reason None); else the sum
@@ -180,12 +181,14 @@ class NovaDeployment:
                                           **({"site": s.db_site} if s.db == "mariadb" else {}))
         self.mq = RabbitMQ(lab, progress, nodes=list(s.bus_sites), plugins=[PROMETHEUS])  # rates per run
         self.ks = Keystone(lab, self.db, progress, s.keystone())
+        # db_writers local: every placement writes through its own site's node; single: through
+        # nova's control site's, as nova and Keystone do (facts()["db_writers"])
+        writer = None if s.nova.db_writers == "local" else s.nova.control_site
         self.placement = Placement(lab, self.db, self.ks, progress, site=s.placement_site,
-                                   workers=s.placement_workers)
-        local = s.nova.db_writers == "local"  # every placement writes through its own site's node
+                                   workers=s.placement_workers, db_site=writer)
         self.placements = Placements([self.placement, *(
             Placement(lab, self.db, self.ks, progress, site=k, workers=s.placement_workers,
-                      primary=self.placement, db_site=None if local else s.placement_site)
+                      primary=self.placement, db_site=writer)
             for k in s.placement_servers()[1:])], progress)
         self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site, simulation=s.fakes_simulation)
         self.nova = Nova(lab, self.db, self.mq, self.ks, self.placement, progress, s.nova)
@@ -308,4 +311,14 @@ class NovaDeployment:
                 "image_service": "fake-glance (stand-in)",
                 "network_service": "fake-neutron (stand-in)", "timings": dict(self.timings),
                 **({"haproxy": self.lb.facts()} if self.lb is not None else {}),
-                "keystone_sites": list(self.ks.ks_sites), "rabbitmq_nodes": len(self.mq.nodes)}
+                "keystone_sites": list(self.ks.ks_sites), "rabbitmq_nodes": len(self.mq.nodes),
+                "db_writers": self._writers()}
+
+    def _writers(self) -> dict[str, Any]:
+        """Which database node each role writes through (by site): one for every role with
+        ``db_writers: single``, each role's own site's with ``local``."""
+        if self.stack.nova.db_writers == "local":
+            return {"mode": "local", "nova": "own site", "placement": self.stack.placement_servers(),
+                    "keystone": list(self.ks.ks_sites)}
+        one = self.stack.nova.control_site
+        return {"mode": "single", "nova": one, "placement": one, "keystone": one}

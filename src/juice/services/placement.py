@@ -171,22 +171,23 @@ class Placement(Service):
         self.timings["healthy_s"] = time.monotonic() - t0
         self.progress(f"placement answers in site {self.site} ({self.timings['healthy_s']:.1f} s)")
 
-    def resource_providers(self, site: int | None = None) -> list[dict[str, Any]]:
-        """Every resource provider, through the API as Keystone's admin, from ``site``."""
-        s = self.site if site is None else site
-        token = issue_token(self.lab, self.ks.first, self.ks.admin_credentials())
-        r = request(self.lab, s, "GET", self.url() + "/resource_providers",
+    def _get(self, path: str, site: int | None = None, token: str | None = None) -> Any:
+        """GET ``path`` of placement's API as Keystone's admin from ``site`` (default
+        placement's): the decoded body; ServiceError naming the path unless 200."""
+        token = token or issue_token(self.lab, self.ks.first, self.ks.admin_credentials())
+        r = request(self.lab, self.site if site is None else site, "GET", self.url() + path,
                     headers={"X-Auth-Token": token, "OpenStack-API-Version": "placement 1.14"})
         if r.status != 200:
-            raise ServiceError(f"placement GET /resource_providers: {r.status} {r.body[:200]!r}")
-        rps: list[dict[str, Any]] = r.json()["resource_providers"]
+            raise ServiceError(f"placement GET {path}: {r.status} {r.body[:200]!r}")
+        return r.json()
+
+    def resource_providers(self, site: int | None = None) -> list[dict[str, Any]]:
+        """Every resource provider, through the API as Keystone's admin, from ``site``."""
+        rps: list[dict[str, Any]] = self._get("/resource_providers", site)["resource_providers"]
         return rps
 
     def inventories(self, rp_uuid: str) -> dict[str, Any]:
-        token = issue_token(self.lab, self.ks.first, self.ks.admin_credentials())
-        r = request(self.lab, self.site, "GET", f"{self.url()}/resource_providers/{rp_uuid}/inventories",
-                    headers={"X-Auth-Token": token, "OpenStack-API-Version": "placement 1.14"})
-        inv: dict[str, Any] = r.json()["inventories"]
+        inv: dict[str, Any] = self._get(f"/resource_providers/{rp_uuid}/inventories")["inventories"]
         return inv
 
     def capacity(self, limit: int = 50) -> dict[str, Any]:
@@ -197,15 +198,10 @@ class Placement(Service):
         if len(rps) > limit:
             return out
         token = issue_token(self.lab, self.ks.first, self.ks.admin_credentials())
-        hdr = {"X-Auth-Token": token, "OpenStack-API-Version": "placement 1.14"}
         for rp in rps:
             row: dict[str, Any] = {"name": rp["name"], "uuid": rp["uuid"], "generation": rp["generation"]}
             for part in ("inventories", "usages"):
-                r = request(self.lab, self.site, "GET",
-                            f"{self.url()}/resource_providers/{rp['uuid']}/{part}", headers=hdr)
-                if r.status != 200:
-                    raise ServiceError(f"placement GET {part} of {rp['name']}: {r.status}")
-                row[part] = r.json()[part]
+                row[part] = self._get(f"/resource_providers/{rp['uuid']}/{part}", token=token)[part]
             out["listed"].append(row)
         return out
 

@@ -148,6 +148,9 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
         # two placement servers (topology.placements), both serving through haproxy, each its log
         assert dep["placement"]["sites"] == [1, 2] and stot[("placement", "placement-s2")] > 0
         assert (r / "logs" / "placement.log").is_file() and (r / "logs" / "placement-s2.log").is_file()
+        # Keystone's logs too (its errors explain failed boots), and which node each role wrote to
+        assert {"keystone-s1.log", "keystone-s2.log"} <= {p.name for p in (r / "logs").iterdir()}
+        assert dep["db_writers"] == {"mode": "single", "nova": 1, "placement": 1, "keystone": 1}
         hplog = b"".join(p.read_bytes() for p in (r / "logs").glob("*haproxy*"))
         assert b"keystone keystone/keystone-s" in hplog  # httplog lines: frontend backend/server
     assert not _redis_of_this_process()  # the runs' Redis stopped with their deployment

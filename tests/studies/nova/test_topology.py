@@ -105,9 +105,15 @@ def test_several_placements_each_behind_haproxy_writing_through_their_own_node()
     assert members[0].primary is None and all(m.primary is members[0] for m in members[1:])
     assert all(m.url() == "http://10.210.1.2:18778" for m in members)  # the catalog's: haproxy
     assert ("placement", dep.placements) in dep.services()
-    # one writer: every placement writes through placement's site (the same node as the others)
+    assert dep.ks.opts.db_site is None  # every Keystone through its own site's node too
+    # one writer: every placement and every Keystone writes through the node nova's roles use
+    # (nova's control site: 1), not through their own sites' (issue 28: they used to)
     sdep = NovaDeployment(ThreeSites(), stack=_stack(spec, single))  # type: ignore[arg-type]
-    assert [m.db_site for m in sdep.placements.members] == [3, 3, 3]
+    assert sdep.stack.nova.control_site == 1 and sdep.stack.nova.db_writers == "single"
+    assert [m.db_site for m in sdep.placements.members] == [1, 1, 1]
+    assert sdep.ks.opts.db_site == 1
+    assert sdep._writers() == {"mode": "single", "nova": 1, "placement": 1, "keystone": 1}
+    assert dep._writers()["mode"] == "local" and dep._writers()["placement"] == [3, 1, 2]
 
 
 def test_no_haproxy_no_haproxy_step() -> None:

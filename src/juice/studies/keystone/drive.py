@@ -24,10 +24,13 @@ from juice.load.runner import RunnerSpec
 from juice.results.store import RunDir
 from juice.services import attribution, counters, servercounters
 from juice.services.base import Progress, Service
+from juice.services.logslice import Logs, Marks, copy_slices, log_sizes
 from juice.sla.criteria import Sla
 from juice.sla.stop import stop_rule, stopped
 from juice.studies.keystone.matrix import RunPoint
 from juice.util import atomic
+
+SERVER_ERRORS = "server-errors.json"  # the servers' WARNING/ERROR lines by template
 
 
 def runner_spec(p: RunPoint, sla: Sla | None = None, drivers: int = 1) -> RunnerSpec:
@@ -88,7 +91,39 @@ def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: P
             progress(f"no statement attribution for {p.rdbms}; writes by table not measured")
     sc = servercounters.ServerCounters.for_deployment(db, getattr(ks, "memcached", None), DB_NAME,
                                                       keystone=ks if hasattr(ks, "gc_counters") else None)
-    return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults, attr, sc)
+    logs = ks.logs() if hasattr(ks, "logs") else []  # Keystone's servers (not an existing cloud)
+    try:
+        marks = log_sizes(logs) if logs else None
+    except ServiceError as e:
+        progress(f"server logs not kept: {e}")
+        marks = None
+    try:
+        return drive_jobs(rd, p, lab, jobs, probe, progress, ui, faults, attr, sc)
+    finally:  # a failed run keeps what the servers said too
+        if marks is not None:
+            server_errors(rd, logs, marks, progress)
+
+
+def server_errors(rd: RunDir, logs: Logs, marks: Marks, progress: Progress) -> None:
+    """The run's slice of each server log into ``logs/`` and their WARNING/ERROR lines by
+    message template into ``server-errors.json`` (``juice.trace.logerrors``; never raises: a
+    log that cannot be fetched is said, not fatal)."""
+    from juice.trace.logerrors import error_rows
+
+    try:
+        names = copy_slices(logs, marks, rd.file("logs"))
+    except ServiceError as e:
+        progress(f"server logs not kept: {e}")
+        return
+    try:
+        rows = error_rows([rd.file("logs") / n for n in names])
+    except (OSError, ValueError) as e:
+        progress(f"server errors not counted: {e}")
+        return
+    atomic.write_json(rd.file(SERVER_ERRORS), {"logs": sorted(names), "errors": rows})
+    errs = sum(r["count"] for r in rows if r["level"] != "WARNING")
+    if errs:
+        progress(f"servers logged {errs} ERROR/CRITICAL line(s) ({len(rows)} templates): {SERVER_ERRORS}")
 
 
 def pool_size(spec: RunnerSpec) -> int:

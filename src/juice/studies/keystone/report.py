@@ -267,7 +267,7 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
         body += ["<p class=note>Statement counters of the database "
                  "around each run's window (reads: SELECT; writes: INSERT, UPDATE, DELETE, REPLACE); "
                  "mean over runs.</p>", rw]
-    body += by_table + order_parts
+    body += by_table + order_parts + _server_errors(found)
     scenarios: list[Any] = (sorted(df["scenario"].dropna().unique().tolist(), key=str)
                             if "scenario" in df.columns else [None])
     for s in scenarios:
@@ -278,6 +278,22 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
     return body
 
 
+
+def _server_errors(found: tidy.Discovery) -> list[str]:
+    """Keystone's own WARNING/ERROR lines during the runs (``server-errors.json``, failed runs
+    included: their errors may say why), summed by template; [] for runs of earlier versions."""
+    from juice.studies.keystone.drive import SERVER_ERRORS
+    from juice.trace.logerrors import error_table_html
+
+    runs = []
+    for d in [*found.runs, *found.failed]:
+        try:
+            doc = json.loads((d / SERVER_ERRORS).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("errors"), list):
+            runs.append((d.name, doc["errors"]))
+    return error_table_html(runs, "Keystone servers: WARNING/ERROR lines by message template")
 
 
 def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],

@@ -328,7 +328,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                "name_run": "".join(secrets.choice(ALPHABET) for _ in range(6))}
         if dep.stack.redis is not None:  # OSProfiler on: the driver signs a trace per boot
             env["profiler_key"] = dep.stack.nova.profiler_key
-        svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placements)
+        # Keystone's logs too: its errors (a 500, a database refusal) explain failed boots
+        svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placements, dep.stack.ks)
         try:
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
         except (ServiceError, TypeError):
