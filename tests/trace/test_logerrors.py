@@ -8,6 +8,7 @@ from pathlib import Path
 
 from juice.trace.logerrors import error_rows, error_table_html, summed
 
+INSTANCE = "6c1e0b7a-8a3c-4f53-9d5e-5b8c1d2e3f40"
 REFUSED = ("Database connection was found disconnected; reconnecting: pymysql.err.OperationalError: "
            "(1040, 'Too many connections')")
 KEYSTONE = "\n".join([
@@ -21,6 +22,10 @@ KEYSTONE = "\n".join([
     f"[None req-0a1b2c3d-8a3c-4f53-9d5e-5b8c1d2e3f41 - - - - - -] {REFUSED}",
     "2026-11-27 04:00:03.000 4401 WARNING keystone.server.flask.application [None req-2 - - - - - -] "
     "Authorization failed. The request you have made requires authentication. from 10.210.2.2",
+    # a traceback as oslo.log writes it under an instance's prefix: a line each, not errors each
+    *(f"2026-11-27 04:00:03.500 4401 ERROR nova.compute.manager [instance: {INSTANCE}] {line}" for line in (
+        "Traceback (most recent call last):",
+        '  File "/x/manager.py", line 2615, in _build_and_run_instance', "    ^^^^^^^^", "")),
     "[2026-11-27 04:00:04 +0000] [4321] [CRITICAL] WORKER TIMEOUT (pid:4400)",
     "[2026-11-27 04:00:05 +0000] [4321] [INFO] Booting worker with pid: 4402", ""])
 
@@ -46,6 +51,8 @@ def test_errors_by_log_level_and_template_with_their_cause(tmp_path: Path) -> No
     assert [r["level"] for r in rows] == sorted((r["level"] for r in rows),
                                                 key=("CRITICAL", "ERROR", "WARNING").index)
     assert any(r["level"] == "WARNING" and "Authorization failed" in r["example"] for r in rows)
+    assert not any("Traceback" in r["example"] or "File " in r["example"] or not r["example"].strip()
+                   or "^^^" in r["example"] for r in rows)
     assert not any("Booting worker" in r["example"] or "Loaded" in r["example"] for r in rows)
     dead = next(r for r in rows if r["log"] == "placement-s2")
     assert dead["component"] == "placement" and dead["cause"] is not None, dead

@@ -77,6 +77,10 @@ SERVERS_POST = re.compile(r"/servers/?(\?.*)?$")
 NUMBERS = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(\.\d+)?\b")
 REQ = re.compile(r"req-" + UUID_RE)
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+# a line of a traceback oslo.log wrote under the error's own prefix (each its own log line)
+TRACEBACK_LINE = re.compile(r'Traceback \(most recent call last\)|File "|\s|\^+\s*$|$|'
+                            r"\(Background on this error|During handling of the above exception|"
+                            r"The above exception was the direct cause|\[(SQL|parameters): ")
 
 COMPONENTS = ("api", "conductor", "scheduler", "compute", "placement", "keystone")
 
@@ -204,6 +208,8 @@ def _events(c: _Ctx, t: float, level: str, logger: str, greq: str | None, req: s
             yield Event(t=t, kind="keystone.request", detail=f"{m2.group(1)} {m2.group(2)}", **ev)
             return
     if level in ("ERROR", "WARNING", "CRITICAL"):
+        if TRACEBACK_LINE.match(msg):  # oslo.log writes a traceback a line at a time: not an error each
+            return
         yield Event(t=t, kind="error", detail=msg[:500], template=template or template_of(msg),
                     host=hostname, **ev)
         low = msg
