@@ -57,6 +57,35 @@ def test_bounds_of_each_distribution() -> None:
     assert simwait.draw({"dist": "constant", "value_s": 2}, "s", "x") == 2
 
 
+def test_the_mean_after_the_cap_is_what_a_plan_adds() -> None:
+    assert simwait.mean({"dist": "constant", "value_s": 2}) == 2.0
+    assert simwait.mean({"dist": "uniform", "low_s": 1, "high_s": 3}) == pytest.approx(2.0)
+    capped = simwait.mean({"dist": "table", "table": "seed004", "cap_s": 60})
+    free = simwait.mean({"dist": "table", "table": "seed004", "cap_s": 3600})
+    assert 6.45 < capped < 60 < free < 354  # the cap takes the long tail off
+
+
+def test_a_plan_counts_the_simulated_spawn_time() -> None:
+    from juice.studies.nova.points import expand
+    from juice.studies.nova.spec import parse
+    from juice.studies.nova.study import NovaStudy
+
+    def spec(**computes: Any) -> dict[str, Any]:
+        return {"workload": "nova", "name": "est", "sites": 2, "scenarios": ["boot_server"],
+                "runner": {"times": 100, "concurrency": [20]},
+                "computes": {"processes": 1, "nodes_per_process": 50, **computes}}
+
+    study = NovaStudy()
+    (plain,) = expand(parse(spec(), "a.yaml"))
+    wait = {"dist": "constant", "value_s": 30}
+    (slow,) = expand(parse(spec(spawn_time=wait), "b.yaml"))
+    (forked,) = expand(parse(spec(spawn_time=wait, isolation="fork"), "c.yaml"))
+    # one shared process has 10 build slots: 100 boots of >= 30 s take >= 300 s; forked, 50
+    # nodes have 10 each and the 20 concurrent requests are the limit
+    assert study.estimate_s(slow) >= 100 * 30 / 10 > study.estimate_s(forked) >= 100 * 30 / 20
+    assert study.estimate_s(plain) < study.estimate_s(forked)
+
+
 def test_failures_follow_the_probability_reproducibly() -> None:
     assert not any(simwait.fails(0.0, 1, "spawn", k) for k in KEYS)
     assert all(simwait.fails(1.0, 1, "spawn", k) for k in KEYS)

@@ -137,6 +137,13 @@ def draw(d: dict[str, Any], stage: str, key: str, seed: int = 1) -> float:
     return min(quantile(d, unit(s, stage, key)), float(d.get("cap_s", DEFAULT_CAP_S)))
 
 
+def mean(d: dict[str, Any], points: int = 1000) -> float:
+    """The distribution's mean after the cap (seconds), over ``points`` evenly spaced quantiles:
+    what a plan's estimate adds per simulated wait."""
+    cap = float(d.get("cap_s", DEFAULT_CAP_S))
+    return sum(min(quantile(d, (i + 0.5) / points), cap) for i in range(points)) / points
+
+
 def fails(p: float, seed: int, stage: str, key: str) -> bool:
     """Whether ``key`` fails at ``stage`` under failure probability ``p`` (reproducible)."""
     return p > 0 and unit(seed, f"{stage}-failure", key) < p

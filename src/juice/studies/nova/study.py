@@ -394,10 +394,21 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                 **({"maxconn": point.haproxy_maxconn} if point.haproxy_maxconn is not None else {})}
 
     def estimate_s(self, point: NovaPoint) -> float:
+        from juice.services import simwait
+
         per_boot = 1.5 + 0.02 * point.schedulers  # measured order of magnitude on 2 cores
+        # SIMULATED waits hold a boot (and its build slot) for their mean: spawn on the node,
+        # image fetch and port creation in the stand-ins
+        stages = point.fixed.get("simulation", {}).get("stages", {})
+        held = sum(simwait.mean(v["wait_s"]) for v in stages.values() if v.get("wait_s"))
         if point.rate is not None:
-            return 20.0 + point.times / point.rate + 30.0
-        return 20.0 + point.times * per_boot / min(point.concurrency, 10) + 2.0 * point.times / 10
+            return 20.0 + point.times / point.rate + 30.0 + held
+        c = point.fixed.get("computes", {})  # build slots: max_concurrent_builds per nova service
+        forked = c.get("isolation") == "fork"
+        services = c.get("processes", 1) * (c.get("nodes_per_process", 1) if forked else 1)
+        slots = min(point.concurrency, 10) if not held else min(
+            point.concurrency, services * (c.get("max_concurrent_builds") or 10))
+        return 20.0 + point.times * (per_boot + held) / slots + 2.0 * point.times / 10
 
     def overhead_s(self, points: Sequence[NovaPoint]) -> float:
         deps = {(p.lab_key, p.deployment_key) for p in points}
