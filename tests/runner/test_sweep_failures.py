@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from juice.contract import Progress, Run, Study
-from juice.errors import ServiceError
+from juice.errors import ServiceError, UserError
 from juice.runner import sweep
 
 
@@ -123,9 +123,11 @@ def test_a_deployment_that_fails_keeps_its_runs_as_failed_and_the_sweep_goes_on(
     assert json.loads(next(tmp_path.glob("before-0-*/manifest.json")).read_text())["run_key"] == "before-0"
 
 
-def test_anything_but_a_juice_error_still_stops_the_sweep(tmp_path: Path) -> None:
-    study = Configurations(RuntimeError("a bug in the deployment code"))
-    with pytest.raises(RuntimeError, match="a bug"):
+@pytest.mark.parametrize("error", [RuntimeError("a bug in the deployment code"),
+                                   UserError("site 1: the venv is missing: run `juice hosts prepare SPEC`")])
+def test_a_bug_or_the_users_error_still_stops_the_sweep(tmp_path: Path, error: BaseException) -> None:
+    study = Configurations(error)
+    with pytest.raises(type(error), match=str(error)[:10]):
         _sweep(study, Spec("pair", ("before", "after", "again"), broken="after"), tmp_path)
     assert study.deployed == ["before"] and study.torn_down == ["before"]
     assert not list(tmp_path.glob("after-*")) and not list(tmp_path.glob("again-*"))

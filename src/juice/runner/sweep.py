@@ -9,7 +9,8 @@ points with equal ``deployment_key``; then each point into its own ``RunDir``. G
 points are all complete open nothing. A run that raises a JuiceError is kept as ``.failed``
 and the sweep goes on; so do the runs of a deployment that fails to come up (a JuiceError
 from ``study.deployment``: each of its runs kept as ``.failed`` saying so, the next
-deployment tried); anything else (a bug, Ctrl-C) stops it, with the lab removed by the
+deployment tried) — but not a UserError (a spec or host the user must fix: it stops the
+sweep with its one line); anything else (a bug, Ctrl-C) stops it, with the lab removed by the
 context managers. Complete runs are recognised by ``study.key_of(manifest)``.
 
 Every run is profiled (``juice.profile.sampler``; on SSH hosts ``juice.profile.hosts``, the
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.contract import Point, Run, Study
-from juice.errors import JuiceError
+from juice.errors import JuiceError, UserError
 from juice.lab.place import Lab
 from juice.profile import sampler
 from juice.results.store import RunDir
@@ -114,6 +115,8 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                 with ExitStack() as held:
                     try:
                         dep = held.enter_context(study.deployment(spec, lab, dep_points, progress))
+                    except UserError:  # the user's to fix (a spec, a host not prepared): every
+                        raise          # deployment would fail alike, one line and exit 2
                     except JuiceError as e:  # this deployment only: its runs fail, the sweep goes on
                         failed += deployment_failed(study_dir, dep_points, e, progress)
                         position += len(dep_points)
