@@ -275,7 +275,11 @@ def test_kill_9_mid_boot_then_any_command_removes_everything(tmp_path: Path) -> 
     # (a namespace's inode number is reused: a lab another worker made since may have it, so
     # processes of the labs that exist now are not ours)
     others = [s.workdir for s in state.all_states()]
-    in_ns = [p for p in _all_pids() if _net_inode(p) in inodes and not any(
+    # and a process started after the kill is not ours either (another worker's test process in
+    # a namespace that got the same inode: seen once, `python3 -c while True: pass`)
+    latest = max((t for t in alive_before.values() if t is not None), default=None)
+    in_ns = [p for p in _all_pids() if _net_inode(p) in inodes and (
+        latest is None or (proc.start_time(p) or 0) <= latest) and not any(
         str(w) in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace") for w in others
         if Path(f"/proc/{p}/cmdline").exists())]
     assert not in_ns, [(p, Path(f"/proc/{p}/cmdline").read_bytes()[:200]) for p in in_ns]
