@@ -1,6 +1,7 @@
 """haproxy: config rendering (pure), and the real server (Debian's package) in an ephemeral lab
 in front of two slow fake backends: requests spread over both, the global maxconn reached
-(seen in the stats socket), stopped with nothing left."""
+(seen in the stats socket), a timeout server shorter than the backend (a 504 whose log line
+haproxy's termination state explains: ``juice.trace.lblog``), stopped with nothing left."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from juice.services.haproxy import (
     render_config,
 )
 from juice.services.process import spawn, stop_all
+from juice.trace import lblog
 from tests.services.conftest import FakeSites, needs_lab
 
 
@@ -77,6 +80,19 @@ def test_deviations_only_when_set() -> None:
     assert deviations(None) == []
     (d,) = deviations(16000)
     assert (d.server, d.option, d.value, d.source) == ("haproxy", "global maxconn", "16000", "spec")
+    (t,) = deviations(None, 180.0)
+    assert (t.option, t.value, t.default, t.source) == ("defaults timeout server (s)", "180", "50", "spec")
+
+
+def test_timeout_server_replaces_debians_and_bad_ones_name_the_field() -> None:
+    fes = [Frontend("nova-api", 18774, (Backend("nova-api-s1", "10.210.1.2", 8774),))]
+    cfg = render_config(fes, bind_ip="10.210.1.2", stats_socket=Path("/x/s"), timeout_server_s=0.5)
+    assert "    timeout server 500" in cfg.splitlines() and "timeout server 50000" not in cfg
+    assert "    timeout client 50000" in cfg.splitlines()  # the other Debian timeouts stay
+    for bad in (0, -1, 100_000, True, "long"):
+        with pytest.raises(UserError, match=r"server\.haproxy_timeout_server: expected seconds") as e:
+            HAProxy(FakeSites(), site=1, timeout_server_s=bad)  # type: ignore[arg-type]
+        assert "\n" not in str(e.value)
 
 
 def test_parse_stat_and_info() -> None:
@@ -173,6 +189,24 @@ def test_haproxy_real_roundrobin_and_maxconn_reached(lab_name: str) -> None:
             assert set(per_server) == {"web-s1", "web-s2"} and sum(per_server.values()) == 6
             log = lab.place(1).read(hp.log) or b""
             assert b"web web/web-s" in log  # httplog lines: frontend backend/server
+            answers = [a for a in map(lblog.parse_line, log.decode().splitlines()) if a is not None]
+            assert len(answers) == 6 and {(a.status, a.term) for a in answers} == {(200, "--")}
+            assert all(a.method == "GET" and a.uri == "/" and a.tr_ms >= 900 for a in answers)
+            # a timeout server shorter than the backend's answer: a 504, and haproxy's log says why
+            short = HAProxy(lab, site=2, timeout_server_s=0.3)
+            short.add("slow", 9300, [(1, lab.site_ip(1), 9100)])
+            short.up(timeout=30)
+            try:
+                with pytest.raises(urllib.error.HTTPError, match="504"):
+                    in_site(lab.site_ns(1), lambda: _get(short.url("slow") + "/x/123"), timeout=60)
+            finally:
+                short.stop()
+            rows = lblog.summary([short.log])
+            assert [(r["frontend"], r["status"], r["term"], r["request"], r["count"]) for r in rows] == \
+                [("slow", 504, "sH", "GET /x/<id>", 1)]
+            assert 0.25 <= rows[0]["max_s"] < sleep_s
+            said = lblog.lb_verdict("upstream refused or timed out (load balancer or API)", rows) or ""
+            assert "504 sH (the server-side timeout struck while waiting for the server's response" in said
             # a maxconn whose descriptors the site cannot have is refused before anything starts,
             # naming the field, the limit and the fix (where the hard limit can be raised, it is)
             big = HAProxy(lab, site=2, maxconn=1_000_000)

@@ -110,3 +110,20 @@ def test_a_traced_run_names_its_failures_causes_in_the_tables_and_the_report(tmp
     html = "".join(trace_sections([FIX / "novalidhost"], t))
     assert "Failed boots by cause" in html and "capacity, filters, placement allocation candidates" in html
     assert "Database event counters" not in html  # the fixture's run predates the counters
+
+
+def test_haproxys_own_log_joins_the_report_when_a_run_kept_it(tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "novalidhost"
+    shutil.copytree(FIX / "novalidhost", run)
+    (run / "logs" / "haproxy-s1.log").write_text(
+        '10.210.1.1:41240 [27/Nov/2026:06:01:03.001] nova-api nova-api/nova-api-s1 0/0/0/-1/50001 504 194 '
+        '- - sH-- 334/120/118/118/0 0/0 "POST /v2.1/servers HTTP/1.1"\n'
+        '10.210.1.1:41241 [27/Nov/2026:06:01:03.101] nova-api nova-api/nova-api-s1 0/0/0/12/13 200 94 '
+        '- - ---- 334/120/118/118/0 0/0 "GET /v2.1/flavors HTTP/1.1"\n')
+    html = "".join(trace_sections([run]))
+    assert "haproxy&#x27;s own log: the answers that went wrong" in html or \
+        "haproxy's own log: the answers that went wrong" in html
+    assert "POST /v2.1/servers" in html and "sH" in html and "GET /v2.1/flavors" not in html
+    assert "load balancer&#x27;s log" in html or "load balancer's log" in html

@@ -98,14 +98,25 @@ class RunDir:
             # Interrupted, not failed: leave nothing, so a resumed sweep simply redoes it.
             shutil.rmtree(self.partial, ignore_errors=True)
             return
+        self._keep_failed(f"{et.__name__}: {ev}")
+
+    def _keep_failed(self, error: str) -> None:
         failed = self.root / f"{self.name}.failed"
         for k in range(2, 1000):  # the same run failed earlier in the same second (a resumed sweep)
             if not failed.exists():
                 break
             failed = self.root / f"{self.name}-{k}.failed"
-        atomic.write_text(self.partial / "error.txt", f"{et.__name__}: {ev}\n")
+        atomic.write_text(self.partial / "error.txt", f"{error}\n")
         os.replace(self.partial, failed)
         self.path = failed
+
+    @classmethod
+    def failed_before(cls, root: Path, name: str, error: BaseException) -> Path:
+        """Record a run that failed before it could start (e.g. its deployment did not come up):
+        kept as ``<name>-<stamp>.failed`` with its error.txt, like a run that failed; its path."""
+        rd = cls(root, name).__enter__()
+        rd._keep_failed(f"{type(error).__name__}: {error}")
+        return rd.path
 
 
 def study_runs(paths: Sequence[Path], workload: str, needs: Sequence[str] = ()) -> list[Path]:

@@ -145,11 +145,7 @@ def deployment_failed(study_dir: Path, points: Sequence[Point], err: JuiceError,
     error.txt says so (the report's failed-runs table shows it); their number."""
     progress(f"deployment failed ({err}): its {len(points)} run(s) kept as .failed, continuing")
     for p in points:
-        try:
-            with RunDir(study_dir, p.dirname):
-                raise JuiceError(f"deployment failed before the run: {err}")
-        except JuiceError:
-            pass
+        RunDir.failed_before(study_dir, p.dirname, JuiceError(f"deployment failed before the run: {err}"))
     return len(points)
 
 

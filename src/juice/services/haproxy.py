@@ -22,6 +22,9 @@ directory, no chroot/user/daemon (wiring, not a tuning knob). ``maxconn`` is hap
 its own ``maxconn`` follows the global one. When it is reached haproxy stops accepting: new
 connections wait in the kernel's listen queue (then time out on the client side); the frontend's
 ``smax`` reaches its ``slim`` and ``show info`` reports ``CurrConns`` = ``MaxConn``.
+``timeout_server_s`` replaces Debian's ``timeout server`` (50 s): a backend that has not sent its
+response headers by then gets the client a 504 and a log line with termination state ``sH``
+(``juice.trace.lblog`` reads them).
 
 Files: ``<root>/s<site>/haproxy/{haproxy.cfg, haproxy-s<site>.log, haproxy.sock}``.
 """
@@ -50,6 +53,8 @@ MAXCONN_MAX = 1_000_000
 DEBIAN_DEFAULTS = ("mode http", "log global", "option httplog", "option dontlognull",
                    "timeout connect 5000", "timeout client 50000", "timeout server 50000")
 DEFAULT_MAXCONN = "derived from the fd limit (ulimit -n)"
+DEBIAN_TIMEOUT_SERVER_S = 50.0  # Debian's ``timeout server 50000``: the longest a backend may take
+TIMEOUT_MAX_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -79,17 +84,31 @@ def check_maxconn(maxconn: int | None, where: str = "haproxy.maxconn") -> None:
                         "(e.g. 4000 as in seed 002, or leave it unset for haproxy's default)")
 
 
+def check_timeout(timeout_s: float | None, where: str = "server.haproxy_timeout_server") -> None:
+    """UserError when ``timeout_s`` is not a timeout (seconds) haproxy takes."""
+    if timeout_s is None:
+        return
+    number = isinstance(timeout_s, int | float) and not isinstance(timeout_s, bool)
+    if not number or not 0 < timeout_s <= TIMEOUT_MAX_S:
+        raise UserError(f"{where}: expected seconds in (0, {TIMEOUT_MAX_S:,.0f}], got {timeout_s!r} "
+                        f"(Debian's haproxy.cfg ships {DEBIAN_TIMEOUT_SERVER_S:g} s; unset: that)")
+
+
 def render_config(frontends: Sequence[Frontend], *, bind_ip: str, stats_socket: Path,
-                  maxconn: int | None = None) -> str:
-    """haproxy.cfg (see the module doc): global, Debian's defaults, a frontend + backend per service."""
+                  maxconn: int | None = None, timeout_server_s: float | None = None) -> str:
+    """haproxy.cfg (see the module doc): global, Debian's defaults (``timeout_server_s``
+    replaces its ``timeout server``), a frontend + backend per service."""
     check_maxconn(maxconn)
+    check_timeout(timeout_server_s)
     if not frontends:
         raise ServiceError("haproxy: no frontend to serve (add a service first)")
     lines = ["# rendered by juice", "global", "    log stdout format raw local0 info",
              f"    stats socket {stats_socket} mode 600 level admin", "    stats timeout 30s"]
     if maxconn is not None:
         lines.append(f"    maxconn {maxconn}")
-    lines += ["", "defaults", *(f"    {d}" for d in DEBIAN_DEFAULTS)]
+    defaults = [d if timeout_server_s is None or not d.startswith("timeout server ")
+                else f"timeout server {max(1, round(timeout_server_s * 1000))}" for d in DEBIAN_DEFAULTS]
+    lines += ["", "defaults", *(f"    {d}" for d in defaults)]
     for fe in frontends:
         if not fe.servers:
             raise ServiceError(f"haproxy: frontend {fe.name} has no server")
@@ -135,12 +154,17 @@ def fd_need(maxconn: int | None) -> int | None:
     return None if maxconn is None else min(2 * maxconn + 1024, 1 << 20)  # fs.nr_open's default
 
 
-def deviations(maxconn: int | None) -> list[Deviation]:
+def deviations(maxconn: int | None, timeout_server_s: float | None = None) -> list[Deviation]:
     """What haproxy runs with that differs from its defaults (Debian's shipped config)."""
-    if maxconn is None:
-        return []
-    return [spec_set("haproxy", "global maxconn", maxconn, DEFAULT_MAXCONN,
-                     "seed 002 raised it from 4,000 to 16,000")]
+    out = []
+    if maxconn is not None:
+        out.append(spec_set("haproxy", "global maxconn", maxconn, DEFAULT_MAXCONN,
+                            "seed 002 raised it from 4,000 to 16,000"))
+    if timeout_server_s is not None:
+        out.append(spec_set("haproxy", "defaults timeout server (s)", f"{timeout_server_s:g}",
+                            f"{DEBIAN_TIMEOUT_SERVER_S:g}",
+                            "how long haproxy waits for a backend's answer before its 504"))
+    return out
 
 
 def version(place: Place | None = None) -> str:
@@ -218,12 +242,13 @@ class HAProxy(Service):
     kind = "haproxy"
 
     def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
-                 maxconn: int | None = None) -> None:
+                 maxconn: int | None = None, timeout_server_s: float | None = None) -> None:
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"haproxy.site: {site} is not a site of this lab (1..{len(lab.sites)})")
         check_maxconn(maxconn)
-        self.site, self.maxconn = site, maxconn
+        check_timeout(timeout_server_s)
+        self.site, self.maxconn, self.timeout_server_s = site, maxconn, timeout_server_s
         self.frontends: dict[str, Frontend] = {}
         self.server: Server | None = None
 
@@ -269,7 +294,8 @@ class HAProxy(Service):
     # ---- lifecycle ---------------------------------------------------------------------------
     def config(self) -> str:
         return render_config(list(self.frontends.values()), bind_ip=self.place.address,
-                             stats_socket=self.socket, maxconn=self.maxconn)
+                             stats_socket=self.socket, maxconn=self.maxconn,
+                             timeout_server_s=self.timeout_server_s)
 
     def configure(self) -> None:
         place = self.place
@@ -367,10 +393,11 @@ class HAProxy(Service):
         return {"pid": self.server.pid}
 
     def deviations(self) -> list[Deviation]:
-        return deviations(self.maxconn)
+        return deviations(self.maxconn, self.timeout_server_s)
 
     def facts(self) -> dict[str, Any]:
         return {"haproxy_version": version(self.place), "site": self.site, "maxconn": self.maxconn,
+                "timeout_server_s": self.timeout_server_s or DEBIAN_TIMEOUT_SERVER_S,
                 "frontends": {f.name: {"port": f.port, "servers": [f"{b.host}:{b.port}" for b in f.servers]}
                               for f in self.frontends.values()}}
 

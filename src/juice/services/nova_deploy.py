@@ -42,7 +42,7 @@ from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.deviations import Deviation
 from juice.services.deviations import of as deviations_of
 from juice.services.fake_openstack import IMAGE_ID, FakeServices
-from juice.services.haproxy import HAProxy, check_maxconn
+from juice.services.haproxy import HAProxy, check_maxconn, check_timeout
 from juice.services.keystone import PORT as KEYSTONE_PORT
 from juice.services.keystone import Keystone, KeystoneOptions
 from juice.services.keystone_settings import db_connections as keystone_connections
@@ -71,6 +71,7 @@ class NovaStack:
     haproxy: bool = False                # haproxy in front of Keystone, placement and nova-api
     haproxy_site: int | None = None      # default: nova's control site
     haproxy_maxconn: int | None = None   # haproxy's global maxconn (None: haproxy's default)
+    haproxy_timeout_server_s: float | None = None  # haproxy's timeout server (None: Debian's 50 s)
     placement_site: int = 1
     placement_workers: int = 2
     # more placement servers, one per site (with haproxy in front): each writes through its own
@@ -88,12 +89,15 @@ class NovaStack:
             raise UserError(f"db: nova and placement run on mariadb or galera, not {self.db!r}")
         check_max_connections(self.db_max_connections)
         check_maxconn(self.haproxy_maxconn)
+        check_timeout(self.haproxy_timeout_server_s)
         if self.keystone_sites is not None and (not self.keystone_sites
                                                  or len(set(self.keystone_sites)) < len(self.keystone_sites)):
             raise UserError(f"keystone_sites: one Keystone per site, at least one site; got "
                             f"{list(self.keystone_sites)}")
-        if not self.haproxy and (self.haproxy_maxconn is not None or self.haproxy_site is not None):
-            raise UserError("haproxy_maxconn, haproxy_site: only with haproxy on (haproxy=True)")
+        if not self.haproxy and (self.haproxy_maxconn is not None or self.haproxy_site is not None
+                                 or self.haproxy_timeout_server_s is not None):
+            raise UserError("haproxy_maxconn, haproxy_site, haproxy_timeout_server_s: only with haproxy on "
+                            "(haproxy=True)")
         extra = [k for k in self.placement_sites if k != self.placement_site]
         if extra and not self.haproxy:
             raise UserError("placement_sites: several placement servers need haproxy in front (haproxy=True)")
@@ -208,7 +212,7 @@ class NovaDeployment:
         (catalog, clients, ``[keystone_authtoken]``) point at it."""
         s = self.stack
         lb = HAProxy(self.lab, self.progress, site=s.haproxy_site or s.nova.control_site,
-                     maxconn=s.haproxy_maxconn)
+                     maxconn=s.haproxy_maxconn, timeout_server_s=s.haproxy_timeout_server_s)
         ip = self.lab.site_ip
         lb.add("keystone", KEYSTONE_PORT, [(k, ip(k), KEYSTONE_PORT) for k in self.ks.ks_sites])
         lb.add("placement", PLACEMENT_PORT, [(k, ip(k), PLACEMENT_PORT) for k in s.placement_servers()])

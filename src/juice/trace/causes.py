@@ -45,7 +45,8 @@ CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I
      "the hypervisor (SIMULATED here: failures.spawn / failing_nodes)"),
     (r"Service Unavailable|Gateway Time-?out|\b50[34]\b|No server is available",
      "upstream refused or timed out (load balancer or API)",
-     "haproxy maxconn (a full haproxy queues connections, then answers 504), API workers"),
+     "haproxy's timeout server (504: the API answered too late) or a connect/queue limit (503), the "
+     "API's workers and CPU: haproxy's own log says which (its termination state)"),
     (r"Unable to establish connection to .*:5000|Authorization failed|ConnectFailure.*keystone",
      "identity service unreachable or refusing", "Keystone workers, its cache, availability"),
     (r"Cannot connect to host|Connect call failed|Connection reset by peer|Connection refused",

@@ -21,7 +21,7 @@ import pandas as pd
 
 from juice.report.figures import Tile, figure_html, tiles_figure
 from juice.report.tables import table_html
-from juice.trace import causes, flow
+from juice.trace import causes, flow, lblog
 from juice.trace.tables import Traced
 
 LEVELS_NOTE = (
@@ -153,19 +153,23 @@ def _causes_html(run_dirs: Sequence[Path], b: pd.DataFrame) -> list[str]:
             if isinstance(v, int):
                 peak = k in ("Max_used_connections", "max_connections")
                 db[k] = max(db.get(k, 0), v) if peak else db.get(k, 0) + v
+    lb = lblog.summary(p for d in run_dirs for p in lblog.run_logs(Path(d)))
     out: list[str] = []
     ended = ["active", "untraced", "incomplete"]
     failed = b[~b["state"].isin(ended)] if "cause" in b.columns else b.iloc[0:0]
     if len(failed):
         knob = {c: k for _, c, k in causes.CAUSES}
         rows = []
+        said = {} if not lb else {"load balancer's log": ""}
         for cause, g in failed.groupby(failed["cause"].fillna(""), sort=False):
             rows.append({"cause": cause or "not named by a known message (see the templates below)",
                          "failed boots": len(g), "% of failed": round(100.0 * len(g) / len(failed), 1),
                          "components": ", ".join(sorted({str(c) for c in g["fault_component"].dropna()})),
                          "what governs it": knob.get(cause, ""),
-                         "database counters": causes.db_verdict(cause or None, db) or ""})
-        out += ["<h3>Failed boots by cause (from the services' messages and the database's counters)</h3>",
+                         "database counters": causes.db_verdict(cause or None, db) or "",
+                         **{k: lblog.lb_verdict(cause or None, lb) or "" for k in said}})
+        out += ["<h3>Failed boots by cause (from the services' messages, the database's counters and "
+                "the load balancer's log)</h3>",
                 table_html(pd.DataFrame(rows).sort_values("failed boots", ascending=False))]
     table = causes.server_counters_table(mans)
     events = ("Innodb_deadlocks", "wsrep_local_cert_failures", "wsrep_local_bf_aborts",
@@ -177,6 +181,14 @@ def _causes_html(run_dirs: Sequence[Path], b: pd.DataFrame) -> list[str]:
                 "transactions aborted by a replicated one, connections refused at max_connections; the "
                 "peak of connections since the server started beside the limit.</p>",
                 table_html(pd.DataFrame(table))]
+    bad = lblog.table_rows(lb)
+    if bad:
+        out += ["<h3>haproxy's own log: the answers that went wrong</h3>",
+                "<p class=note>From haproxy's log lines (<code>option httplog</code>) over the runs: each "
+                "5xx or abnormal end by frontend, request, status and termination state (haproxy's own "
+                "words for who ended the session and when: <code>sH</code> = its timeout server struck "
+                "before the backend's response headers came); longest = its total time.</p>",
+                table_html(pd.DataFrame(bad))]
     return out
 
 

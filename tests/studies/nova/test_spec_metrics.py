@@ -295,7 +295,7 @@ def test_failures_by_message_name_their_cause() -> None:
     rows = {r["failure (message template)"][:14]: r for r in t.to_dict("records")}
     assert list(t["count"]) == [5, 1, 1]
     assert rows["POST /servers "]["cause"] == "upstream refused or timed out (load balancer or API)"
-    assert "maxconn" in rows["POST /servers "]["what governs it"]
+    assert "timeout server" in rows["POST /servers "]["what governs it"]
     assert rows["No valid host "]["cause"] == "no capacity for the request (scheduler)"
     assert rows["something nobo"]["cause"] == "" and rows["something nobo"]["what governs it"] == ""
 

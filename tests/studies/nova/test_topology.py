@@ -194,3 +194,26 @@ def test_report_table_from_stored_haproxy_counters(tmp_path: Path) -> None:
 
     assert failed_runs([tmp_path]) == [failed]
     assert list(haproxy_table(failed_runs([tmp_path]))["failed"]) == [True]
+
+
+def test_haproxy_timeout_server_is_a_server_option_recorded_as_a_deviation() -> None:
+    spec = parse(_spec(haproxy={}, configurations={"before": {}, "after": {"haproxy_timeout_server": 180}}),
+                 "t.yaml")
+    before, after = expand(spec)
+    assert _stack(spec, before).haproxy_timeout_server_s is None  # Debian's 50 s
+    st = _stack(spec, after)
+    assert st.haproxy_timeout_server_s == 180.0 and "haproxy_timeout_server" not in st.nova.__dict__
+    assert before.deployment_key != after.deployment_key
+    dep = NovaDeployment(FakeSites(), stack=st)  # type: ignore[arg-type]
+    assert dep.lb is not None and dep.lb.timeout_server_s == 180.0  # rendered: tests/services/test_haproxy.py
+    (d,) = [d for d in dep.deviations() if d.server == "haproxy"]
+    assert (d.option, d.value, d.default) == ("defaults timeout server (s)", "180", "50")
+
+
+@pytest.mark.parametrize("over", [{"server": {"haproxy_timeout_server": 60}},
+                                  {"configurations": {"a": {}, "b": {"haproxy_timeout_server": 60}}}])
+def test_haproxy_timeout_server_without_haproxy_names_the_fix(over: dict[str, Any]) -> None:
+    fix = r"haproxy_timeout_server: only with haproxy on \(add `haproxy: \{\}`\)"
+    with pytest.raises(UserError, match=fix) as e:
+        parse(_spec(**over), "t.yaml")
+    assert "\n" not in str(e.value).strip()

@@ -164,6 +164,9 @@ class ServerOptions(Strict):
     max_connections: Annotated[PositiveInt, Le(100_000)] | None = Field(
         default=None, description="the database's max_connections (MariaDB: 151; unset: 151, or the "
         "sum of the deployment's pools when larger)")
+    haproxy_timeout_server: Annotated[PositiveInt, Le(86_400)] | None = Field(
+        default=None, description="haproxy's timeout server, s: how long it waits for a backend's "
+        "answer before a 504 (Debian's haproxy.cfg: 50); needs haproxy on")
 
     def set(self) -> dict[str, int]:
         """The options the spec set (what run keys hash: unset ones are left out)."""
@@ -413,6 +416,11 @@ class NovaSpec(Strict):
             raise ValueError(f"controllers_site: {self.controllers_site} is not a site (sites: {self.sites}; "
                              f"choose 1..{self.sites} or more sites)")
         check_topology(self.topology, self.haproxy, self.sites, self.controllers_site)
+        timed = [f"configurations.{n}" for n, c in (self.configurations or {}).items()
+                 if c.haproxy_timeout_server is not None]
+        timed = (["server"] if self.server.haproxy_timeout_server is not None else []) + timed
+        if timed and self.haproxy is None:
+            raise ValueError(f"{timed[0]}.haproxy_timeout_server: only with haproxy on (add `haproxy: {{}}`)")
         bad = [k for k in self.computes.sites or [] if k > self.sites]
         if bad:
             raise ValueError(f"computes.sites: {bad[0]} is not a site (sites: {self.sites}; choose "

@@ -72,7 +72,8 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
     c, home = spec.computes, spec.controllers_site
     multi = p.db == "galera" and p.writers == "multi"
     given = p.fixed.get("server", {})
-    srv = {k: v for k, v in given.items() if k not in ("max_connections", "placement_workers")}
+    srv = {k: v for k, v in given.items()
+           if k not in ("max_connections", "placement_workers", "haproxy_timeout_server")}
     shape_workers = {"placement_workers": given["placement_workers"]} if "placement_workers" in given else {}
     shape: dict[str, Any] = {"bus_sites": (home,), "keystone_site": home, "placement_site": home,
                              "fakes_site": home}
@@ -83,7 +84,9 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
     if multi and roles["scheduler_sites"] is None:  # the seed's multi: schedulers over every site
         roles["scheduler_sites"] = spread(p.schedulers, range(1, spec.sites + 1))
     return NovaStack(db=p.db, db_site=home, **shape, **shape_workers,
-                     db_max_connections=p.fixed.get("server", {}).get("max_connections"),
+                     db_max_connections=given.get("max_connections"),
+                     haproxy_timeout_server_s=(float(given["haproxy_timeout_server"])
+                                               if "haproxy_timeout_server" in given else None),
                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
                      nova=NovaOptions(**srv, **roles, schedulers=p.schedulers,
                                       host_subset_size=p.host_subset_size,
