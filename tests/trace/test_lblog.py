@@ -63,7 +63,7 @@ def test_summary_groups_ids_and_keeps_the_abnormal_with_what_governs_them(tmp_pa
 
 def test_run_logs_finds_the_slices(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
-    for name in ("haproxy-s1.log", "nova-api-s1.log"):
+    for name in ("haproxy-s1.log", "haproxy.log", "nova-api-s1.log"):
         (tmp_path / "logs" / name).write_text("")
-    assert [p.name for p in lblog.run_logs(tmp_path)] == ["haproxy-s1.log"]
+    assert [p.name for p in lblog.run_logs(tmp_path)] == ["haproxy-s1.log", "haproxy.log"]
     assert lblog.run_logs(tmp_path / "nothing") == []

@@ -160,5 +160,6 @@ def lb_verdict(cause: str | None, rows: Sequence[Mapping[str, Any]]) -> str | No
 
 
 def run_logs(run_dir: Path) -> list[Path]:
-    """A run's haproxy log slices (none when the run had no haproxy or kept no logs)."""
-    return sorted((run_dir / "logs").glob("haproxy-s*.log"))
+    """A run's haproxy logs (Juice's slices ``haproxy-s<site>.log``, or a cloud's ``haproxy.log``
+    put in ``logs/``; none when the run had no haproxy or kept no logs)."""
+    return sorted((run_dir / "logs").glob("haproxy*.log"))

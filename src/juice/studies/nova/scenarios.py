@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import aiohttp
 
@@ -42,10 +43,18 @@ RALLY_MICROVERSION = "2.1"  # novaclient's default, what rally-openstack 4.1.0 b
 PREPOLL_S = 1.0
 SERVER_PREFIX = "s_juice_"  # server names: s_juice_<run>_<driver>_<iteration> (Rally: s_rally_...)
 CTX = "_nova"
+T = TypeVar("T")
 
 
 class NovaError(Exception):
-    """nova answered an error status, or a server went to ERROR (the fault's message)."""
+    """nova answered an error status (``status``), or a server went to ERROR (the fault's message)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+BUSY = (502, 503, 504)  # a load balancer's (or a busy API's) "not now"
 
 
 class NovaApi:
@@ -79,7 +88,7 @@ class NovaApi:
             rid = r.headers.get("x-openstack-request-id", "")
             if r.status not in ok:
                 text = raw[:300].decode(errors="replace")
-                raise NovaError(f"{method} {path.split('?')[0]} -> {r.status}: {text}")
+                raise NovaError(f"{method} {path.split('?')[0]} -> {r.status}: {text}", status=r.status)
             return r.status, (json.loads(raw) if raw else None), rid
 
     async def close(self) -> None:
@@ -205,16 +214,39 @@ class NovaScenario:
         await st["ks"].close()
 
 
+async def when_answered(fn: Callable[[], Awaitable[T]], deadline: float, first_wait_s: float = 2.0) -> T:
+    """``fn()``, again while the API (or the load balancer in front of it) answers 502/503/504 or
+    does not answer, until ``deadline`` (monotonic): right after a heavy run the API is still
+    working through its queue, and a cleanup must not give up on it at once. Waits double from
+    ``first_wait_s`` up to 30 s; any other error, or the deadline, raises the last error."""
+    wait = first_wait_s
+    for _ in range(1000):
+        try:
+            return await fn()
+        except (NovaError, aiohttp.ClientError, TimeoutError) as e:
+            busy = not isinstance(e, NovaError) or e.status in BUSY
+            if not busy or time.monotonic() + wait > deadline:
+                raise
+        await asyncio.sleep(wait)
+        wait = min(30.0, wait * 2)
+    return await fn()
+
+
 async def delete_by_prefix(nova: NovaApi, token: str, prefix: str, timeout_s: float) -> int:
-    """Delete every server (all projects) whose name starts with ``prefix``; wait until gone."""
-    _, data, _ = await nova.call("GET", f"/servers?all_tenants=1&name=^{prefix}", token)
-    ids = [s["id"] for s in data["servers"] if s["name"].startswith(prefix)]
-    for sid in ids:
-        await nova.call("DELETE", f"/servers/{sid}", token, ok=(204, 404))
+    """Delete every server (all projects) whose name starts with ``prefix``; wait until gone
+    (within ``timeout_s``, a busy API's 502/503/504 retried: ``when_answered``)."""
     deadline = time.monotonic() + timeout_s
-    while ids and time.monotonic() < deadline:
+
+    async def listed() -> list[str]:
         _, data, _ = await nova.call("GET", f"/servers?all_tenants=1&name=^{prefix}", token)
-        ids = [s["id"] for s in data["servers"] if s["name"].startswith(prefix)]
+        return [s["id"] for s in data["servers"] if s["name"].startswith(prefix)]
+
+    ids = await when_answered(listed, deadline)
+    for sid in ids:
+        await when_answered(lambda sid=sid: nova.call("DELETE", f"/servers/{sid}", token,  # type: ignore[misc]
+                                                      ok=(204, 404)), deadline)
+    while ids and time.monotonic() < deadline:
+        ids = await when_answered(listed, deadline)
         if ids:
             await asyncio.sleep(1.0)
     return len(ids)
