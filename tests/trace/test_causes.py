@@ -57,6 +57,12 @@ def test_an_unknown_message_names_no_cause_and_a_fault_wins_over_later_errors() 
     assert causes.boot_cause("Exceeded maximum number of retries.", None,
                              ["juice-fake: injected build failure on node n0"]) == "spawn failed on the node"
     assert causes.boot_cause("Exceeded maximum number of retries.", None, []) == "retries exhausted"
+    # no valid host because the scheduler's ComputeFilter found the nodes' services down
+    late = ("(juice-c6, juice-c6-n0047) ram: 16384MB disk: 0MB io_ops: 0 instances: 0, "
+            "allocation_candidates: 1 has not been heard from in a while")
+    assert causes.boot_cause("No valid host was found.", None, [late]) == \
+        "compute services seen as down (their heartbeats late)"
+    assert "service_down_time" in (causes.cause_of(late) or ("", ""))[1]
 
 
 def test_the_database_counters_say_which_conflict_it_was() -> None:

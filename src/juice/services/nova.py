@@ -327,6 +327,7 @@ class Nova(Service):
                 "max_overflow": o.max_overflow, "rpc_response_timeout": o.rpc_response_timeout,
                 "rpc_conn_pool_size": o.rpc_conn_pool_size,
                 "executor_thread_pool_size": o.executor_thread_pool_size,
+                "service_down_time": o.service_down_time,
                 "log_levels": {r: o.level(r) for r in ("api", "conductor", "scheduler", "compute")},
                 "notifications_log": o.notifications_log, "db_writers": o.db_writers,
                 "profiler": o.profiler,

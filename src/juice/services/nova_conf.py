@@ -35,7 +35,9 @@ QUOTAS = ("instances", "cores", "ram", "metadata_items", "injected_files",
           "server_groups", "server_group_members")
 
 
-RPC_OPTIONS = ("rpc_response_timeout", "rpc_conn_pool_size", "executor_thread_pool_size")
+# [DEFAULT] options the spec may set (oslo.messaging's, and nova's service_down_time)
+DEFAULT_OPTIONS = ("rpc_response_timeout", "rpc_conn_pool_size", "executor_thread_pool_size",
+                   "service_down_time")
 
 
 def _default_levels() -> dict[str, str]:
@@ -65,6 +67,7 @@ class NovaOptions:
     rpc_response_timeout: int | None = None       # [DEFAULT] (oslo.messaging: 60 s)
     rpc_conn_pool_size: int | None = None         # [DEFAULT] (oslo.messaging: 30)
     executor_thread_pool_size: int | None = None  # [DEFAULT] (oslo.messaging: 64)
+    service_down_time: int | None = None          # [DEFAULT] (nova: 60 s without a heartbeat = down)
     log_levels: dict[str, str] = field(default_factory=_default_levels)  # per role
     notifications_log: bool = False       # [oslo_messaging_notifications] driver = log
     log_json: bool = False                # [DEFAULT] use_json: oslo.log's JSON lines (with templates)
@@ -88,8 +91,10 @@ class NovaOptions:
                 raise UserError(f"{name}: expected 1..1000, got {v}")
         if self.max_overflow is not None and not -1 <= self.max_overflow <= 1000:
             raise UserError(f"max_overflow: expected -1..1000, got {self.max_overflow}")
-        if self.rpc_response_timeout is not None and not 1 <= self.rpc_response_timeout <= 3600:
-            raise UserError(f"rpc_response_timeout: expected 1..3600 s, got {self.rpc_response_timeout}")
+        for name in ("rpc_response_timeout", "service_down_time"):
+            v = getattr(self, name)
+            if v is not None and not 1 <= v <= 3600:
+                raise UserError(f"{name}: expected 1..3600 s, got {v}")
         if self.db_writers not in ("single", "local"):
             raise UserError(f"db_writers: expected single or local, got {self.db_writers!r}")
         if self.profiler not in PROFILERS:
@@ -284,7 +289,7 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
         "debug": opts.level(role) == "DEBUG", "transport_url": ctx.transport_url,
         "concurrency_backend": opts.concurrency_backend,
     }
-    for k in RPC_OPTIONS:
+    for k in DEFAULT_OPTIONS:
         if getattr(opts, k) is not None:
             default[k] = getattr(opts, k)
     if opts.log_json:

@@ -22,7 +22,9 @@ OSLO_DB_POOL = 5         # oslo.db [database] max_pool_size
 OSLO_DB_OVERFLOW = 50    # oslo.db [database] max_overflow
 PLACEMENT_POOL = 5       # placement's [placement_database] options are unset: SQLAlchemy's pool_size
 PLACEMENT_OVERFLOW = 10  # ... and max_overflow
-RPC_DEFAULTS = {"rpc_response_timeout": 60, "rpc_conn_pool_size": 30, "executor_thread_pool_size": 64}
+# [DEFAULT] options (oslo.messaging's, and nova's service_down_time) with their shipped defaults
+DEFAULTS_SECTION = {"rpc_response_timeout": 60, "rpc_conn_pool_size": 30, "executor_thread_pool_size": 64,
+                    "service_down_time": 60}
 GUNICORN = (("--timeout", "300", "30",
              "a boot's API calls can outlast 30 s under load: gunicorn would kill the worker mid-request"),
             ("--graceful-timeout", "10", "30", "a lab's stop does not wait 30 s per server"))
@@ -55,7 +57,7 @@ def nova_deviations(o: NovaOptions) -> list[Deviation]:
         v = getattr(o, name)
         if v is not None and v != default:
             out.append(spec_set("nova", f"[database] [api_database] {name}", v, default))
-    for name, default in RPC_DEFAULTS.items():
+    for name, default in DEFAULTS_SECTION.items():
         v = getattr(o, name)
         if v is not None and v != default:
             out.append(spec_set("nova", f"[DEFAULT] {name}", v, default))

@@ -34,6 +34,9 @@ CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I
      r"Unable to connect to AMQP server", "message bus unreachable", "RabbitMQ availability, partitions"),
     (r"Lost connection to (MySQL|MariaDB) server|server has gone away|Can't connect to (MySQL|MariaDB)",
      "database connection lost", "database availability, partitions, wait_timeout"),
+    (r"has not been heard from in a while|is (down|not up)\b.*service", "compute services seen as down "
+     "(their heartbeats late)", "[DEFAULT] service_down_time (60 s) against report_interval (10 s): a "
+     "heartbeat goes through nova-conductor and the database, late when they are overloaded"),
     (r"No valid host was found", "no capacity for the request (scheduler)",
      "capacity, filters, placement allocation candidates"),
     (r"Exceeded maximum number of retries", "retries exhausted", "[scheduler] max_attempts"),
@@ -67,17 +70,25 @@ def cause_of(text: str | None) -> tuple[str, str] | None:
 
 
 GENERIC = ("retries exhausted", "timeout (other)")  # what a more specific cause explains
+DOWN = "compute services seen as down (their heartbeats late)"
+# an outcome and the causes among the boot's own lines that say why (no valid host: the
+# scheduler's filter found the nodes' services down)
+REFINED_BY = {"no capacity for the request (scheduler)": (DOWN,)}
 
 
 def boot_cause(fault_template: str | None, fault: str | None,
                error_templates: Iterable[str | None]) -> str | None:
     """A failed boot's cause: its terminal fault's, else the first of its error lines that names
     one — but a generic one (retries exhausted) gives way to the specific cause of the attempts
-    (e.g. the spawn failures that used the retries up)."""
+    (e.g. the spawn failures that used the retries up), and an outcome to the line that says why
+    (``REFINED_BY``: no valid host because the nodes' services were seen down)."""
     found = [c[0] for c in map(cause_of, (fault_template, fault, *error_templates)) if c]
     specific = [c for c in found if c not in GENERIC]
     best = specific or found
-    return best[0] if best else None
+    if not best:
+        return None
+    why = [c for c in REFINED_BY.get(best[0], ()) if c in found]
+    return why[0] if why else best[0]
 
 
 def db_verdict(cause: str | None, db: Mapping[str, Any] | None) -> str | None:

@@ -269,7 +269,7 @@ def _boots(traces: Sequence[flow.Trace], src: Source, api: pd.DataFrame | None) 
                            for s, f in zip(df["api_state_raw"], df["api_fault"], strict=True)]
         df["state"] = df["state"].fillna("untraced")
         df["run"] = df["run"].fillna(src.name)
-        df["terminal"] = df["terminal"].fillna(False).astype(bool)
+        df["terminal"] = df["terminal"].eq(True)  # None (not known) is not terminal
         df["matches_api"] = [bool(s == a) if isinstance(a, str) else None
                              for s, a in zip(df["state"], df["api_state"], strict=True)]
         df = df.drop(columns=["_merge", "api_state_raw"])

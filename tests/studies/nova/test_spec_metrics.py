@@ -298,6 +298,22 @@ def test_failures_by_message_name_their_cause() -> None:
     assert "timeout server" in rows["POST /servers "]["what governs it"]
     assert rows["No valid host "]["cause"] == "no capacity for the request (scheduler)"
     assert rows["something nobo"]["cause"] == "" and rows["something nobo"]["what governs it"] == ""
+    assert "haproxy's log" not in t.columns  # no run kept haproxy's log
+
+
+def test_a_load_balancers_failures_say_what_its_own_log_saw(tmp_path: Path) -> None:
+    from juice.studies.nova.report import fault_table
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "haproxy-s1.log").write_text(
+        '10.210.1.1:41240 [27/Nov/2026:06:01:03.001] nova-api nova-api/nova-api-s1 0/0/0/-1/50001 504 194 '
+        '- - sH-- 334/120/118/118/0 0/0 "POST /v2.1/servers HTTP/1.1"\n')
+    df = pd.DataFrame({"dir": [str(tmp_path)], "faults": [json.dumps({
+        "POST /servers -> <n>: <html><body><h1><n> Gateway Time-out</h1>": 1,
+        "No valid host was found.": 2})]})
+    t = fault_table(df).set_index("count")
+    assert t.loc[1, "haproxy's log"].startswith("haproxy log: 1 x 504 sH (the server-side timeout struck")
+    assert t.loc[2, "haproxy's log"] == ""  # not a load balancer's answer
 
 
 def test_failed_runs_say_why_and_what_their_boots_failed_of(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -27,7 +28,7 @@ from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.results.store import study_runs
 from juice.studies.nova import busplot, regime, slope
-from juice.trace import causes
+from juice.trace import causes, lblog
 from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
@@ -159,13 +160,21 @@ def zero_failure_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def fault_table(df: pd.DataFrame) -> pd.DataFrame:
     """Failures by message template, each with the cause its message names and what governs
-    it (``juice.trace.causes``; blank when no known message matches)."""
+    it (``juice.trace.causes``; blank when no known message matches) and, for a load balancer's
+    answer, what haproxy's own log over these runs says (``juice.trace.lblog``; runs that kept it)."""
     c: Counter[str] = Counter()
     for f in df["faults"]:
         for k, v in json.loads(f).items():
             c[k] += int(v)
-    return pd.DataFrame([{"failure (message template)": k, "count": v, **_cause(k)}
-                         for k, v in c.most_common()])
+    dirs = [Path(str(d)) for d in df["dir"]] if "dir" in df.columns else []
+    lb = lblog.summary(p for d in dirs for p in lblog.run_logs(d))
+    rows = []
+    for k, v in c.most_common():
+        row: dict[str, Any] = {"failure (message template)": k, "count": v, **_cause(k)}
+        if lb:
+            row["haproxy's log"] = lblog.lb_verdict(row["cause"] or None, lb) or ""
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _cause(text: str) -> dict[str, str]:

@@ -153,6 +153,9 @@ class ServerOptions(Strict):
         default=None, description="[DEFAULT] rpc_conn_pool_size (oslo.messaging: 30)")
     executor_thread_pool_size: Annotated[PositiveInt, Le(1000)] | None = Field(
         default=None, description="[DEFAULT] executor_thread_pool_size (oslo.messaging: 64)")
+    service_down_time: Annotated[PositiveInt, Le(3600)] | None = Field(
+        default=None, description="[DEFAULT] service_down_time, s: a service whose last heartbeat is "
+        "older is down, and the scheduler skips its node (nova: 60)")
     api_workers: Annotated[PositiveInt, Le(64)] | None = Field(
         default=None, description="nova-api gunicorn workers (Juice: 1)")
     conductor_workers: Annotated[PositiveInt, Le(64)] | None = Field(
