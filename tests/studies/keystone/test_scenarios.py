@@ -103,8 +103,16 @@ class Deployed:
         """id -> name of every user/project/role/service, read with a plain independent client."""
         tok = issue_token(self.lab, 1, self.ks.admin_credentials())
         r = request(self.lab, 1, "GET", f"{self.env.auth_url}/{what}", headers={"X-Auth-Token": tok})
-        assert r.status == 200, r.body[:200]
+        assert r.status == 200, (r.status, r.body[:200], self.server_errors())
         return {x["id"]: x["name"] for x in r.json()[what]}
+
+    def server_errors(self) -> list[str]:
+        """Keystone's own last error lines (gunicorn's "Error handling request" and the
+        traceback after it): why it answered an error, shown with a failed assertion."""
+        place, path = self.ks.logs()[0]
+        lines = (place.read(path) or b"").decode(errors="replace").splitlines()
+        hits = [i for i, ln in enumerate(lines) if "ERROR" in ln or "Error handling request" in ln]
+        return lines[max(0, hits[-1] - 10):hits[-1] + 30] if hits else lines[-20:]
 
     def snapshot(self) -> dict[str, dict[str, str]]:
         return {w: self.listing(w) for w in ("users", "projects", "roles", "services")}
