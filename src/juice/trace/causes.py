@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+DOWN = "compute services seen as down (their heartbeats late)"
 # (pattern on the template or message, cause, what governs it)
 CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I), c, k) for p, c, k in (
     (r"QueuePool limit of size .* overflow .* reached", "database connection pool exhausted",
@@ -34,9 +35,9 @@ CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I
      r"Unable to connect to AMQP server", "message bus unreachable", "RabbitMQ availability, partitions"),
     (r"Lost connection to (MySQL|MariaDB) server|server has gone away|Can't connect to (MySQL|MariaDB)",
      "database connection lost", "database availability, partitions, wait_timeout"),
-    (r"has not been heard from in a while|is (down|not up)\b.*service", "compute services seen as down "
-     "(their heartbeats late)", "[DEFAULT] service_down_time (60 s) against report_interval (10 s): a "
-     "heartbeat goes through nova-conductor and the database, late when they are overloaded"),
+    (r"has not been heard from in a while|is (down|not up)\b.*service", DOWN,
+     "[DEFAULT] service_down_time (60 s) against report_interval (10 s): a heartbeat goes through "
+     "nova-conductor and the database, late when they are overloaded"),
     (r"No valid host was found", "no capacity for the request (scheduler)",
      "capacity, filters, placement allocation candidates"),
     (r"Exceeded maximum number of retries", "retries exhausted", "[scheduler] max_attempts"),
@@ -70,7 +71,6 @@ def cause_of(text: str | None) -> tuple[str, str] | None:
 
 
 GENERIC = ("retries exhausted", "timeout (other)")  # what a more specific cause explains
-DOWN = "compute services seen as down (their heartbeats late)"
 # an outcome and the causes among the boot's own lines that say why (no valid host: the
 # scheduler's filter found the nodes' services down)
 REFINED_BY = {"no capacity for the request (scheduler)": (DOWN,)}

@@ -26,6 +26,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -243,8 +244,7 @@ async def delete_by_prefix(nova: NovaApi, token: str, prefix: str, timeout_s: fl
 
     ids = await when_answered(listed, deadline)
     for sid in ids:
-        await when_answered(lambda sid=sid: nova.call("DELETE", f"/servers/{sid}", token,  # type: ignore[misc]
-                                                      ok=(204, 404)), deadline)
+        await when_answered(partial(nova.call, "DELETE", f"/servers/{sid}", token, ok=(204, 404)), deadline)
     while ids and time.monotonic() < deadline:
         ids = await when_answered(listed, deadline)
         if ids:
