@@ -4,7 +4,8 @@
 #   native/build.sh [OUTDIR]
 #
 # Idempotent: the binary is rebuilt only when the hash of its sources
-# (*.go except tests, go.mod, go.sum) or the Go version changed; the hash is
+# (*.go except tests, go.mod, go.sum) or the Go version changed (the Go is the one
+# scripts/lock/go-toolchain.txt pins, see scripts/go-toolchain.sh); the hash is
 # kept in OUTDIR/.juice-wan-delay.stamp. Go caches live under
 # /var/cache/juice/go (override with JUICE_GO_CACHE) so CI can cache them.
 set -euo pipefail
@@ -14,14 +15,11 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/wan-delay" && pwd)
 BIN=juice-wan-delay
 CACHE=${JUICE_GO_CACHE:-/var/cache/juice/go}
 
-GO=$(command -v go 2>/dev/null || true)
-if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then
-    GO=/usr/local/go/bin/go
-fi
-if [ -z "$GO" ]; then
-    echo "build.sh: Go toolchain not found (need 'go' on PATH or /usr/local/go/bin/go) -- cannot build $BIN" >&2
+# The pinned Go (scripts/lock/go-toolchain.txt), fetched into the cache on first use.
+GO=$("$SRC/../../scripts/go-toolchain.sh") || {
+    echo "build.sh: no Go toolchain to build $BIN with (see above)" >&2
     exit 3
-fi
+}
 
 export GOFLAGS=-mod=readonly
 export GOCACHE="$CACHE/cache"

@@ -24,14 +24,10 @@ if [ -x "$OUTDIR/$BIN" ]; then
     exit 0
 fi
 
-GO=$(command -v go 2>/dev/null || true)
-if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then
-    GO=/usr/local/go/bin/go
-fi
-if [ -z "$GO" ]; then
-    echo "jaeger.sh: Go toolchain not found (need 'go' on PATH or /usr/local/go/bin/go) -- cannot build $BIN" >&2
+GO=$("$SRC/../../scripts/go-toolchain.sh") || {
+    echo "jaeger.sh: no Go toolchain to build $BIN with (see above); Jaeger is needed only by 'juice trace --jaeger' and its test" >&2
     exit 3
-fi
+}
 
 export GOFLAGS="-mod=readonly -buildvcs=false"
 export GOCACHE="$CACHE/cache"

@@ -20,7 +20,10 @@ APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync soc
           memcached redis-server nats-server rabbitmq-server haproxy
           libmariadb-dev pkg-config gcc python3-dev  # build deps of mysqlclient (the C MySQLdb)
           openssh-server)  # sshd: the tests' stand-in for a cloud's host (profiles over SSH)
-command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
+# The native helpers are built with the Go pinned in scripts/lock/go-toolchain.txt, which
+# scripts/go-toolchain.sh fetches from the Go module proxy with any go command: on a machine
+# without one, Debian's golang-go (Go 1.19, itself too old to build them) is that client.
+[ -n "${JUICE_GO:-}" ] || command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,6 +43,10 @@ fi
 for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd nats-server haproxy; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
+
+# uv and pip trust the certificates this machine trusts (a proxy's own CA included), as
+# apt and the go command do.
+export UV_NATIVE_TLS=1 PIP_CERT=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}
 
 # Python venvs (python3.11), cached outside the clone. Each installs exactly its lock file
 # (scripts/lock/*.txt, every distribution pinned with hashes; regenerate with

@@ -35,7 +35,9 @@ export MYPY_CACHE_DIR="$cache/mypy-cache" RUFF_CACHE_DIR="$cache/ruff-cache"
 cd "$here"
 echo "== ruff"; ruff check src tests benchmarks plugins
 echo "== mypy (strict, src)"; mypy
-echo "== go test (native)"; (cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/cache" GOMODCACHE="$cache/go/mod" GOTOOLCHAIN=local PATH="/usr/local/go/bin:$PATH" go test ./...)
+go=$("$here/scripts/go-toolchain.sh")
+echo "== go test (native, $("$go" env GOVERSION))"
+(cd native/wan-delay && GOFLAGS=-mod=readonly GOCACHE="$cache/go/cache" GOMODCACHE="$cache/go/mod" GOTOOLCHAIN=local "$go" test ./...)
 
 # Server processes: none the tests start may outlive them. Listed (never killed here) by pid:
 # the servers' own executables, and anything run from Juice's venvs.
