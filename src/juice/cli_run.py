@@ -37,7 +37,7 @@ def plan(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
          ) -> None:
     """Print the run matrix, what is already done, and an estimate of the time left."""
     from juice import studies
-    from juice.runner import order, sweep
+    from juice.runner import order, sweep, warmup
 
     study, s, _ = studies.load_spec(spec, sets)
     study_dir = results if results is not None else study.results_dir(s)
@@ -54,8 +54,10 @@ def plan(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
     out.print(t)
     if limit and len(pl.points) > limit:
         out.print(f"… {len(pl.points) - limit} more runs (--limit 0 shows all)")
+    warm = ", warm-up runs included" if pl.warmup_s else ""
     out.print(f"to run: {len(pl.todo)} runs in {pl.labs} labs and {pl.deployments} deployments; "
-              f"estimated {_fmt_s(pl.estimate_s)} (rough, ±2×)")
+              f"estimated {_fmt_s(pl.estimate_s)} (rough, ±2×{warm})")
+    out.print(warmup.plan_line(pl.warmup_runs, pl.deployments, _fmt_s(pl.warmup_s)))
     out.print(f"run order: {order.mode_of(s)} (runner.order, seed {order.seed_of(s)}); the table lists "
               "the runs in that order")
 

@@ -72,7 +72,7 @@ def _spec(path: Path, provider: dict | None, results: Path, delays: list[float] 
         "wan": {"delay_ms": delays or [0, 25]},
         "load": ["light"],
         "scenarios": ["authenticate_user_and_validate_token"],
-        "runner": {"times": 8, "concurrency": 2},
+        "runner": {"times": 8, "concurrency": 2, "warmup_runs": 0},
         "keystone": {"cache": [True], "workers": 1, "password_hash_rounds": 4},
         "results": str(results),
         # faults on the hosts as locally: a kill by recorded pid and its restart, a short cut

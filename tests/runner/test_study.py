@@ -1,6 +1,7 @@
 """`juice run` end to end on real servers: a Keystone study is stored run by run, an
 interrupted sweep resumes without redoing or corrupting anything, and the results feed
-`juice analyze` and the report."""
+`juice analyze` and the report. The deployment's warm-up run (runner.warmup_runs, default 1)
+is made on the real servers too, kept as ``<run>.warmup`` and counted nowhere."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 import yaml
 
+from juice.results.store import counted
 from tests.conftest import lab_capable, said_lines
 
 pytestmark = [pytest.mark.root, pytest.mark.slow,
@@ -41,7 +43,7 @@ def spec_file(tmp: Path, name: str, **over: object) -> Path:
 def complete_runs(study: Path) -> dict[str, Path]:
     out = {}
     for m in study.glob("*/manifest.json"):
-        if not m.parent.name.startswith(".") and not m.parent.name.endswith(".failed"):
+        if counted(m.parent.name):  # not partial, failed or a warm-up run
             out[json.loads(m.read_text())["params"]["run_id"]] = m.parent
     return out
 
@@ -72,7 +74,13 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert f"{len(first)} already complete" in cp.stderr + cp.stdout
     runs = complete_runs(study)
-    assert len(runs) == 3 and len(list(study.glob("*/manifest.json"))) == 3  # none duplicated
+    # a warm-up run per deployment brought up: the resumed sweep brought it up again
+    warm = sorted(study.glob("*.warmup"))
+    assert len(warm) == (1 if proc.returncode == 0 else 2), [d.name for d in warm]
+    first_point = {json.loads(m.read_text())["run_key"] for m in study.glob("*.warmup/manifest.json")}
+    assert all(json.loads((d / "manifest.json").read_text())["warmup_run"] for d in warm)
+    assert len(runs) == 3 and len(list(study.glob("*/manifest.json"))) == 3 + len(warm)  # none duplicated
+    assert first_point <= set(runs)  # each warm-up ran a point of the spec, which still ran measured
     for k, (p, ino, manifest) in before.items():  # earlier runs untouched
         assert runs[k] == p and p.stat().st_ino == ino and (p / "manifest.json").read_bytes() == manifest
     assert (study / "report.html").is_file() and "report: " in cp.stdout
@@ -84,7 +92,7 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
     cp = subprocess.run([*JUICE, "run", str(spec), "--results", str(study), "--no-report"],
                         capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0 and "0 to run" in cp.stderr + cp.stdout
-    assert "deploying" not in cp.stderr + cp.stdout
+    assert "deploying" not in cp.stderr + cp.stdout and "warm-up" not in cp.stderr + cp.stdout
 
     # what each run holds
     for p in runs.values():
@@ -94,6 +102,7 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
         assert m["deployment"]["prewarm"] is False  # the spec turned it off: recorded as such
         assert m["rwratio"]["reads"] > 0 and m["wan"]["backend"] in ("netem", "userspace")
         assert m["iterations"] == 3 and m["failed_iterations"] == 0
+        assert m["order"]["warmup_runs"] == 1 and "warmup_run" not in m
         # no secret: the word appears only as the hashing rounds and the row count of Keystone's
         # password table (the servers' counters, issue 27)
         text = json.dumps(m).lower().replace("password_hash_rounds", "").replace("rows.password", "")
@@ -126,7 +135,7 @@ def test_interrupted_sweep_resumes_without_redoing_runs(tmp_path: Path) -> None:
     assert cp.returncode == 0, cp.stderr
     rows = json.loads(cp.stdout)
     ops = {r["operation"]: r for r in rows}
-    assert ops["keystone_v3.fetch_token"]["count"] == 9
+    assert ops["keystone_v3.fetch_token"]["count"] == 9  # 3 runs x 3 iterations: no warm-up run
     assert ops["keystone_v3.validate_token"]["failures"] == 0
 
 

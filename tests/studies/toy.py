@@ -8,6 +8,7 @@ round-trip times. It exists to prove that a study plugs into `juice plan`, `juic
     delay_ms: [0, 5]      # one lab per delay (the lab key)
     count: 3              # pings per run
     repetitions: 2
+    # runner: {warmup_runs: 1}   # a discarded run per lab before its measured ones (default 0)
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from juice.errors import JuiceError
 from juice.lab import LocalLab
 from juice.lab import spec as labspec
 from juice.report.tables import table_html
+from juice.results.store import counted
 from juice.spec.base import NAME_RE, Strict
+from juice.spec.warmup import SweepRunner
 from juice.util.validation import validate
 
 
@@ -41,6 +44,7 @@ class ToySpec(Strict):
     delay_ms: list[float] = Field(min_length=1)
     count: int = Field(default=3, ge=1, le=20)
     repetitions: int = Field(default=1, ge=1, le=5)
+    runner: SweepRunner = Field(default_factory=SweepRunner)  # the sweep's options (warmup_runs)
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ def _load(paths: Sequence[Path]) -> pd.DataFrame:
     rows = []
     for p in paths:
         for m in sorted(Path(p).glob("*/manifest.json")):
+            if not counted(m.parent.name):  # failed, partial or warm-up runs: never counted
+                continue
             man = json.loads(m.read_text())
             if man.get("workload") != "toy" or not (m.parent / "pings.json").exists():
                 continue

@@ -62,7 +62,8 @@ def test_injected_build_failures_in_json_logs_trace_to_the_apis_states(tmp_path:
     spec.write_text(yaml.safe_dump({
         "workload": "nova", "name": "fail", "results": str(tmp_path / "results"), "sites": 2,
         "computes": {"processes": 1, "nodes_per_process": 1, "failing_nodes": 1},
-        "scenarios": ["boot_server"], "runner": {"times": 2, "concurrency": [2]}, "poll_interval_s": 0.5,
+        "scenarios": ["boot_server"], "runner": {"times": 2, "concurrency": [2], "warmup_runs": 0},
+        "poll_interval_s": 0.5,
         "log_format": "json", "boot_timeout_s": 150}))  # a boot that hangs costs 2.5 min, not 5
     code, _, err = juice("run", str(spec), "--no-report")
     assert code == 0, err
@@ -88,7 +89,7 @@ def test_a_partition_of_the_computes_during_boots_is_traced(tmp_path: Path, juic
     spec.write_text(yaml.safe_dump({
         "workload": "nova", "name": "part", "results": str(tmp_path / "results"), "sites": 2,
         "computes": {"processes": 1, "nodes_per_process": 4}, "scenarios": ["boot_server"],
-        "runner": {"times": 6, "concurrency": [3]}, "poll_interval_s": 0.5,
+        "runner": {"times": 6, "concurrency": [3], "warmup_runs": 0}, "poll_interval_s": 0.5,
         "faults": [{"at_s": 1, "partition": 2, "duration_s": 8}]}))
     code, _, err = juice("run", str(spec), "--no-report")
     assert code == 0, err

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from juice.errors import UserError
+from juice.results.store import WARMUP_SUFFIX, counted
 
 F64 = npt.NDArray[np.float64]
 MAX_DEPTH = 4  # results root -> study -> ... -> run directory
@@ -212,19 +213,23 @@ def rally_units(path: Path) -> list[Unit]:
     return out
 
 
-def _is_run(d: Path) -> bool:
-    return (d / "manifest.json").is_file() and not d.name.startswith(".") \
-        and not d.name.endswith((".failed", ".partial"))
+def _is_run(d: Path, given: bool = False) -> bool:
+    """A complete run that counts (``juice.results.store.counted``); a warm-up run only when
+    ``given`` by its own path (read for inspection, never found by a search)."""
+    name = d.name.removesuffix(WARMUP_SUFFIX) if given else d.name
+    return (d / "manifest.json").is_file() and counted(name)
 
 
 def runs_under(root: Path, depth: int = 0) -> list[Path]:
-    if _is_run(root):
+    """The complete runs that count under ``root`` (searched; failed, partial and warm-up runs
+    skipped), or ``root`` itself when it is a run."""
+    if _is_run(root, given=depth == 0):
         return [root]
     if depth >= MAX_DEPTH or not root.is_dir():
         return []
     out: list[Path] = []
     for d in sorted(root.iterdir()):
-        if d.is_dir() and not d.name.startswith(".") and not d.name.endswith((".failed", ".partial")):
+        if d.is_dir() and counted(d.name):
             out.extend(runs_under(d, depth + 1))
     return out
 

@@ -4,6 +4,11 @@ plus at most one ``.partial`` directory, which the next ``RunDir`` in that place
 
 Every run carries ``manifest.json``: what was asked (spec), what ran (versions, host facts,
 WAN backend), and when.
+
+Names that are never counted as runs (:func:`counted`): hidden ones (``.<run>.partial``),
+``<run>.failed`` and ``<run>.warmup`` (a discarded warm-up run of a deployment, kept for
+inspection: ``juice.runner.sweep``; a warm-up that failed is ``<run>.warmup.failed``). Every
+place that lists runs asks :func:`counted`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,14 @@ from juice import __version__
 from juice.util import atomic
 
 MANIFEST_VERSION = 1
+WARMUP_SUFFIX = ".warmup"
+NOT_COUNTED = (".failed", ".partial", WARMUP_SUFFIX)
+
+
+def counted(name: str) -> bool:
+    """Whether a directory named ``name`` can be a run that counts: not hidden, not failed,
+    not partial, not a warm-up run."""
+    return not name.startswith(".") and not name.endswith(NOT_COUNTED)
 
 
 def host_facts() -> dict[str, Any]:
@@ -55,10 +68,11 @@ class RunDir:
     (or SIGTERM, which Juice turns into the same) nothing is kept.
     """
 
-    def __init__(self, root: Path, name: str) -> None:
+    def __init__(self, root: Path, name: str, suffix: str = "") -> None:
+        """``suffix``: appended after the stamp (``WARMUP_SUFFIX`` for a warm-up run)."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.root = root
-        self.name = f"{name}-{stamp}"
+        self.name = f"{name}-{stamp}{suffix}"
         self.path = root / self.name
         self.partial = root / f".{self.name}.partial"
         self.started = time.time()
@@ -121,14 +135,14 @@ class RunDir:
 
 def study_runs(paths: Sequence[Path], workload: str, needs: Sequence[str] = ()) -> list[Path]:
     """Complete run directories of ``workload`` under ``paths`` (each a run or a study
-    directory), with every file of ``needs``; failed and hidden directories are skipped."""
+    directory), with every file of ``needs``; failed, warm-up and hidden directories are skipped
+    (:func:`counted`)."""
     import json
 
     out: list[Path] = []
     for p in paths:
         cands = [p] if (p / "manifest.json").exists() else (
-            sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith(".")
-                   and not d.name.endswith(".failed")) if p.is_dir() else [])
+            sorted(d for d in p.iterdir() if d.is_dir() and counted(d.name)) if p.is_dir() else [])
         for d in cands:
             try:
                 man = json.loads((d / "manifest.json").read_text())

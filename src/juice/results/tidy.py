@@ -13,7 +13,8 @@ tagged ``"warmup": true``, are left out: they are stored, never counted).
   constant over the run's rows; unknown extra parameters become extra columns.
 
 :func:`load` reads run directories, results roots (searched for complete runs: names starting
-with ``.`` or ending in ``.partial``/``.failed`` are skipped and counted) and external Rally
+with ``.`` or ending in ``.partial``/``.failed`` are skipped and counted, and so are discarded
+warm-up runs, ``<run>.warmup``: ``juice.results.store.counted``) and external Rally
 JSON files (see ``juice.results.rally_import``) into one pandas DataFrame. String columns are
 categoricals; cached ``actions.parquet`` files are used when newer than their sources. The
 table format itself (columns, building, assembling) is ``juice.results.tidy_table``; its public
@@ -39,6 +40,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from juice.errors import UserError
 from juice.results import rally_import
+from juice.results.store import WARMUP_SUFFIX, counted
 
 # The table itself (columns, building, assembling) lives in tidy_table; re-exported here.
 from juice.results.tidy_table import ITERATION_KEY as ITERATION_KEY
@@ -192,11 +194,17 @@ def _measures(run_dir: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def is_run_dir(p: Path) -> bool:
-    return p.is_dir() and (p / MANIFEST).is_file() and not _incomplete(p.name)
+    """A complete run that counts (a warm-up run is complete but never counted)."""
+    return p.is_dir() and (p / MANIFEST).is_file() and counted(p.name)
 
 
 def _incomplete(name: str) -> bool:
     return name.startswith(".") or name.endswith(".partial") or name.endswith(".failed")
+
+
+def _warmup(p: Path) -> bool:
+    """A discarded warm-up run of a deployment (complete, kept for inspection, not counted)."""
+    return p.name.endswith(WARMUP_SUFFIX) and not p.name.startswith(".") and (p / MANIFEST).is_file()
 
 
 @dataclass
@@ -207,6 +215,7 @@ class Discovery:
     rally_files: list[Path] = field(default_factory=list)
     failed: list[Path] = field(default_factory=list)
     partial: list[Path] = field(default_factory=list)
+    warmup: list[Path] = field(default_factory=list)  # warm-up runs under a searched directory
 
     @property
     def empty(self) -> bool:
@@ -228,6 +237,8 @@ def _walk(d: Path, depth: int, found: Discovery) -> None:
         elif c.name.startswith(".") or c.name.endswith(".partial"):
             if c.name.endswith(".partial"):
                 found.partial.append(c)
+        elif _warmup(c):
+            found.warmup.append(c)
         elif is_run_dir(c):
             found.runs.append(c)
         else:
@@ -238,7 +249,8 @@ def discover(paths: Sequence[Path]) -> Discovery:
     """Resolve ``paths`` (run dirs, results roots, Rally JSON files) into complete runs.
 
     A directory that is neither a run nor holds runs, but holds ``*.json`` files, is read as
-    a directory of Rally result files (like the seed's ``rally_home/``).
+    a directory of Rally result files (like the seed's ``rally_home/``). Warm-up runs under a
+    searched directory are skipped (``found.warmup``); one given by its own path is read.
     """
     found = Discovery()
     for p in paths:
@@ -251,12 +263,12 @@ def discover(paths: Sequence[Path]) -> Discovery:
             found.rally_files.append(p)
         elif _incomplete(p.name):
             (found.failed if p.name.endswith(".failed") else found.partial).append(p)
-        elif is_run_dir(p):
+        elif is_run_dir(p) or _warmup(p):
             found.runs.append(p)
         else:
-            before = len(found.runs) + len(found.failed) + len(found.partial)
+            before = len(found.runs) + len(found.failed) + len(found.partial) + len(found.warmup)
             _walk(p, 0, found)
-            if len(found.runs) + len(found.failed) + len(found.partial) == before:
+            if len(found.runs) + len(found.failed) + len(found.partial) + len(found.warmup) == before:
                 found.rally_files.extend(sorted(q for q in p.glob("*.json") if q.is_file()))
     return found
 

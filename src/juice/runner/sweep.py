@@ -6,12 +6,14 @@ Loop structure: the points of ``study.expand(spec)`` not complete yet, in the sp
 (``runner.order``, ``juice.runner.order``: a pure function of the spec and its seed); one lab
 per run of adjacent points with equal ``lab_key``; in it one deployment per run of adjacent
 points with equal ``deployment_key``; then each point into its own ``RunDir``. Groups whose
-points are all complete open nothing. A run that raises a JuiceError is kept as ``.failed``
-and the sweep goes on; so do the runs of a deployment that fails to come up (a JuiceError
-from ``study.deployment``: each of its runs kept as ``.failed`` saying so, the next
-deployment tried) — but not a UserError (a spec or host the user must fix: it stops the
-sweep with its one line); anything else (a bug, Ctrl-C) stops it, with the lab removed by the
-context managers. Complete runs are recognised by ``study.key_of(manifest)``.
+points are all complete open nothing. Before the first measured run of each deployment it
+brings up, ``runner.warmup_runs`` discarded runs of the deployment's first point
+(``juice.runner.warmup``: stored as ``<run>.warmup``, never counted). A run that raises a
+JuiceError is kept as ``.failed`` and the sweep goes on; so do the runs of a deployment that
+fails to come up (a JuiceError from ``study.deployment``: each of its runs kept as ``.failed``
+saying so, the next deployment tried) — but not a UserError (a spec or host the user must
+fix: it stops the sweep with its one line); anything else (a bug, Ctrl-C) stops it, with the
+lab removed by the context managers. Complete runs are recognised by ``study.key_of(manifest)``.
 
 Every run is profiled (``juice.profile.sampler``; on SSH hosts ``juice.profile.hosts``, the
 same table): a sampler runs around ``study.run_point``
@@ -20,8 +22,10 @@ manifest gets a ``profile`` entry (rate, metrics, processes, the sampler's own C
 rate is the spec's optional ``profile`` (``interval_s`` or ``hz``) or ``JUICE_PROFILE_HZ``.
 
 Each run's manifest records where it stood in that order: ``order_index`` (its place in the
-whole spec's order) and ``order`` (mode, seed, ``position``: how many runs its deployment ran
-before it in this sweep, 0 = the first run on a fresh deployment; ``deployment``).
+whole spec's order) and ``order`` (mode, seed, ``position``: how many measured runs its
+deployment ran before it in this sweep, 0 = the first measured run on a fresh deployment;
+``warmup_runs``: how many discarded warm-up runs that deployment ran before its first measured
+run; ``deployment``).
 When the run had a lab, its manifest gets ``deviations``: every server setting of the
 deployment that differs from the shipped defaults, with its reason and source
 (``juice.services.deviations``; runs of earlier versions have none).
@@ -45,27 +49,30 @@ from juice.contract import Point, Run, Study
 from juice.errors import JuiceError, UserError
 from juice.lab.place import Lab
 from juice.profile import sampler
-from juice.results.store import RunDir
-from juice.runner import order
+from juice.results.store import WARMUP_SUFFIX, RunDir, counted
+from juice.runner import order, warmup
 from juice.services import deviations
 
 Progress = Callable[[str], None]
 
 
 def completed(study: Study[Any, Any], study_dir: Path) -> dict[str, Path]:
-    """run key -> directory, for every complete run of ``study`` under ``study_dir``."""
+    """run key -> directory, for every complete run of ``study`` under ``study_dir`` (warm-up
+    runs are never one: by their name or their manifest's ``warmup_run``)."""
     out: dict[str, Path] = {}
     if not study_dir.is_dir():
         return out
     for m in sorted(study_dir.glob("*/manifest.json")):
         d = m.parent
-        if d.name.startswith(".") or d.name.endswith(".failed"):
+        if not counted(d.name):
             continue
         try:
             manifest = json.loads(m.read_text())
         except (OSError, ValueError):
             continue
-        key = study.key_of(manifest) if isinstance(manifest, dict) else None
+        if not isinstance(manifest, dict) or manifest.get("warmup_run"):
+            continue
+        key = study.key_of(manifest)
         if key:
             out.setdefault(key, d)
     return out
@@ -73,7 +80,8 @@ def completed(study: Study[Any, Any], study_dir: Path) -> dict[str, Path]:
 
 @dataclass(frozen=True)
 class Plan:
-    """The points of a spec, split into done and to do, with the time estimate."""
+    """The points of a spec, split into done and to do, with the time estimate (warm-up runs
+    included: ``warmup_s`` of it)."""
 
     points: list[Any]
     done: dict[str, Path]
@@ -81,16 +89,20 @@ class Plan:
     estimate_s: float
     labs: int
     deployments: int
+    warmup_runs: int = 0  # per deployment brought up (runner.warmup_runs)
+    warmup_s: float = 0.0
 
 
 def plan(study: Study[Any, Any], spec: Any, study_dir: Path) -> Plan:
     points = order.arrange(study.expand(spec), order.mode_of(spec), order.seed_of(spec))
     done = completed(study, study_dir)
     todo = [p for p in points if p.key not in done]
-    est = sum(study.estimate_s(p) for p in todo) + study.overhead_s(todo)
+    k = warmup.runs_of(spec)
+    warm = warmup.estimate_s(study, todo, k)
+    est = sum(study.estimate_s(p) for p in todo) + study.overhead_s(todo) + warm
     labs = sum(1 for _ in groupby(todo, key=lambda p: p.lab_key))
-    deps = sum(1 for _ in groupby(todo, key=lambda p: (p.lab_key, p.deployment_key)))
-    return Plan(points, done, todo, est, labs, deps)
+    deps = len(warmup.firsts_of(todo))
+    return Plan(points, done, todo, est, labs, deps, k, warm)
 
 
 def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
@@ -101,12 +113,14 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
     pl = plan(study, spec, study_dir)
     conf = sampler.settings(spec)  # a bad rate is a UserError before any lab
     n = len(pl.points)
+    warm = (f", after {pl.warmup_runs * pl.deployments} warm-up runs (not counted)"
+            if pl.warmup_runs and pl.deployments else "")
     progress(f"{n} runs in the matrix: {n - len(pl.todo)} already complete, "
-             f"{len(pl.todo)} to run → {study_dir}")
+             f"{len(pl.todo)} to run{warm} → {study_dir}")
     ran = failed = 0
     position = n - len(pl.todo)
     index = {id(p): i for i, p in enumerate(pl.points)}
-    mode, seed = order.mode_of(spec), order.seed_of(spec)
+    mode, seed, k = order.mode_of(spec), order.seed_of(spec), pl.warmup_runs
     for _lab_key, by_lab in groupby(pl.todo, key=lambda p: p.lab_key):
         lab_points = list(by_lab)
         with study.lab(spec, lab_points, progress) as lab:
@@ -121,12 +135,25 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                         failed += deployment_failed(study_dir, dep_points, e, progress)
                         position += len(dep_points)
                         continue
+                    first, dep_id = dep_points[0], order.deployment_id(dep_points[0])
+                    for w in range(k):
+                        progress(f"warm-up run{f' {w + 1}/{k}' if k > 1 else ''} for deployment "
+                                 f"{dep_id} (not counted): {first.label}")
+                        marks = {"warmup_run": True,
+                                 "order": {"mode": mode, "seed": seed, "deployment": dep_id,
+                                           "warmup_runs": k, "warmup_index": w}}
+                        try:
+                            _one(study, spec, spec_data, spec_text, study_dir, first, lab, dep, conf,
+                                 progress, ui, task_args, marks, warmup_run=True)
+                        except JuiceError as e:
+                            progress(f"warm-up run failed ({e}); kept as {WARMUP_SUFFIX}.failed, "
+                                     "measuring anyway")
                     for in_dep, p in enumerate(dep_points):
                         position += 1
                         progress(f"[{position}/{n}] {p.label}")
                         where = {"order_index": index[id(p)],
                                  "order": {"mode": mode, "seed": seed, "position": in_dep,
-                                           "deployment": order.deployment_id(p)},
+                                           "warmup_runs": k, "deployment": dep_id},
                                  **({"repetition": p.repetition}
                                     if isinstance(getattr(p, "repetition", None), int) else {})}
                         try:
@@ -151,8 +178,10 @@ def deployment_failed(study_dir: Path, points: Sequence[Point], err: JuiceError,
 
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
          p: Point, lab: Lab | None, dep: Any, conf: sampler.Settings, progress: Progress, ui: Any,
-         task_args: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None) -> None:
-    with RunDir(study_dir, p.dirname) as rd:
+         task_args: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
+         warmup_run: bool = False) -> None:
+    """One run of ``p`` into its ``RunDir`` (a warm-up run: ``<run>.warmup``, no SLA verdict)."""
+    with RunDir(study_dir, p.dirname, WARMUP_SUFFIX if warmup_run else "") as rd:
         prof = sampler.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
         try:
             study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui), dep)
@@ -170,7 +199,7 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
             _add_order(manifest, where)
         if lab is not None:  # servers Juice started: what they run with beyond the defaults
             deviations.add_to_manifest(manifest, deviations.of(study.profile_sources(dep)))
-        _judge(spec, rd, progress, task_args)
+        _judge(None if warmup_run else spec, rd, progress, task_args)
 
 
 def _add_order(manifest: Path, where: Mapping[str, Any]) -> None:
@@ -188,8 +217,9 @@ def _add_order(manifest: Path, where: Mapping[str, Any]) -> None:
 
 
 def _judge(spec: Any, rd: RunDir, progress: Progress, task_args: Mapping[str, Any] | None) -> None:
-    """The spec's ``sla:`` criteria on the run just made (``juice.sla.store``), and the
-    ``--set`` task arguments, into its manifest (and rally.json)."""
+    """The spec's ``sla:`` criteria on the run just made (``juice.sla.store``; none for a
+    ``spec`` None: a warm-up run), and the ``--set`` task arguments, into its manifest (and
+    rally.json)."""
     from juice.sla.criteria import Sla
     from juice.sla.store import add_task_args, record
 

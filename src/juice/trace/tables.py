@@ -83,7 +83,10 @@ def _log_files(d: Path) -> list[Path]:
 
 
 def sources(paths: Sequence[Path]) -> list[Source]:
-    """Runs (``<run>/logs/``), study directories (their runs) and plain log directories/files."""
+    """Runs (``<run>/logs/``), study directories (their runs; discarded warm-up runs,
+    ``<run>.warmup``, left out unless given by their own path) and plain log directories/files."""
+    from juice.results.store import WARMUP_SUFFIX
+
     out: list[Source] = []
     for p in paths:
         if not p.exists():
@@ -93,7 +96,8 @@ def sources(paths: Sequence[Path]) -> list[Source]:
         elif (p / "logs").is_dir():
             out.append(Source(p.name, _log_files(p / "logs"), p))
         else:
-            runs = sorted(d for d in p.iterdir() if d.is_dir() and (d / "logs").is_dir())
+            runs = sorted(d for d in p.iterdir() if d.is_dir() and (d / "logs").is_dir()
+                          and not d.name.endswith(WARMUP_SUFFIX))
             if runs:
                 out += [Source(d.name, _log_files(d / "logs"), d) for d in runs]
             elif _log_files(p):

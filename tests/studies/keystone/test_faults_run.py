@@ -26,6 +26,7 @@ def spec(tmp: Path, name: str, faults: list[dict[str, object]], times: int = 80,
          closed: bool = False, timeout_s: float = 5, rate: float = 8) -> Path:
     runner = ({"times": times, "concurrency": 2, "timeout_s": timeout_s} if closed
               else {"rate": rate, "times": times, "timeout_s": timeout_s, "warmup": 2})
+    runner["warmup_runs"] = 0  # one run per spec, the one with the faults
     data = {"name": name, "rdbms": ["mariadb"], "sites": [2], "wan": {"delay_ms": [0]}, "load": ["high"],
             "scenarios": ["authenticate_user_and_validate_token"], "check_wan": False, "runner": runner,
             "keystone": {"password_hash_rounds": 4, "prewarm": False}, "faults": faults}

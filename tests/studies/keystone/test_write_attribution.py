@@ -27,7 +27,7 @@ JUICE = [sys.executable, "-m", "juice.cli"]
 def test_writes_are_attributed_to_keystone_tables_and_add_up(tmp_path: Path, rdbms: str) -> None:
     data = {"name": "attr", "rdbms": [rdbms], "sites": [1], "wan": {"delay_ms": [0]},
             "scenarios": ["create_user_update_password"], "repetitions": 2, "check_wan": False,
-            "runner": {"times": 3, "concurrency": 1},
+            "runner": {"times": 3, "concurrency": 1, "warmup_runs": 0},
             "keystone": {"password_hash_rounds": 4, "write_attribution": True}}
     spec = tmp_path / "attr.yaml"
     spec.write_text(yaml.safe_dump(data))

@@ -25,7 +25,7 @@ JUICE = [sys.executable, "-m", "juice.cli"]
 SPEC: dict[str, Any] = {
     "workload": "nova", "name": "novahosts", "sites": 3, "db": ["mariadb"], "schedulers": [1],
     "controllers_site": 1, "computes": {"processes": 2, "nodes_per_process": 3, "sites": [2, 3]},
-    "scenarios": ["boot_and_delete_server"], "runner": {"times": 3, "concurrency": [2]},
+    "scenarios": ["boot_and_delete_server"], "runner": {"times": 3, "concurrency": [2], "warmup_runs": 0},
     "poll_interval_s": 0.5}
 # what a local run writes (tests/studies/nova/test_nova_run.py checks it of its local runs: a
 # local run of SPEC here too would double this test's ~100 s), the resource profile included

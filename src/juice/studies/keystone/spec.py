@@ -45,6 +45,9 @@ field                           range            why
 ``runner.max_in_flight``        1..100,000       open loop: arrivals beyond are dropped
 ``runner.order``                as-written, shuffled, interleaved (default): the run order inside
                                                  each deployment, seeded by ``seed``
+``runner.warmup_runs``          0..10            discarded runs of the first point before each
+                                                 deployment's measured runs (default 1; 0 with a
+                                                 target; juice.spec.warmup)
 ``runner.timeout_s``            1..86,400 s      per iteration (one iteration is >= 14
                                                  requests: under 1 s only times out)
 ``keystone.workers``            1..32            gunicorn workers per site
@@ -87,6 +90,7 @@ from juice.lab.provider import check_sites as check_provider_sites
 from juice.profile.spec import Profile
 from juice.runner.order import ORDER_DOC
 from juice.sla.criteria import SLA_FIELD_DOC, IterationSla
+from juice.spec import warmup as spec_warmup
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -106,6 +110,7 @@ from juice.spec.base import (
 )
 from juice.spec.target import Target
 from juice.spec.wan import Wan, WanPoint, wan_points
+from juice.spec.warmup import WarmupRuns
 from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
@@ -191,6 +196,9 @@ class Runner(Strict):
                               "can no longer pass (juice.sla.stop)")
     order: Literal["as-written", "shuffled", "interleaved"] = Field(
         default="interleaved", description=ORDER_DOC)
+    # a fresh deployment's first run is slow even after keystone.prewarm (issue 38): one
+    # discarded run per deployment costs one run of its first point (quickstart: 2 x ~6 s)
+    warmup_runs: WarmupRuns = spec_warmup.field(1)
 
     @model_validator(mode="after")
     def _one_warmup(self) -> Runner:
@@ -200,10 +208,13 @@ class Runner(Strict):
 
     def key_dump(self) -> dict[str, Any]:
         """What run keys hash: the fields, without the ones added later while unset (so runs
-        stored before them keep their keys), and never ``order`` (where a run stands in the
-        order is not what it is: a resumed sweep in another order skips it)."""
+        stored before them keep their keys), and never ``order`` nor ``warmup_runs`` (where a run
+        stands in the order, and what ran before it on its deployment, is not what it is: a
+        resumed sweep in another order, or with other warm-up runs, skips it; both are in its
+        manifest's ``order``)."""
         return {k: v for k, v in self.model_dump(mode="json").items()
-                if not (k in ("warmup", "warmup_s", "stop_on_sla") and not v) and k != "order"}
+                if not (k in ("warmup", "warmup_s", "stop_on_sla") and not v)
+                and k not in ("order", "warmup_runs")}
 
 
 class KeystoneAxis(Strict):
@@ -299,8 +310,14 @@ class Experiment(Strict):
         no_duplicates(v)
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_warmup_run_on_a_target(cls, data: Any) -> Any:
+        return spec_warmup.zero_against_target(data)
+
     @model_validator(mode="after")
     def _lab_or_target(self) -> Experiment:
+        spec_warmup.check_target(self.target is not None, self.runner.warmup_runs)
         if self.target is None:
             for k in ("rdbms", "sites"):
                 if not getattr(self, k):
@@ -423,6 +440,7 @@ def work_bound_s(exp: Experiment) -> float:
                 changes = len(wans) + (max(exp.repetitions - 1, 0) * (len(wans) - 1)
                                        if r.order == "interleaved" else 0)
                 total += changes * (2.0 + 0.02 * sites * sites)
+                one_run = 0.0
                 for w in wans:
                     rtt = _rtt_s(w)
                     for load in exp.load:
@@ -434,7 +452,9 @@ def work_bound_s(exp: Experiment) -> float:
                         n = r.times + (r.warmup or 0)  # warm-up iterations cost like the others
                         window = n / r.rate if r.rate else n / r.concurrency * it
                         cpu = (sites if load == "high" else 1) * n * _REQUESTS * _REQUEST_CPU_S
+                        one_run = max(one_run, 3.0 + (r.warmup_s or 0.0) + max(window, cpu))
                         total += runs_per_load * (3.0 + (r.warmup_s or 0.0) + max(window, cpu))
+                total += r.warmup_runs * one_run  # the deployment's discarded warm-up runs
     return total
 
 

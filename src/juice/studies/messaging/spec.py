@@ -62,7 +62,9 @@ reserved ones): the buses' nodes and the agents run there, with the same results
 Bounds: ``sites`` 1..9; ``delay_ms`` 0..500; ``nodes`` 1..9; agents per point (servers +
 clients over all targets) 1..20,000; ``rate`` 0.1..100,000 /s; ``duration_s`` 1..3,600;
 ``length`` 0..1,000,000 bytes; ``timeout_s`` 1..600; ``repetitions`` 1..100;
-``agents_per_process`` 1..5,000; ``pool`` 1..1,000.
+``agents_per_process`` 1..5,000; ``pool`` 1..1,000; ``runner.warmup_runs`` 0..10 (default 0):
+discarded runs of each bus deployment's first point before its measured runs
+(``juice.spec.warmup``).
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from juice.lab.provider import Provider, hosts_fit
 from juice.sla.criteria import SLA_FIELD_DOC, MessagingSla
 from juice.spec.base import NAME_RE, FiniteFloat, PositiveInt, Seconds, Seed, Strict, no_duplicates
 from juice.spec.wan import uniform_delays
+from juice.spec.warmup import SweepRunner
 
 MAX_AGENTS = 20_000
 FLAVOURS = ("classic", "mirrored", "quorum", "quorum-transient", "queue-manager", "stream-fanout",
@@ -226,6 +229,9 @@ class MessagingSpec(Strict):
     warmup_s: Annotated[Seconds, Le(60)] = 1.0
     arrivals: Literal["poisson", "uniform"] = "poisson"
     seed: Seed = 1
+    runner: SweepRunner = Field(default_factory=SweepRunner, description=(
+        "the sweep's options: warmup_runs (default 0 here: every run starts its own agents and "
+        "leaves warmup_s of sending out, so only the bus carries over; juice.spec.warmup)"))
     sla: MessagingSla = Field(default_factory=MessagingSla, description=SLA_FIELD_DOC)
     provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
                                "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")

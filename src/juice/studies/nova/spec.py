@@ -60,9 +60,10 @@ Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset
 ``max_connections`` 1..100,000; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
 20,000 nodes; 2,000 with ``isolation: fork``); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000;
 ``preload`` 0..75,000; ``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s``
-0.1..60. ``preload`` + ``times`` must fit on the nodes (every resource of a node is exact: allocation
-ratios 1.0, nothing reserved) unless ``allow_over_capacity: true`` (capacity K, K+1 requests: exactly
-one must fail).
+0.1..60; ``runner.warmup_runs`` 0..10 (default 1, 0 with a target: discarded runs of each
+deployment's first point before its measured runs, ``juice.spec.warmup``). ``preload`` + ``times``
+must fit on the nodes (every resource of a node is exact: allocation ratios 1.0, nothing
+reserved) unless ``allow_over_capacity: true`` (capacity K, K+1 requests: exactly one must fail).
 Simulated waits (``computes.spawn_time``, ``fakes``) are seconds, each draw capped by ``cap_s``
 (default 600, at most 3,600); ``failures`` are probabilities 0..1 (docs/nova-simulation.md).
 """
@@ -80,6 +81,7 @@ from juice.faults.spec import Fault, check_sites
 from juice.lab.provider import Provider, hosts_fit
 from juice.profile.spec import Profile
 from juice.sla.criteria import SLA_FIELD_DOC, NovaSla
+from juice.spec import warmup as spec_warmup
 from juice.spec.base import (
     NAME_RE,
     FiniteFloat,
@@ -92,6 +94,7 @@ from juice.spec.base import (
 )
 from juice.spec.target import Target
 from juice.spec.wan import uniform_delays
+from juice.spec.warmup import WarmupRuns
 from juice.studies.nova.simulation import WAIT_DOC, Failures, Fakes, Wait
 from juice.studies.nova.topology import HAProxyOptions, Topology
 from juice.studies.nova.topology import check as check_topology
@@ -259,6 +262,11 @@ class Runner(Strict):
         default=1000, description="open loop: arrivals beyond are dropped (counted)")
     stop_on_sla: bool = Field(default=False, description="end the load as soon as an sla: criterion "
                               "can no longer pass (juice.sla.stop)")
+    # a fresh nova's first run meets cold services (first requests, connections, caches) and a
+    # deployment's points always run in the spec's order (no runner.order here), so its first
+    # point (e.g. the lowest concurrency) would carry that alone: one discarded run per
+    # deployment (not in any run key: the key names the runner's fields one by one)
+    warmup_runs: WarmupRuns = spec_warmup.field(1)
 
     @field_validator("concurrency", mode="before")
     @classmethod
@@ -386,8 +394,14 @@ class NovaSpec(Strict):
                 raise ValueError(f"{name!r}: a configuration name is 1-32 of a-z 0-9 _ - (e.g. before)")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_warmup_run_on_a_target(cls, data: Any) -> Any:
+        return spec_warmup.zero_against_target(data)
+
     @model_validator(mode="after")
     def _target(self) -> NovaSpec:
+        spec_warmup.check_target(self.target is not None, self.runner.warmup_runs)
         if self.target is None:
             for k in ("image", "network", "compute_url"):
                 if k in self.model_fields_set:
