@@ -8,13 +8,18 @@ CDFs drop, per run, the iterations above the 95th percentile of the run's totals
 ``filter_percentile(.95, ...)``; ``filter_q=None`` keeps them all); tables use every iteration.
 
 Its data are the iterations of Keystone runs and of imported Rally JSON files (whatever their
-scenarios: the Rally-style tables and figures fit any of them).
+scenarios: the Rally-style tables and figures fit any of them). Recorded fields that are not run
+parameters but differ between the runs (deployment facts, server settings, versions, the host:
+``juice.analysis.configkey``) become columns like parameters (``keyed``), so every table, figure
+and finding keys on them; the findings are made per value of any varying field they do not
+compare themselves.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from juice.analysis import configkey
 from juice.analysis.describe import percentile_drop_keys
 from juice.analysis.stats import iteration_key, iteration_totals, operation_order, runs_table, varying
 from juice.contract import ReportInput
@@ -42,6 +48,49 @@ def _manifests(runs: Sequence[Path]) -> list[dict[str, Any]]:
     return out
 
 
+# the manifests' sections whose fields join the run parameters in the configuration key
+SECTIONS = ("deployment", "deviations", "versions", "host", "runner", "scenario_args", "contexts")
+FOUND_BY_FINDINGS = ("scenario", "rdbms", "delay_ms", "sites")  # what the findings compare themselves
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """The recorded fields beyond the run parameters that tell runs apart (columns of the
+    frame now), the sentences on runs pooled though they may differ, and the manifests with
+    those fields among their ``params`` (for what keys points by their params: the run order)."""
+
+    extra: list[str]
+    notes: list[str]
+    manifests: list[dict[str, Any]]
+
+
+def keyed(df: pd.DataFrame, manifests: list[dict[str, Any]]) -> tuple[pd.DataFrame, Keyed]:
+    """``df`` with a column per recorded field that is not a run parameter and tells its runs
+    apart (``juice.analysis.configkey``): every table, figure and finding then keys on it as on
+    a parameter (facets, groups)."""
+    runs = runs_table(df)
+    base = [c for c in tidy.param_columns(df) if c not in keystone.POOLED]
+    by_dir = {str(m.get("_dir")): m for m in manifests}
+    rows: dict[str, dict[str, Any]] = {}
+    for r in runs.to_dict("records"):
+        name = str(r["run"])
+        row = {k: r[k] for k in base}
+        m = by_dir.get(name)
+        if m is not None:
+            row.update({k: v for k, v in configkey.fields(m, SECTIONS).items() if k not in row})
+        rows[name] = row
+    extra = configkey.key_fields(list(rows.values()), base)
+    for f in extra:
+        df[f] = configkey.run_column(df["run"], {n: r.get(f) for n, r in rows.items()})
+    mine = [m for m in manifests if str(m.get("_dir")) in rows]
+    notes = configkey.unrecorded(mine, [rows[str(m.get("_dir"))] for m in mine], [*base, *extra],
+                                 [str(m.get("_dir")) for m in mine])
+    aug = [{**m, "params": {**(m.get("params") or {}),
+                            **{f: rows[str(m.get("_dir"))].get(f) for f in extra}}}
+           if extra and str(m.get("_dir")) in rows else m for m in manifests]
+    return df, Keyed(extra, notes, aug)
+
+
 def _distinct(values: list[Any]) -> str:
     seen: list[str] = []
     for v in values:
@@ -52,7 +101,7 @@ def _distinct(values: list[Any]) -> str:
 
 
 def _provenance(found: tidy.Discovery, df: pd.DataFrame, it: pd.DataFrame,
-                manifests: list[dict[str, Any]], filter_q: float | None) -> str:
+                manifests: list[dict[str, Any]], filter_q: float | None, key: Keyed | None = None) -> str:
     n_runs = int(df["run"].nunique())
     skipped = ""
     if found.failed or found.partial:
@@ -96,6 +145,7 @@ def _provenance(found: tidy.Discovery, df: pd.DataFrame, it: pd.DataFrame,
             f"λ = failed iterations / iterations; σ = standard deviation of the totals of "
             f"successful iterations; delays are one-way. {flt}.</p>"
             "<h3>Parameters</h3>" + table_html(pd.DataFrame(rows, columns=["parameter", "value"]))
+            + (configkey.notes_html(key.extra, key.notes) if key is not None else "")
             + ("<h3>Versions, host, WAN</h3>" + table_html(pd.DataFrame(facts)) if facts else "")
             + f"<details><summary>{len(rt)} runs</summary><div class=tw>{table_html(rt, digits=3)}</div>"
             "</details>")
@@ -121,8 +171,10 @@ def sections(inputs: ReportInput) -> list[str]:
     df = tidy.load([*mine, *found.rally_files], inputs.params, allow_empty=True)
     if df.empty:
         return []
+    manifests = _manifests(mine)
+    df, key = keyed(df, manifests)
     faults = fault_section(mine, df)
-    return (_body(found, df, _manifests(mine), inputs.filter_q)
+    return (_body(found, df, manifests, inputs.filter_q, key)
             + (["<h2>Faults</h2>", *faults] if faults else []) + _profiles(mine, df))
 
 
@@ -237,7 +289,7 @@ def _is_keystone(run_dir: Path) -> bool:
 
 
 def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any]],
-          filter_q: float | None) -> list[str]:
+          filter_q: float | None, key: Keyed | None = None) -> list[str]:
     it = iteration_totals(df)
     if filter_q:
         drop = percentile_drop_keys(it, filter_q, ("run",))
@@ -250,15 +302,15 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
     colors = op_colors(operation_order(df))
     from juice.report.findings import findings_html
     from juice.studies.keystone import ordercause, runorder, seeds, writes
-    from juice.studies.keystone.findings import findings
 
     by_table, write_found = writes.section(manifests)
-    order_parts, order_found = runorder.section(manifests, it)
-    cause_parts, cause_found = ordercause.section(manifests, it)
+    keyed_mans = key.manifests if key is not None else manifests
+    order_parts, order_found = runorder.section(keyed_mans, it)
+    cause_parts, cause_found = ordercause.section(keyed_mans, it)
     order_parts, order_found = order_parts + cause_parts, order_found + cause_found
-    body = [findings_html("Keystone", order_found + findings(it, data.rw) + write_found),
+    body = [findings_html("Keystone", order_found + _split_findings(it, data.rw, varying(df)) + write_found),
             seeds.section(it, data.rw, manifests),
-            _provenance(found, df, it, manifests, filter_q), *_targets(manifests),
+            _provenance(found, df, it, manifests, filter_q, key), *_targets(manifests),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
     rw = keystone.rwratio_table(data)
     if rw or by_table:
@@ -277,6 +329,20 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
         body += keystone.uncertainty_tables(data, s)
     return body
 
+
+
+def _split_findings(it: pd.DataFrame, rw: pd.DataFrame, var: Sequence[str]) -> list[Any]:
+    """The findings per group of runs that differ in a parameter (or recorded field) of ``var``
+    the findings do not compare themselves (load, cache, zones...): none pools such runs."""
+    from juice.studies.keystone.findings import findings
+
+    groups = configkey.split(it, [c for c in var if c not in keystone.POOLED], FOUND_BY_FINDINGS)
+
+    def of(g: pd.DataFrame) -> list[Any]:
+        runs = set(g["run"].astype(str))
+        return findings(g, rw[rw["run"].astype(str).isin(runs)] if len(groups) > 1 else rw)
+
+    return configkey.relabel(groups, of, lambda f, lab: replace(f, text=f"{lab}: {f.text}"))
 
 
 def _server_errors(found: tidy.Discovery) -> list[str]:
@@ -309,6 +375,7 @@ def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str,
     if not mine and not found.rally_files:
         return None
     df = tidy.load([*mine, *found.rally_files], params)
+    df, key = keyed(df, _manifests(mine))  # recorded fields that tell runs apart: --by them too
     known = tidy.param_columns(df)
     for b in by:
         if b not in known:
@@ -317,7 +384,10 @@ def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str,
         df = filter_percentile(df, filter_q)
     table = with_ci(describe(df, by=list(by)), describe_ci(df, by=list(by)), list(by))
     skipped = len(found.failed)
-    table.attrs["note"] = f"{int(df['run'].nunique())} runs" + (f"; {skipped} failed runs skipped"
-                                                                 if skipped else "")
+    pooled = [c for c in varying(df) if c not in keystone.POOLED and c not in by]
+    table.attrs["note"] = (f"{int(df['run'].nunique())} runs" + (f"; {skipped} failed runs skipped" if skipped
+                                                                  else "")
+                           + (f"; pooled over {', '.join(pooled)} (--by to split)" if pooled else "")
+                           + "".join(f"; {n}" for n in key.notes))
     table.attrs["title"] = "seconds per operation"
     return table

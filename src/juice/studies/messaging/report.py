@@ -4,21 +4,26 @@
     analyze(paths, by)               # medians over repetitions, one row per configuration
     sections(paths)                  # HTML: table, scale, locality, latency CDFs, resilience,
                                      # agents' cost, resource profiles of the bus processes
+
+A configuration is KEYS and every other recorded field that differs between the runs (params,
+bus facts, versions...: ``juice.analysis.configkey``), in every table, figure and finding.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from html import escape
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from juice.analysis import configkey
 from juice.report.figures import LINESTYLES, PALETTE, cdf_figure, figure_html, new_figure
-from juice.report.findings import findings_html
+from juice.report.findings import Finding, findings_html
 from juice.report.layout import fit_table
 from juice.results.store import study_runs
 
@@ -28,6 +33,8 @@ SHOWN = {"runs": "runs", "send_rate": "sent/s", "delivery_rate": "delivered/s", 
          "spread_p50_ms": "fanout spread p50 ms",
          "locality_pct": "local %", "lost": "lost", "duplicates": "dup", "errors": "errors",
          "skipped": "skipped", "client_cpu_ms_per_message": "client CPU ms/msg"}
+SECTIONS = (*configkey.SECTIONS, "bus", "facts", "lab")  # what else the key reads of a manifest
+FOUND_BY_FINDINGS = ("case", "tc", "method", "bus", "delay_ms", "agents", "sites")
 HOST_NOTE = ("All sites, buses and agents share this host's cores: rates and latencies are those of one "
              "machine, not of the seed's Grid'5000 cluster (hundreds of cores); compare shapes and ratios.")
 
@@ -37,21 +44,45 @@ def run_dirs(paths: Sequence[Path]) -> list[Path]:
 
 
 def load(paths: Sequence[Path]) -> pd.DataFrame:
-    rows = []
+    """One row per complete run (params + summary); ``attrs["config_extra"]``: the recorded
+    fields beyond KEYS that differ between the runs (columns, part of every grouping),
+    ``attrs["config_notes"]``: runs pooled though they may differ."""
+    rows, mans = [], []
     for d in run_dirs(paths):
         man = json.loads((d / "manifest.json").read_text())
         s = json.loads((d / "summary.json").read_text())
         flat = {k: v for k, v in s.items() if not isinstance(v, dict)}
+        mans.append(man)
         rows.append({"run": d.name, "dir": str(d), **man["params"], **flat,
                      "oslo_messaging": man.get("facts", {}).get("oslo_messaging")})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    cands = [configkey.fields(m, SECTIONS) for m in mans]
+    extra = configkey.key_fields(cands, [k for k in KEYS if k in df.columns])
+    for f in extra:  # hashable values (lists as their JSON text), so every grouping can use them
+        df[f] = [configkey.norm(c.get(f)) for c in cands]
+    df.attrs["config_extra"] = extra
+    df.attrs["config_notes"] = configkey.unrecorded(mans, cands, [*KEYS, *extra], list(df["run"]))
+    return df
+
+
+def extra(df: pd.DataFrame) -> list[str]:
+    """The recorded fields beyond KEYS that tell ``df``'s runs apart (see ``load``)."""
+    return [f for f in df.attrs.get("config_extra", []) if f in df.columns]
+
+
+def _with(row: pd.Series | dict[str, object], cols: Sequence[str]) -> str:  # type: ignore[type-arg]
+    """``, a=1, b=x`` for a label ("" without ``cols``)."""
+    return "".join(f", {c}={row[c]}" for c in cols)
 
 
 def analyze(paths: Sequence[Path], by: Sequence[str]) -> pd.DataFrame | None:
     df = load(paths)
     if df.empty:
         return None
-    keys = [k for k in KEYS if k in df.columns] + [b for b in by if b not in KEYS]
+    keys = [k for k in KEYS if k in df.columns] + extra(df)
+    keys += [b for b in by if b not in keys]
     missing = [b for b in by if b not in df.columns]
     if missing:
         from juice.errors import UserError
@@ -63,7 +94,9 @@ def analyze(paths: Sequence[Path], by: Sequence[str]) -> pd.DataFrame | None:
     out = g[vals].median(numeric_only=True)
     out.insert(0, "runs", g.size())
     out = out.reset_index()
-    out.attrs["note"] = f"{len(df)} messaging runs; medians over repetitions"
+    out.attrs["note"] = f"{len(df)} messaging runs; medians over repetitions" + "".join(
+        f"; {n}" for n in df.attrs.get("config_notes", []))
+    out.attrs["config_extra"] = extra(df)
     return out
 
 
@@ -87,10 +120,18 @@ def summary_lines(paths: Sequence[Path]) -> list[str]:
 
 
 def _table(df: pd.DataFrame) -> str:
-    cols = [k for k in KEYS if k in df.columns and k != "tc"] + [c for c in SHOWN if c in df.columns]
+    ex = [c for c in df.attrs.get("config_extra", []) if c in df.columns]
+    cols = [k for k in KEYS if k in df.columns and k != "tc"] + ex + [c for c in SHOWN if c in df.columns]
     return fit_table(df[cols].rename(columns=SHOWN), digits=4,
-                     sort=["case", "bus", "delay_ms", "agents", "clients", "servers", "rate"],
+                     sort=["case", "bus", "delay_ms", "agents", "clients", "servers", "rate", *ex],
                      title="configurations")
+
+
+def split_findings(df: pd.DataFrame, fn: Callable[[pd.DataFrame], list[Finding]]) -> list[Finding]:
+    """``fn``'s findings per group of runs that differ in a configuration field the findings do
+    not compare themselves (rate, clients, recorded fields...): none pools such runs."""
+    groups = configkey.split(df, [*KEYS, *extra(df)], FOUND_BY_FINDINGS)
+    return configkey.relabel(groups, fn, lambda f, lab: replace(f, text=f"{lab}: {f.text}"))
 
 
 def scale_figure(df: pd.DataFrame, case: str) -> str:
@@ -102,11 +143,14 @@ def scale_figure(df: pd.DataFrame, case: str) -> str:
     fig = new_figure(8.0, 3.4)
     a1, a2 = fig.subplots(1, 2)
     fig.subplots_adjust(wspace=0.35)
-    for i, ((bus, delay, rate), g) in enumerate(d.groupby(["bus", "delay_ms", "rate"])):
+    ex = extra(df)
+    for i, (k, g) in enumerate(d.groupby(["bus", "delay_ms", "rate", *ex], dropna=False)):
+        bus, delay, rate = k[:3]
+        more = _with(dict(zip(ex, k[3:], strict=True)), ex)
         g = g.groupby("agents", as_index=False)[[lat, "delivery_rate"]].median()
         style = {"color": PALETTE[i % len(PALETTE)], "linestyle": LINESTYLES[(i // len(PALETTE)) % 4],
                  "marker": "o", "markersize": 3}
-        a1.plot(g["agents"], g[lat], label=f"{bus}, {delay:g} ms, {rate:g}/s", **style)
+        a1.plot(g["agents"], g[lat], label=f"{bus}, {delay:g} ms, {rate:g}/s{more}", **style)
         a2.plot(g["agents"], g["delivery_rate"], **style)
     a1.set_xlabel("agents")
     a1.set_ylabel(("call round trip" if lat.startswith("rtt") else "one-way") + " p50 (ms)")
@@ -125,8 +169,8 @@ def saturation(df: pd.DataFrame) -> pd.DataFrame:
     (every expected delivery made, within 5 %, no send skipped or failed), and the first that
     was not."""
     rows = []
-    keys = ["case", "bus", "delay_ms", "agents"]
-    for k, g in df.groupby(keys):
+    keys = ["case", "bus", "delay_ms", "agents", *extra(df)]
+    for k, g in df.groupby(keys, dropna=False):
         if g["rate"].nunique() < 2:
             continue
         g = g.groupby("rate", as_index=False)[["delivered", "expected_deliveries", "skipped", "errors",
@@ -147,17 +191,22 @@ def saturation(df: pd.DataFrame) -> pd.DataFrame:
 
 def rate_figure(df: pd.DataFrame) -> str:
     """Delivered vs offered rate, a line per configuration measured at several rates."""
-    groups = [(k, g) for k, g in df.groupby(["case", "bus", "delay_ms", "agents"]) if g["rate"].nunique() > 1]
+    ex = extra(df)
+    groups = [(k, g) for k, g in df.groupby(["case", "bus", "delay_ms", "agents", *ex], dropna=False)
+              if g["rate"].nunique() > 1]
     if not groups:
         return ""
     fig = new_figure(8.0, 3.4)
     a1, a2 = fig.subplots(1, 2)
     fig.subplots_adjust(wspace=0.35)
     top = 0.0
-    for i, ((case, bus, delay, agents), g) in enumerate(groups[:10]):
+    for i, (k, g) in enumerate(groups[:10]):
+        case, bus, delay, agents = k[:4]
+        more = _with(dict(zip(ex, k[4:], strict=True)), ex)
         g = g.groupby("rate", as_index=False)[["delivery_rate", "rtt_p99_ms", "oneway_p99_ms"]].median()
         style = {"color": PALETTE[i % len(PALETTE)], "marker": "o", "markersize": 3}
-        a1.plot(g["rate"], g["delivery_rate"], label=f"{case} {bus} {delay:g} ms ({agents} ag)", **style)
+        a1.plot(g["rate"], g["delivery_rate"], label=f"{case} {bus} {delay:g} ms ({agents} ag{more})",
+                **style)
         lat = g["rtt_p99_ms"] if g["rtt_p99_ms"].notna().any() else g["oneway_p99_ms"]
         a2.plot(g["rate"], lat, **style)
         top = max(top, float(g["rate"].max()))
@@ -180,17 +229,20 @@ def locality_figure(df: pd.DataFrame) -> str:
     d = d[d["clients_in"].notna()] if "clients_in" in d.columns else d
     if d.empty:
         return ""
-    g = d.groupby(["bus", "delay_ms", "rate"], as_index=False)["locality_pct"].median()
-    combos = sorted({(float(a), float(b)) for a, b in zip(g["delay_ms"], g["rate"], strict=True)})
-    labels = [f"{d:g} ms\n{r:g}/s" for d, r in combos]
+    ex = extra(df)
+    g = d.groupby(["bus", "delay_ms", "rate", *ex], as_index=False, dropna=False)["locality_pct"].median()
+    at = [(float(a), float(b), *(str(x) for x in more)) for a, b, *more in
+          zip(g["delay_ms"], g["rate"], *(g[c] for c in ex), strict=True)]
+    combos = sorted(set(at))
+    labels = [f"{c[0]:g} ms\n{c[1]:g}/s" + "".join(f"\n{k}={v}" for k, v in zip(ex, c[2:], strict=True))
+              for c in combos]
     bus_list = list(dict.fromkeys(g["bus"]))
     fig = new_figure(max(5.0, 1.2 * len(combos) * max(1, len(bus_list)) / 2 + 2), 3.4, bottom=0.8)
     ax = fig.subplots()
     w = 0.8 / max(1, len(bus_list))
     for i, bus in enumerate(bus_list):
-        mine = g[g["bus"] == bus]
-        vals = [float(mine[(mine["delay_ms"] == c[0]) & (mine["rate"] == c[1])]["locality_pct"].max())
-                for c in combos]
+        pct = [(c, float(v)) for c, b, v in zip(at, g["bus"], g["locality_pct"], strict=True) if b == bus]
+        vals = [max((v for c2, v in pct if c2 == c), default=float("nan")) for c in combos]
         xs = np.arange(len(combos)) + i * w
         ax.bar(xs, vals, width=w, color=PALETTE[i % len(PALETTE)], label=bus)
         for x, v in zip(xs, vals, strict=True):
@@ -208,6 +260,7 @@ def locality_figure(df: pd.DataFrame) -> str:
 
 def cdf_figures(df: pd.DataFrame) -> list[str]:
     out = []
+    ex = extra(df)
     for case, d in df.groupby("case"):
         curves = []
         for _, r in d.iterrows():
@@ -216,7 +269,8 @@ def cdf_figures(df: pd.DataFrame) -> list[str]:
             col = "rtt_s" if m["rtt_s"].notna().any() else "oneway_s"
             x = np.sort(m[col].dropna().to_numpy(dtype=float))
             if len(x):
-                curves.append((f"{r['bus']} {r['delay_ms']:g} ms, {r['agents']} ag @ {r['rate']:g}/s",
+                curves.append((f"{r['bus']} {r['delay_ms']:g} ms, {r['agents']} ag @ {r['rate']:g}/s"
+                               + _with(r, ex),
                                x * 1000, np.arange(1, len(x) + 1) / len(x)))
         if curves:
             what = "call round trip" if d["method"].iloc[0] == "call" else "one-way delivery"
@@ -302,8 +356,10 @@ def sections(paths: Sequence[Path]) -> list[str]:
 
     mans = [json.loads((Path(d) / "manifest.json").read_text()) for d in df["dir"]]
     body = ["<h2>Messaging: oslo.messaging RPC over real buses</h2>",
-            findings_html("messaging", findings(df)), seeds.section(df, mans), note,
-            "<h3>Configurations (medians over repetitions)</h3>", _table(a) if a is not None else ""]
+            findings_html("messaging", split_findings(df, findings)), seeds.section(df, mans), note,
+            "<h3>Configurations (medians over repetitions)</h3>",
+            configkey.notes_html(extra(df), df.attrs.get("config_notes", [])),
+            _table(a) if a is not None else ""]
     for case in sorted(df["case"].unique()):
         body.append(scale_figure(df, str(case)))
     sat = saturation(df)

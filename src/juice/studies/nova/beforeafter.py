@@ -13,6 +13,7 @@ for its before/after (25.7 % → 0 % failed, 29 % → 0.83 % retried, 1.31 → 4
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -82,16 +83,20 @@ def _spec_order(df: pd.DataFrame) -> list[str]:
     return sorted(seen, key=lambda c: (*first.get(c, (float("inf"), float("inf"))), seen.index(c)))
 
 
-def compare(df: pd.DataFrame, traced: pd.DataFrame | None) -> pd.DataFrame:
+def compare(df: pd.DataFrame, traced: pd.DataFrame | None, by: Sequence[str] = ()) -> pd.DataFrame:
     """The before/after table of the runs in ``df`` (``report.load``'s frame) that have a
-    ``configuration`` (empty when none do)."""
+    ``configuration`` (empty when none do); ``by``: other fields that tell runs apart (each
+    value compared on its own, never pooled)."""
     if "configuration" not in df.columns or df["configuration"].isna().all():
         return pd.DataFrame()
     df = df[df["configuration"].notna()]
     order = _spec_order(df)
     loads = [c for c in ("concurrency", "rate") if c in df.columns and df[c].notna().any()]
+    std = len(loads)  # the load levels keep their keys (and so their resamples) of before
+    loads += [c for c in by if c in df.columns and c not in (*loads, "configuration")]
     rows = []
     for load, g in df.groupby(loads, dropna=False, sort=True) if loads else [((), df)]:
+        at = load if isinstance(load, tuple) else (load,)
         base: dict[str, npt.NDArray[np.float64] | None] = {}
         for conf in order:
             runs = g[g["configuration"] == conf]
@@ -99,9 +104,9 @@ def compare(df: pd.DataFrame, traced: pd.DataFrame | None) -> pd.DataFrame:
                 continue
             boots = _boots(runs, traced)
             clusters = pd.factorize(boots["run"])[0]
-            levels = dict(zip(loads, np.atleast_1d(load), strict=False))
+            levels = dict(zip(loads, at, strict=False))
             row: dict[str, object] = {"configuration": conf, **levels, "runs": len(runs), "boots": len(boots)}
-            key = (conf, *np.atleast_1d(load).tolist())
+            key = (conf, *np.atleast_1d(at[:std]).tolist(), *at[std:])
             fail = 100.0 * (~boots["ok"].astype(bool)).to_numpy(dtype=float)
             retried = boots.dropna(subset=["retried"])
             retry = 100.0 * retried["retried"].astype(bool).to_numpy(dtype=float)
@@ -129,12 +134,13 @@ def compare(df: pd.DataFrame, traced: pd.DataFrame | None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def section(df: pd.DataFrame, traced: pd.DataFrame | None) -> list[str]:
-    """The report's before/after block ([] when the runs have no configurations)."""
-    t = compare(df, traced)
+def section(df: pd.DataFrame, traced: pd.DataFrame | None, by: Sequence[str] = ()) -> list[str]:
+    """The report's before/after block ([] when the runs have no configurations); ``by`` as in
+    ``compare``."""
+    t = compare(df, traced, by)
     if t.empty:
         return []
-    loads = [c for c in ("concurrency", "rate") if c in t.columns]
+    loads = [c for c in ("concurrency", "rate", *by) if c in t.columns and c != "configuration"]
     shown = ["configuration", *loads, "runs", "boots",
              *[c for n, _ in METRICS for c in (n, f"{n}_lo", f"{n}_hi")]]
     vs = [c for c in t.columns if "_vs_" in c]
@@ -152,7 +158,7 @@ def section(df: pd.DataFrame, traced: pd.DataFrame | None) -> list[str]:
 def _figure(t: pd.DataFrame, loads: list[str]) -> Figure:
     """Failed %, retried % and throughput per configuration (and load), with 95 % intervals."""
     fig = new_figure(9.0, 2.8, bottom=0.9)
-    labels = [f"{c}\n{' '.join(f'{k} {t.iloc[i][k]:g}' for k in loads)}".strip()
+    labels = [f"{c}\n{' '.join(f'{k} {_g(t.iloc[i][k])}' for k in loads)}".strip()
               for i, c in enumerate(t["configuration"])]
     x = np.arange(len(t))
     for j, (name, label) in enumerate(METRICS[:3]):
@@ -164,3 +170,7 @@ def _figure(t: pd.DataFrame, loads: list[str]) -> Figure:
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_title(label, fontsize=9)
     return fig
+
+
+def _g(v: object) -> str:
+    return f"{v:g}" if isinstance(v, int | float) and not isinstance(v, bool) else str(v)

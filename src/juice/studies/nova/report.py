@@ -8,6 +8,10 @@
 - failures by message template (seed 004's error table);
 - per run, whether packing nodes into processes distorts a phase (``regime``);
 - resource profiles of api/conductor/scheduler/placement/DB/RabbitMQ (seed 004 Table 2).
+
+A configuration is CONFIG and every other recorded field that differs between the runs (the
+compute layout, deployment facts, server settings: ``juice.analysis.configkey``), in every
+table, figure and finding; runs pooled though they may differ are named above the table.
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from juice.analysis import configkey
 from juice.report.figures import LINESTYLES, PALETTE, figure_html, new_figure
-from juice.report.findings import findings_html
+from juice.report.findings import Finding, findings_html
 from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.results.store import study_runs
@@ -36,22 +42,55 @@ CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backe
 SHOWN = ["success_pct", "rally_min", "rally_median", "rally_p90", "rally_p95", "rally_p99", "rally_max",
          "rally_mean",  # Rally's "Average" column (seed 002's tables)
          "nova_median", "nova_p95", "api_median", "active_per_s"]
+# the key's fields beyond CONFIG: the manifests' sections read, and the compute layout as the
+# regime reads it (older runs: their defaults) before the raw params and facts
+SECTIONS = (*configkey.SECTIONS, "lab", "simulation")
+LAYOUT = ("compute_isolation", "nodes_per_process", "compute_processes", "max_concurrent_builds",
+          "executor_threads")
+BASE = [*CONFIG, "preload", "concurrency", "rate"]
 HOST_NOTE = ("One 2-core host runs every nova process, the database, RabbitMQ, Keystone, placement, the "
              "simulated computes and the driver: absolute times are this host's, and more schedulers "
              "than cores compete for the same CPU (a real deployment spreads them).")
 
 
 def load(paths: Sequence[Path]) -> pd.DataFrame:
-    rows = []
+    """One row per complete run: its params, layout and summary; ``attrs["config_extra"]``: the
+    recorded fields beyond CONFIG that differ between the runs (added as columns, part of every
+    grouping), ``attrs["config_notes"]``: runs pooled though they may differ."""
+    rows, mans = [], []
     for d in study_runs(paths, "nova", ("summary.json",)):
         man = json.loads((d / "manifest.json").read_text())
         s = json.loads((d / "summary.json").read_text())
+        mans.append(man)
         rows.append({"run": d.name, "dir": str(d), **man["params"], **regime.columns(man),
                      "running_vms": man.get("running_vms"), "preloaded_by": man.get("preload_method"),
                      **{k: v for k, v in s.items() if not isinstance(v, dict)},
                      "faults": json.dumps(s.get("faults") or {}),
                      "simulation": json.dumps(man.get("simulation") or {}, sort_keys=True)})
-    return pd.DataFrame(rows)
+    return keyed(pd.DataFrame(rows), mans)
+
+
+def keyed(df: pd.DataFrame, mans: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """``df`` (a row per manifest of ``mans``) with a column per recorded field beyond CONFIG
+    that tells runs apart (``juice.analysis.configkey``), named in ``attrs``."""
+    if df.empty:
+        return df
+    cands = []
+    for m in mans:
+        layout = {k: v for k, v in regime.columns(m).items() if k in LAYOUT}
+        rest = {k: v for k, v in configkey.fields(m, SECTIONS).items() if k not in layout}
+        cands.append({**layout, **rest})
+    extra = configkey.key_fields(cands, [b for b in BASE if b in df.columns])
+    for f in extra:  # hashable values (lists as their JSON text), so every grouping can use them
+        df[f] = [configkey.norm(c.get(f)) for c in cands]
+    df.attrs["config_extra"] = extra
+    df.attrs["config_notes"] = configkey.unrecorded(mans, cands, [*BASE, *extra], list(df["run"]))
+    return df
+
+
+def extra(df: pd.DataFrame) -> list[str]:
+    """The recorded fields beyond CONFIG that tell ``df``'s runs apart (see ``keyed``)."""
+    return [f for f in df.attrs.get("config_extra", []) if f in df.columns]
 
 
 def _preloaded_note(df: pd.DataFrame) -> str:
@@ -92,18 +131,27 @@ def table(paths: Sequence[Path], by: Sequence[str]) -> pd.DataFrame | None:
     if missing:
         from juice.errors import UserError
 
-        known = ", ".join(sorted([*CONFIG, "concurrency", "preload"]))
+        known = ", ".join(sorted([*CONFIG, *extra(df), "concurrency", "preload"]))
         raise UserError(f"--by: unknown parameter(s) {', '.join(missing)} of the nova study "
                         f"(choose among {known})")
-    keys = [k for k in [*CONFIG, "preload", "concurrency", "rate", *by] if k in df.columns]
+    keys = [k for k in [*CONFIG, *extra(df), "preload", "concurrency", "rate", *by] if k in df.columns]
     keys = list(dict.fromkeys(keys))
     g = df.groupby(keys, dropna=False, sort=True)
     out = g[[c for c in SHOWN if c in df.columns]].median(numeric_only=True)
     out.insert(0, "boots", g["boots"].sum())
     out.insert(0, "runs", g.size())
     out = out.reset_index()
-    out.attrs["note"] = f"{len(df)} nova runs; medians over repetitions; boot times in seconds"
+    out.attrs["note"] = f"{len(df)} nova runs; medians over repetitions; boot times in seconds" + "".join(
+        f"; {n}" for n in df.attrs.get("config_notes", []))
     return out
+
+
+def split_findings(df: pd.DataFrame, fn: Callable[[pd.DataFrame], list[Finding]]) -> list[Finding]:
+    """``fn``'s findings per group of runs that differ in a configuration field the findings do
+    not compare themselves (concurrency, schedulers, VMs running): none pools such runs."""
+    handled = ["concurrency", "schedulers", "preload", "running_vms"]
+    groups = configkey.split(df, [*CONFIG, *extra(df)], handled)
+    return configkey.relabel(groups, fn, lambda f, lab: replace(f, text=f"{lab}: {f.text}"))
 
 
 def _varying(df: pd.DataFrame, cols: Sequence[str]) -> list[str]:
@@ -116,7 +164,7 @@ def knee_figure(df: pd.DataFrame) -> str:
     x = "rate" if "rate" in df.columns and df["rate"].notna().all() else "concurrency"
     if df[x].nunique() < 2:
         return ""
-    keys = _varying(df, [c for c in CONFIG if c != "scenario"] + ["preload"])
+    keys = _varying(df, [c for c in CONFIG if c != "scenario"] + extra(df) + ["preload"])
     fig = new_figure(8.4, 3.4)
     a1, a2 = fig.subplots(1, 2)
     fig.subplots_adjust(wspace=0.35)
@@ -145,7 +193,7 @@ def knee_figure(df: pd.DataFrame) -> str:
 
 
 def zero_failure_table(df: pd.DataFrame) -> pd.DataFrame:
-    keys = [c for c in [*CONFIG, "preload"] if c in df.columns]
+    keys = [c for c in [*CONFIG, *extra(df), "preload"] if c in df.columns]
     rows = []
     for k, g in df.groupby(keys, dropna=False):
         k = k if isinstance(k, tuple) else (k,)
@@ -272,7 +320,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
     summ = tr.summary if tr is not None and not isinstance(tr, str) else None
     phases = phase_findings(phase_means(boots)) if boots is not None else []
     body = ["<h2>nova: boots under load (seeds 002, 004)</h2>",
-            findings_html("nova", findings(df) + phases + regime.findings(df)),
+            findings_html("nova", split_findings(df, findings) + phases + regime.findings(df)),
             seeds.section(df, boots, summ),
             f"<p class=note>{len(df)} runs, {int(df['boots'].sum())} boots. Boot time as Rally measures it "
             "(<code>nova.boot_server</code>: POST, 1 s, then a GET every 2 s until ACTIVE) and from nova's "
@@ -285,6 +333,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
             "(fake-glance, fake-neutron), boots use <code>networks: none</code>.</p>",
             simulation_html(df),
             "<h3>Per configuration and concurrency (medians over repetitions; seconds)</h3>",
+            configkey.notes_html(extra(df), df.attrs.get("config_notes", [])),
             fit_table(t, digits=3, sort=["preload", "concurrency", "rate"], title="configurations")
             if t is not None else "", knee_figure(df),
             "<h3>Largest concurrency with zero failures</h3>", fit_table(zero_failure_table(df)),
@@ -295,8 +344,8 @@ def sections(paths: Sequence[Path]) -> list[str]:
             fit_table(regime.table(df), title="regime")]
     from juice.studies.nova.beforeafter import section as before_after
 
-    body += before_after(df, boots)
-    fig, slopes = slope.figure(df, [c for c in CONFIG if c != "preload"] + ["concurrency"])
+    body += before_after(df, boots, extra(df))
+    fig, slopes = slope.figure(df, [c for c in CONFIG if c != "preload"] + extra(df) + ["concurrency"])
     if fig:
         body += ["<h3>Boot time vs VMs running (a point per boot)</h3>", fig, fit_table(slopes, digits=4),
                  _preloaded_note(df)]

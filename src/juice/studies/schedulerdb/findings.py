@@ -22,6 +22,8 @@ def reads_of(reads: pd.DataFrame, c: Mapping[str, Any], n: int) -> pd.DataFrame:
         g = g[g[k] == c[k]]
     if "client" in g.columns and c.get("client") is not None:
         g = g[g["client"].fillna("") == (c.get("client") or "")]
+    for k, v in (c.get("extra") or {}).items():  # recorded fields beyond them (report.keys)
+        g = g[g[k].isna()] if pd.isna(v) else g[g[k] == v]
     return g
 
 
@@ -60,12 +62,13 @@ def findings(reads: pd.DataFrame, confs: list[dict[str, Any]], thr: float,
         else:
             out.append(Finding(f"{label(c)}: the {thr:g} s crossing ({_k(x.n)}) is not supported by the "
                                "data: " + "; ".join(x.reasons)))
-    by = {(c["backend"], c.get("client"), c["track"], c["updates"], c["schedulers"]): c for c in confs}
+    def same(c: dict[str, Any]) -> tuple[Any, ...]:
+        return (c["backend"], c.get("client"), c["track"], c["updates"], str(c.get("extra") or {}))
+
     for c in confs:
         if c["schedulers"] != 1:
             continue
-        more = [o for (b, cl, t, u, s), o in by.items()
-                if (b, cl, t, u) == (c["backend"], c.get("client"), c["track"], c["updates"]) and s > 1]
+        more = [o for o in confs if same(o) == same(c) and o["schedulers"] > 1]
         if not more or len(out) >= 6:
             continue
         o = max(more, key=lambda o: o["schedulers"])
@@ -77,7 +80,7 @@ def findings(reads: pd.DataFrame, confs: list[dict[str, Any]], thr: float,
     ref = next((c for c in hist if c["schedulers"] == 1 and not c["updates"]), None)
     for track in ("kv", "modern"):
         alt = next((c for c in confs if str(c["track"]).startswith(track) and c["schedulers"] == 1
-                    and not c["updates"]), None)
+                    and not c["updates"] and ref is not None and same(c)[-1] == same(ref)[-1]), None)
         if ref is None or alt is None:
             continue
         n = min(ref["max_n"], alt["max_n"])

@@ -3,9 +3,10 @@
     html = section([Path("results/scheduler-db")])   # an HTML fragment, or None when no run
     summary([...])                                    # crossings per configuration, for the CLI
 
-A configuration is (backend, client, track, schedulers, updates); its t(N) samples are every
-successful read of its runs. Fits are least squares on those samples (``fit.py``); the
-crossing is where the fitted curve reaches the spec's ``threshold_s``. The crossings the
+A configuration is (backend, client, track, schedulers, updates) and any other recorded field
+that differs between the runs (``juice.analysis.configkey``: the lab, the schema, versions...);
+its t(N) samples are every successful read of its runs. Fits are least squares on those samples
+(``fit.py``); the crossing is where the fitted curve reaches the spec's ``threshold_s``. The crossings the
 report and the CLI state come from the quadratic fit with non-negative coefficients, with a
 bootstrap interval and a plain "not supported by the data" when the extrapolation is not;
 the unconstrained fits of earlier versions stay in a table of their own. ``client`` is the
@@ -23,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from juice.analysis import configkey
 from juice.studies.schedulerdb.fit import (
     MAX_EXTRAPOLATION,
     Crossing,
@@ -50,8 +52,11 @@ def run_dirs(paths: list[Path]) -> list[Path]:
 
 
 def load(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
-    """(reads, updates, manifests) of every complete scheduler-db run under ``paths``."""
-    reads, upds, mans = [], [], []
+    """(reads, updates, manifests) of every complete scheduler-db run under ``paths``. The
+    recorded fields beyond CONFIG that tell runs apart are columns of both frames, named in
+    ``reads.attrs["config_extra"]`` (``attrs["config_notes"]``: runs pooled though they may
+    differ)."""
+    reads, upds, mans, names = [], [], [], []
     for d in run_dirs(paths):
         try:
             m = json.loads((d / "manifest.json").read_text())
@@ -60,6 +65,7 @@ def load(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, 
         if m.get("workload") != WORKLOAD or not (d / "reads.parquet").exists():
             continue
         mans.append(m)
+        names.append(d.name)
         df = pd.read_parquet(d / "reads.parquet")
         for k, v in m["params"].items():  # params come from the manifest, never the dir name
             df[k] = v
@@ -73,8 +79,20 @@ def load(paths: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, 
         upds.append({**m["params"], "run": d.name, "target_rate": u.get("target_rate", 0.0),
                      "achieved_rate": u.get("achieved_rate", 0.0), "count": u.get("count", 0),
                      "errors": u.get("errors", 0), "window_s": u.get("window_s")})
+    cands = [{"client": _client(m["params"]), **configkey.fields(m, SECTIONS)} for m in mans]
+    extra = configkey.key_fields(cands, [*CONFIG, "nodes"])
+    for f in extra:  # per run (runs of several results directories may share a name)
+        for df, u, c in zip(reads, upds, cands, strict=True):
+            df[f] = u[f] = configkey.norm(c.get(f))
     rd = pd.concat(reads, ignore_index=True) if reads else pd.DataFrame()
+    notes = configkey.unrecorded(mans, cands, [*CONFIG, "nodes", *extra], names)
+    rd.attrs.update(config_extra=extra, config_notes=notes)
     return rd, pd.DataFrame(upds), mans
+
+
+def keys(reads: pd.DataFrame) -> list[str]:
+    """A configuration's fields: CONFIG and the recorded fields beyond it that tell the runs apart."""
+    return [*CONFIG, *(f for f in reads.attrs.get("config_extra", []) if f in reads.columns)]
 
 
 def _client(params: dict[str, Any]) -> str:
@@ -93,6 +111,7 @@ def _threshold(mans: list[dict[str, Any]]) -> float:
 
 
 CONFIG = ["backend", "client", "track", "schedulers", "updates"]
+SECTIONS = (*configkey.SECTIONS, "lab", "layout")  # what else the key reads of a manifest
 
 
 def fits(reads: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
@@ -101,8 +120,10 @@ def fits(reads: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
     if reads.empty:
         return out
     ok = reads[reads["ok"]]
-    for key, g in ok.groupby(CONFIG, sort=True):
-        row: dict[str, Any] = dict(zip(CONFIG, key, strict=True))
+    conf = keys(reads)
+    for key, g in ok.groupby(conf, sort=True, dropna=False):
+        row: dict[str, Any] = dict(zip(conf, key, strict=True))
+        row["extra"] = {k: row[k] for k in conf[len(CONFIG):]}
         row["points"] = int(g["nodes"].nunique())
         row["reads"] = len(g)
         row["max_n"] = int(g["nodes"].max())
@@ -140,7 +161,9 @@ def summary(paths: list[Path]) -> dict[str, Any]:
     thr = _threshold(mans)
     confs = []
     for r in fits(reads, thr):
-        c = {k: r[k] for k in (*CONFIG, "points", "reads", "max_n", "t_at_max_s")}
+        c = {k: r[k] for k in (*CONFIG, *r["extra"], "points", "reads", "max_n", "t_at_max_s")}
+        if r["extra"]:
+            c["extra"] = r["extra"]
         for name in ("linear", "quadratic"):
             f = r.get(name)
             c[name] = None if f is None else {"formula": f["formula"], "r2": round(f["r2"], 4),
@@ -158,8 +181,9 @@ def summary(paths: list[Path]) -> dict[str, Any]:
                 "ci_level": 0.95, "supported": x.supported, "extrapolation": x.factor,
                 "quadratic_positive_share": x.curvature, "reasons": list(x.reasons), "text": x.text()}
         confs.append(c)
+    notes = reads.attrs.get("config_notes", [])
     return {"threshold_s": thr, "runs": len(mans), "configurations": confs,
-            "update_shortfalls": _shortfalls(upd)}
+            "update_shortfalls": _shortfalls(upd), **({"notes": notes} if notes else {})}
 
 
 def _shortfalls(upd: pd.DataFrame) -> list[dict[str, Any]]:
@@ -175,7 +199,9 @@ def _label(r: dict[str, Any] | pd.Series) -> str:  # type: ignore[type-arg]
     upd = "updates" if r["updates"] else "no updates"
     client = r.get("client") or ""
     backend = f"{r['backend']}/{client}" if client else str(r["backend"])
-    return f"{backend} {r['track']} · {r['schedulers']} sched · {upd}"
+    extra = r.get("extra") or {}
+    more = f" · {configkey.label(extra)}" if extra else ""
+    return f"{backend} {r['track']} · {r['schedulers']} sched · {upd}{more}"
 
 
 def _n_fmt(n: float | None) -> str:
@@ -202,8 +228,8 @@ def _fig_points(reads: pd.DataFrame, confs: list[dict[str, Any]], title: str, de
     ok = reads[reads["ok"]]
     for i, c in enumerate(confs):
         g = ok
-        for k in CONFIG:
-            g = g[g[k] == c[k]]
+        for k in (*CONFIG, *(c.get("extra") or {})):
+            g = g[(g[k] == c[k]) | (g[k].isna() & pd.isna(c[k]))]
         med = g.groupby("nodes")["seconds"].agg(["median", "min", "max"])
         color = f"C{i % 10}"
         err = [med["median"] - med["min"], med["max"] - med["median"]]
@@ -326,6 +352,7 @@ def section(paths: list[Path]) -> str | None:
     parts = [
         "<h2>Scheduler ↔ database: compute-node state read, t(N)</h2>",
         findings_html("scheduler-db", findings(reads, confs, thr, _label)),
+        configkey.notes_html(keys(reads)[len(CONFIG):], reads.attrs.get("config_notes", [])),
         seeds.section(reads, confs, thr, _label, mans),
         f"<p>{len(mans)} runs; host {escape(str(host.get('hostname', '?')))}, "
         f"{host.get('cpus', '?')} CPUs, {host.get('mem_gib', '?')} GiB; 1-min load average before "
@@ -463,6 +490,7 @@ def summary_lines(summ: dict[str, Any]) -> list[str]:
         out.append(f"  {_label(c):<55} t({_n_short(c['max_n'])}) = {c['t_at_max_s']:.3f} s   {what}")
     for s in summ["update_shortfalls"]:
         out.append(f"  update rate short: {s['run']}: {s['achieved_rate']}/{s['target_rate']} per s")
+    out += [f"  pooled though they may differ: {n}" for n in summ.get("notes", [])]
     return out
 
 
@@ -484,22 +512,22 @@ def describe_reads(paths: list[Path], by: Sequence[str] = ()) -> pd.DataFrame | 
     for b in by:
         if b not in reads.columns:
             raise UserError(f"--by: unknown parameter {b!r} (known: {', '.join(map(str, reads.columns))})")
-    keys: list[str] = list(dict.fromkeys([*by, *CONFIG, "nodes"]))
+    cols: list[str] = list(dict.fromkeys([*by, *keys(reads), "nodes"]))
     ok = reads[reads["ok"]]
-    stats = grouped_stats(ok["seconds"], [ok[c] for c in keys], QUANTILES)
-    fails = reads[~reads["ok"]].groupby(keys, dropna=False).size().rename("failures")
+    stats = grouped_stats(ok["seconds"], [ok[c] for c in cols], QUANTILES)
+    fails = reads[~reads["ok"]].groupby(cols, dropna=False).size().rename("failures")
     out = stats.join(fails, how="outer").reset_index()
     out["count"] = out["count"].fillna(0)
     out["failures"] = out["failures"].fillna(0)
-    out = out.sort_values(keys, kind="stable", ignore_index=True)
-    out = out[[*keys, *STAT_COLUMNS]]
+    out = out.sort_values(cols, kind="stable", ignore_index=True)
+    out = out[[*cols, *STAT_COLUMNS]]
     # CIs: a run's repetitions are its clusters (all its schedulers read at once in each)
     reps = ok["repetition"] if "repetition" in ok.columns else pd.Series(0, index=ok.index)
     runs = ok["run"].astype(str)
-    cis = grouped_ci(ok["seconds"], [ok[c] for c in keys], pd.factorize(runs)[0],
+    cis = grouped_ci(ok["seconds"], [ok[c] for c in cols], pd.factorize(runs)[0],
                      pd.factorize(runs + "/" + reps.astype(str))[0], units="reads",
                      cluster_name="repetitions", salt="sdb")
-    out = attach(out, cis, keys)
+    out = attach(out, cis, cols)
     out.attrs["note"] = f"{len(mans)} runs"
     out.attrs["title"] = "scheduler read (seconds) per configuration"
     return out
