@@ -13,6 +13,12 @@ import pytest
 
 pytest_plugins = ["tests.server_census", "tests.parallel", "tests.stacks", "tests.load.rallycli"]
 
+# This machine's own calibration (juice calibrate, /var/lib/juice/calibration) never decides a
+# test's verdict: every test process and the `juice` commands they start read an empty
+# directory of their own unless a test points JUICE_CALIBRATION_DIR elsewhere.
+os.environ["JUICE_CALIBRATION_DIR"] = os.path.join(
+    os.environ.get("TMPDIR", "/tmp"), f"juice-test-calibration-{os.getpid()}-none")
+
 
 def lab_capable() -> str | None:
     """None when this machine can build labs, else the reason it cannot."""

@@ -74,6 +74,7 @@ def _register() -> None:
     """Add the command groups to ``app`` (once, however often ``main`` runs in a process)."""
     from juice import (
         cli_analyze,
+        cli_calibrate,
         cli_compare,
         cli_db,
         cli_hosts,
@@ -96,6 +97,7 @@ def _register() -> None:
     cli_sla.register(app)
     cli_compare.register(app)
     cli_trend.register(app)
+    cli_calibrate.register(app)
 
     app.add_typer(cli_lab.lab_app, name="lab")
     app.add_typer(cli_db.db_app, name="db")

@@ -30,15 +30,23 @@ def compare(sides: list[Path] = SIDES,
             html: Path | None = typer.Option(None, "--html", help="Also write a self-contained HTML "
                                              "page: what differs, the Δ table, per operation the "
                                              "sides' distributions side by side."),
+            use_calibration: bool = typer.Option(True, "--calibration/--no-calibration",
+                                                 help="Use this host's calibrated run-to-run "
+                                                 "variation (juice calibrate) where a side has too "
+                                                 "few runs to show its own."),
             ) -> None:
     """Compare result sets: the parameters and versions that differ first, then per measured
-    operation Δ mean and Δ p95 against the first side, with bootstrap intervals, "real" or
-    "within noise" after a Holm correction over all the tests.
+    operation Δ mean and Δ p95 against the first side. The RUN is the unit of evidence: each
+    run gives one mean and one p95, and the sides are compared on those (Welch's t with two or
+    more runs a side; the host's calibration from `juice calibrate` where a side has one run).
+    With one run a side and no calibration there is no verdict: the run-to-run variation is
+    unknown. Verdicts "real" or "within noise" after a Holm correction over all the tests.
 
     juice compare results/a results/b
     juice compare run-0ms run-50ms --json
     juice compare results/a results/b --html compare.html
     """
+    from juice.compare.calibration import Store, host_of
     from juice.compare.deltas import compare as deltas
     from juice.compare.metadata import differences
     from juice.results.samples import units
@@ -51,7 +59,11 @@ def compare(sides: list[Path] = SIDES,
         names = [f"{n} [{i + 1}]" for i, n in enumerate(names)]
     groups = {n: units([p]) for n, p in zip(names, sides, strict=True)}
     meta = differences(groups)
-    rows = deltas(groups, level)
+    store = None
+    if use_calibration:
+        store = Store.load(host_of(u for us in groups.values() for u in us))
+        store = store if store.entries else None
+    rows = deltas(groups, level, store)
     if html is not None:
         from juice.report.pages import compare_page
         from juice.util import atomic
@@ -61,7 +73,8 @@ def compare(sides: list[Path] = SIDES,
     if as_json:
         typer.echo(json.dumps({"sides": {n: [u.name for u in us] for n, us in groups.items()},
                                "differs": [{"key": k, "values": v} for k, v in meta],
-                               "level": level, "correction": "holm",
+                               "level": level, "correction": "holm", "unit": "run",
+                               "calibration": str(store.path) if store else None,
                                "deltas": [d.to_dict() for d in rows]}, indent=2))
         return
     for i, (n, us) in enumerate(groups.items()):
@@ -77,14 +90,24 @@ def compare(sides: list[Path] = SIDES,
     if not rows:
         typer.echo("No measurement in common with at least 2 values per side.")
         return
-    typer.echo(f"Δ against {names[0]}, {level:.0%} bootstrap intervals; verdicts Holm-corrected over "
-               f"{len(rows)} tests at α = {1 - level:.3g}:")
+    tested = [d for d in rows if not math.isnan(d.p_holm)]
+    typer.echo(f"Δ against {names[0]}, {level:.0%} intervals over runs (each run one value); verdicts "
+               f"Holm-corrected over {len(tested)} tests at α = {1 - level:.3g}:")
     w = max(len(d.metric) for d in rows)
     for d in rows:
-        typer.echo(f"  {d.metric:<{w}}  {d.stat:<4}  {_fmt(d.delta):>12}  [{_fmt(d.lo)}, {_fmt(d.hi)}]"
-                   f"  p_holm={d.p_holm:.3g}  {d.verdict}" + (f"  ({d.side})" if len(names) > 2 else ""))
+        ci = f"[{_fmt(d.lo)}, {_fmt(d.hi)}]" if not math.isnan(d.lo) else "[no interval]"
+        ph = f"p_holm={d.p_holm:.3g}" if not math.isnan(d.p_holm) else "p_holm=–"
+        typer.echo(f"  {d.metric:<{w}}  {d.stat:<4}  {_fmt(d.delta):>12}  {ci}  {ph}  {d.verdict}"
+                   f"  ({d.runs_base} vs {d.runs} runs; {d.method})"
+                   + (f"  ({d.side})" if len(names) > 2 else ""))
     real = sum(d.verdict == "real" for d in rows)
-    typer.echo(f"{real} real differences, {len(rows) - real} within noise")
+    unknown = len(rows) - len(tested)
+    typer.echo(f"{real} real differences, {len(tested) - real} within noise"
+               + (f", {unknown} without a verdict" if unknown else ""))
+    if unknown:
+        typer.echo("Without a verdict: one run a side, so the run-to-run variation is unknown. Run "
+                   "more repetitions (--set repetitions=3), or measure this host's variation once "
+                   "with `juice calibrate SPEC`.")
 
 
 def register(app: typer.Typer) -> None:

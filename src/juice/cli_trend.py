@@ -36,15 +36,21 @@ def trend(paths: list[Path] = PATHS,
                                            "page: one figure per metric, intervals, steps marked."),
           level: float = typer.Option(0.95, "--level", help="Interval level and 1 - α of the "
                                       "Holm-corrected step verdicts (0.5..0.999)."),
+          use_calibration: bool = typer.Option(True, "--calibration/--no-calibration",
+                                               help="Judge steps against this host's calibrated "
+                                               "run-to-run variation (juice calibrate)."),
           ) -> None:
     """Follow a figure over time: runs with the same stored parameters (directory names are
-    never read), ordered by start time; per operation mean, p95 and failure % with bootstrap
-    intervals, and the step changes between consecutive runs that are real after a Holm
-    correction over all the step tests. Rally's `task trends`, with uncertainty.
+    never read), ordered by start time; per operation mean, p95 and failure % with each run's
+    own bootstrap interval, and the step changes between consecutive runs that are real after a
+    Holm correction over all the step tests. A step is one run against one run: it is judged
+    against this host's run-to-run variation measured by `juice calibrate`, and has no verdict
+    without it. Rally's `task trends`, with uncertainty.
 
     juice trend results/nightly
     juice trend task-*.json --html trend.html
     """
+    from juice.analysis.runlevel import UNKNOWN
     from juice.compare.trend import trend as series_of
     from juice.results.samples import units
 
@@ -53,7 +59,10 @@ def trend(paths: list[Path] = PATHS,
     if not found:
         raise UserError(f"{' '.join(map(str, paths))}: no run found (give results directories, runs "
                         "or Rally JSON files)")
-    series = series_of(found, level)
+    from juice.compare.calibration import Store, host_of
+
+    store = Store.load(host_of(found)) if use_calibration else None
+    series = series_of(found, level, store if store is not None and store.entries else None)
     if html is not None:
         from juice.report.pages import trend_page
         from juice.util import atomic
@@ -85,7 +94,11 @@ def trend(paths: list[Path] = PATHS,
                        f"({s.runs[st.before].name}) and run {st.after + 1} ({s.runs[st.after].name}): "
                        f"{_d(st.delta, st.metric)} [{_d(st.lo, st.metric)}, {_d(st.hi, st.metric)}]"
                        f"  p_holm={st.p_holm:.3g}")
-        if not real:
+        unknown = [st for st in s.steps if st.verdict == UNKNOWN]
+        if unknown and not real:
+            typer.echo(f"  {len(unknown)} steps without a verdict: one run against one run, and this "
+                       "host's run-to-run variation is not calibrated (juice calibrate SPEC)")
+        elif not real:
             typer.echo("  no step change beyond noise")
 
 

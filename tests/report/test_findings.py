@@ -24,14 +24,27 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "results-0.1"
 
 def test_a_contrast_is_real_when_the_means_differ_and_noise_when_they_do_not() -> None:
     rng = np.random.default_rng(1)
-    a, b = rng.normal(1.0, 0.1, 200), rng.normal(2.0, 0.1, 200)
-    c = F.contrast(a, b, key="x")
-    assert c.verdict == F.REAL and 1.9 < c.ratio < 2.1
+    # three runs a side, each run at its own level (5 % run-to-run)
+    runs = np.repeat(["r1", "r2", "r3"], 200)
+    a = np.concatenate([rng.normal(1.0 * rng.normal(1, 0.05), 0.1, 200) for _ in range(3)])
+    b = np.concatenate([rng.normal(2.0 * rng.normal(1, 0.05), 0.1, 200) for _ in range(3)])
+    c = F.contrast(a, b, runs, runs, key="x")
+    assert c.verdict == F.REAL and 1.8 < c.ratio < 2.2 and c.runs == (3, 3)
     assert c.a.lo < a.mean() < c.a.hi and c.diff.lo > 0
-    same = F.contrast(a, rng.permutation(a), key="y")
+    a2 = np.concatenate([rng.normal(1.0 * rng.normal(1, 0.05), 0.1, 200) for _ in range(3)])
+    same = F.contrast(a, a2, runs, runs, key="y")
     assert same.verdict == F.NOISE and same.diff.lo < 0 < same.diff.hi
-    one = F.contrast([1.0], [2.0], key="z")
-    assert one.verdict == F.NO_INTERVAL
+    # one run a side: 200 values each, and still no verdict (its iterations share the run's state)
+    one = F.contrast(a[:200], b[:200], key="z")
+    assert one.verdict == F.ONE_RUN and not one.real
+    # every run of one side before every run of the other: confounded, whatever the interval says
+    order = {"a1": 0.0, "a2": 1.0, "a3": 2.0, "b1": 3.0, "b2": 4.0, "b3": 5.0}
+    conf = F.contrast(a, b, np.char.replace(runs, "r", "a"), np.char.replace(runs, "r", "b"),
+                      key="o", order=order)
+    assert conf.verdict == F.CONFOUNDED and not conf.real
+    mixed = F.contrast(a, b, np.char.replace(runs, "r", "a"), np.char.replace(runs, "r", "b"), key="o",
+                       order={**order, "a3": 4.5})
+    assert mixed.verdict == F.REAL
     # clusters: two runs far apart on one side widen its interval (the runs are resampled)
     runs = np.repeat(["r1", "r2"], 100)
     wide, _ = F.estimate(np.r_[rng.normal(1, 0.1, 100), rng.normal(3, 0.1, 100)], runs, "w")

@@ -108,8 +108,10 @@ def test_keystone_seed_table_values_come_from_the_runs(tmp_path: Path) -> None:
     write = rows["%reads/%writes: create-user-update-password"]
     assert write[3].startswith("different")
     assert rows["%reads/%writes: get-entities"][1] == "not measured here"
-    assert rows["Delay: Galera holds up on reads (authenticate), suffers on writes "
-                "(create-user-update-password)"][3].startswith("same shape")
+    # the fixture has one run per point: the write contrast cannot be decided from it
+    delay = rows["Delay: Galera holds up on reads (authenticate), suffers on writes "
+                 "(create-user-update-password)"][3]
+    assert delay.startswith("no verdict") and "one run a side" in delay
     high = rows["High vs light load: Galera&#x27;s mean completion time (authenticate)"]
     assert high[1] == "not measured here"
     # the same runs with the write scenario's statement counts moved to the seed's: same shape

@@ -6,12 +6,15 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+import platform
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from juice.analysis.runlevel import UNKNOWN
+from juice.compare.calibration import Entry, Store, measure
 from juice.compare.trend import FAILURE, config_of, trend
 from juice.errors import UserError
 from juice.results.samples import Unit, from_iterations, units
@@ -32,8 +35,8 @@ def _run(name: str, t: float, values: np.ndarray, fails: int = 0, **params: obje
                                 meta={"workload": "keystone", "params": params, "started_at": t}), its)
 
 
-def _series(step_at: int | None, n_runs: int = 5) -> list[Unit]:
-    rng = np.random.default_rng(11)
+def _series(step_at: int | None, n_runs: int = 5, seed: int = 11) -> list[Unit]:
+    rng = np.random.default_rng(seed)
     out = []
     for i in range(n_runs):
         v = rng.gamma(4.0, 0.01, 300) + (SHIFT if step_at is not None and i >= step_at else 0.0)
@@ -44,8 +47,24 @@ def _series(step_at: int | None, n_runs: int = 5) -> list[Unit]:
     return out
 
 
-def test_a_planted_step_is_found_between_the_right_runs() -> None:
+def _calibrated(tmp_path: Path) -> Store:
+    """This host's calibration: 12 A/A runs of the series' configuration, measured."""
+    store = Store.load("h", tmp_path)
+    store.add(measure(_series(step_at=None, n_runs=12, seed=99), fresh=True))
+    return store
+
+
+def test_steps_have_no_verdict_without_a_calibration() -> None:
     (s,) = trend(_series(step_at=3))
+    timed = [st for st in s.steps if st.metric != FAILURE]
+    assert timed and {st.verdict for st in timed} == {UNKNOWN}
+    # no failure in any run: 0 % against 0 % is no change whatever the spread
+    assert {(st.verdict, st.delta) for st in s.steps if st.metric == FAILURE} == {("within noise", 0.0)}
+
+
+def test_a_planted_step_is_found_between_the_right_runs(tmp_path: Path) -> None:
+    runs = _series(step_at=3)
+    (s,) = trend(runs, calibration=_calibrated(tmp_path))
     assert [r.time for r in s.runs] == sorted(r.time for r in s.runs)
     assert "run_id" not in s.config and "repetition" not in s.config and s.config["rdbms"] == "galera"
     real = {(st.metric, st.stat, st.before, st.after) for st in s.steps if st.verdict == "real"}
@@ -56,18 +75,21 @@ def test_a_planted_step_is_found_between_the_right_runs() -> None:
         assert p.lo <= p.value <= p.hi or p.metric == FAILURE
 
 
-def test_a_flat_series_has_no_step_and_configurations_stay_apart() -> None:
+def test_a_flat_series_has_no_step_and_configurations_stay_apart(tmp_path: Path) -> None:
     flat = _series(step_at=None)
     other = _run("x", 1_800_000_000.0, np.full(50, 0.2), rdbms="mariadb")
-    out = trend([*flat, other])
+    out = trend([*flat, other], calibration=_calibrated(tmp_path))
     assert [len(s.runs) for s in out] == [len(flat), 1]
     assert all(st.verdict == "within noise" for s in out for st in s.steps)
     assert config_of(other)["rdbms"] == "mariadb" and out[1].steps == []
 
 
-def test_failure_percent_follows_the_failed_iterations() -> None:
+def test_failure_percent_follows_the_failed_iterations(tmp_path: Path) -> None:
     good = [_run(f"r{i}", 1e9 + i, np.full(100, 0.1), fails=f) for i, f in enumerate((0, 0, 60))]
-    (s,) = trend(good)
+    store = Store.load("h", tmp_path)
+    store.add([Entry("keystone", config_of(good[0]), FAILURE, "mean", float("nan"), 2.0, 1.0, 10,
+                     True, "2026-11-27T00:00:00Z", "")])  # failures: an absolute spread (2 points)
+    (s,) = trend(good, calibration=store)
     pts = [p for p in s.points if p.metric == FAILURE]
     assert [p.value for p in pts] == [100.0 * f / (100 + f) for f in (0, 0, 60)]
     real = [(st.before, st.after) for st in s.steps if st.metric == FAILURE and st.verdict == "real"]
@@ -96,9 +118,20 @@ def _rally_copies(tmp_path: Path, shifts: list[float]) -> list[Path]:
     return out
 
 
-def test_cli_on_rally_files_json_and_html(tmp_path: Path) -> None:
+def test_cli_on_rally_files_json_and_html(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _rally_copies(tmp_path, [0.0, 0.0, SHIFT, SHIFT])
     page = tmp_path / "trend.html"
+    cp = juice("trend", *map(str, reversed(files)))
+    assert cp.returncode == 0, cp.stderr
+    assert "steps without a verdict" in cp.stdout and "juice calibrate" in cp.stdout
+    # this host calibrated once: 1 % run-to-run CV on every statistic of that configuration
+    first = units([files[0]])
+    cal = Store.load("h", tmp_path / "cal")
+    cal.add(Entry("rally", config_of(first[0]), m, st, 0.01, float("nan"), 1.0, 10, True,
+                  "2026-11-27T00:00:00Z", "") for m in first[0].samples for st in ("mean", "p95"))
+    cal.path = tmp_path / "cal" / f"{platform.node()}.json"  # Rally files name no host: this one
+    cal.save()
+    monkeypatch.setenv("JUICE_CALIBRATION_DIR", str(tmp_path / "cal"))
     cp = juice("trend", *map(str, reversed(files)), "--json", "--html", str(page))
     assert cp.returncode == 0, cp.stderr
     (s,) = json.loads(cp.stdout)["series"]

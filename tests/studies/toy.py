@@ -107,6 +107,10 @@ class Toy(Study[ToySpec, ToyPoint]):
         if not rtts:
             raise JuiceError(f"no ping answered: {cp.stdout.strip()[-200:]}")
         run.rd.write_json("pings.json", {"rtt_ms": rtts})
+        # each ping as a Rally-like iteration: compare, trend, sla and calibrate read these
+        run.rd.write_text("iterations.jsonl", "".join(
+            json.dumps({"timestamp": i * 0.2, "duration": r / 1000.0, "error": [], "atomic_actions": []})
+            + "\n" for i, r in enumerate(rtts)))
 
     def plan_columns(self, point: ToyPoint) -> dict[str, Any]:
         return {"delay (one-way)": f"{point.delay_ms:g} ms", "pings": point.count, "rep": point.repetition}

@@ -1,15 +1,19 @@
 """Is B slower than A? Per measured sample (``iteration``, each atomic action, ``call_s``,
-``boot_s``, ``read_s``...), Δ mean and Δ p95 of each side against the first, with bootstrap
-intervals, and a verdict that holds over all the tests made at once.
+``boot_s``, ``read_s``...), Δ mean and Δ p95 of each side against the first, with intervals
+whose unit of evidence is the RUN, and a verdict that holds over all the tests made at once.
 
-**Intervals.** Each side's values are resampled with ``juice.analysis.bootstrap.replicates``
-(its runs are clusters: with several runs on a side, the spread between runs counts); the
-difference of replicates gives a percentile interval at ``level`` (95 %).
+**Intervals.** Each run contributes one value per statistic (its mean, its p95); the sides are
+compared on those (``juice.analysis.runlevel``): Welch's t with two or more runs a side; a
+pooled run-to-run CV when a side has one run and the other several, or when this host has a
+calibration (``juice calibrate``, ``juice.compare.calibration``); with one run a side and no
+calibration there is NO verdict ("one run a side: run-to-run variation unknown"), because the
+iterations of one run share its deployment's state and cannot show how much the next run
+would differ. ``method`` says which, per row.
 
-**Verdict.** A bootstrap p-value per test (twice the smaller share of difference replicates on
-either side of 0), then Holm's step-down correction over every test of the comparison (each
-metric × {mean, p95} × side): a difference is "real" when its corrected p-value is below
-``1 - level``, else "within noise". Comparing a result set with itself is always within noise.
+**Verdict.** The two-sided t p-value per test, then Holm's step-down correction over every
+test of the comparison that has one (each metric × {mean, p95} × side): a difference is
+"real" when its corrected p-value is below ``1 - level``, else "within noise". Comparing a
+result set with itself is always within noise.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from juice.analysis.bootstrap import LEVEL, group_rng, interval, replicates
+from juice.analysis.runlevel import LEVEL, UNKNOWN, difference, stat_of
+from juice.compare.calibration import Store, spread_for
 from juice.results.samples import Unit
 
 STATS = ("mean", "p95")
@@ -41,8 +46,11 @@ class Delta:
     p: float
     p_holm: float = float("nan")
     verdict: str = ""
-    n_base: int = 0
+    n_base: int = 0  # values
     n: int = 0
+    method: str = ""  # juice.analysis.runlevel: how the interval was made
+    runs_base: int = 0
+    runs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
@@ -88,29 +96,36 @@ def metrics_of(sides: Mapping[str, Sequence[Unit]]) -> list[str]:
     return sorted(common or (), key=lambda m: (m != "iteration", m.startswith("atomic:"), m))
 
 
-def compare(sides: Mapping[str, Sequence[Unit]], level: float = LEVEL) -> list[Delta]:
+def compare(sides: Mapping[str, Sequence[Unit]], level: float = LEVEL,
+            calibration: Store | None = None) -> list[Delta]:
     names = list(sides)
     base_name = names[0]
     out: list[Delta] = []
     for metric in metrics_of(sides):
-        bv, bc = pooled(sides[base_name], metric)
+        bv, _ = pooled(sides[base_name], metric)
         if len(bv) < MIN_VALUES:
             continue
-        breps = replicates(bv, None, bc, (0.95,), group_rng("compare", metric, "base"))
         for name in names[1:]:
-            v, c = pooled(sides[name], metric)
+            v, _ = pooled(sides[name], metric)
             if len(v) < MIN_VALUES:
                 continue
-            reps = replicates(v, None, c, (0.95,), group_rng("compare", metric, "side"))
             for stat in STATS:
+                a_runs = [stat_of(u.samples.get(metric), stat) for u in sides[base_name]]
+                b_runs = [stat_of(u.samples.get(metric), stat) for u in sides[name]]
+                spread = None
+                if calibration is not None:
+                    spread = spread_for(calibration, sides[base_name], metric, stat) \
+                        or spread_for(calibration, sides[name], metric, stat)
+                r = difference(a_runs, b_runs, spread, level)
                 a = float(np.mean(bv)) if stat == "mean" else float(np.quantile(bv, 0.95))
                 b = float(np.mean(v)) if stat == "mean" else float(np.quantile(v, 0.95))
-                diff = (reps.mean - breps.mean) if stat == "mean" else \
-                    (reps.quantiles[0] - breps.quantiles[0])
-                lo, hi = interval(diff, level)
-                out.append(Delta(metric, stat, name, a, b, b - a, lo, hi, p_value(diff),
-                                 n_base=len(bv), n=len(v)))
+                out.append(Delta(metric, stat, name, a, b, b - a, r.lo, r.hi, r.p,
+                                 n_base=len(bv), n=len(v), method=r.method, runs_base=r.n_base,
+                                 runs=r.n))
     for d, ph in zip(out, holm([d.p for d in out]), strict=True):
         d.p_holm = ph
-        d.verdict = "real" if not math.isnan(ph) and ph < 1 - level else "within noise"
+        if math.isnan(ph):
+            d.verdict = UNKNOWN if d.method == UNKNOWN else "–"
+        else:
+            d.verdict = "real" if ph < 1 - level else "within noise"
     return out

@@ -14,8 +14,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from juice.results.samples import Unit
+import numpy as np
 
+from juice.results.samples import F64, Unit
+
+FAILURE = "failure_pct"  # a run's failed iterations in percent, where it has iterations
 SECTIONS = ("params", "versions", "deployment", "task_args", "juice", "host")
 IGNORED = {"params.run_id", "params.repetition", "params.source", "params.task", "deployment.ports",
            "host.hostname"}
@@ -60,3 +63,27 @@ def differences(sides: Mapping[str, Sequence[Unit]]) -> list[tuple[str, dict[str
         if len(set(row.values())) > 1:
             out.append((k, row))
     return out
+
+
+def config_of(unit: Unit) -> dict[str, str]:
+    """What makes runs "the same configuration": workload + parameters without identity."""
+    params = unit.meta.get("params")
+    out = {"workload": str(unit.workload)}
+    if isinstance(params, dict) and params:
+        for k in sorted(params):
+            if f"params.{k}" not in IGNORED:
+                v = params[k]
+                out[k] = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    elif unit.meta.get("run_key"):
+        out["run_key"] = str(unit.meta["run_key"])
+    return out
+
+
+def failures_of(unit: Unit) -> F64 | None:
+    if not unit.iterations:
+        return None
+    return np.asarray([100.0 if d.get("error") else 0.0 for d in unit.iterations], dtype=np.float64)
+
+
+def values_of(unit: Unit, metric: str) -> F64 | None:
+    return failures_of(unit) if metric == FAILURE else unit.samples.get(metric)

@@ -19,9 +19,14 @@ the workload's or the task's ``created_at``); a run without one cannot be placed
 run's values resampled (``juice.analysis.bootstrap.replicates``; ``failure_pct`` is the mean
 of 0/100 per iteration), a percentile interval at ``level``.
 
-**Steps.** For each consecutive pair of runs and each metric × stat, the bootstrap p-value of
-the difference (as ``juice.compare.deltas``), then Holm's correction over every step test of
-the call (all series): a step is "real" when its corrected p-value is below ``1 - level``.
+**Steps.** For each consecutive pair of runs and each metric × stat: one run a side, so the
+run is the unit (``juice.analysis.runlevel``) and the step is judged against this host's
+calibrated run-to-run variation (``juice calibrate``; ``juice.compare.calibration``), never
+against the spread of the iterations inside the two runs. Without a calibration a step has no
+verdict ("one run a side: run-to-run variation unknown"). The t p-values of the steps that
+have one are Holm-corrected together (all series): a step is "real" when its corrected
+p-value is below ``1 - level``. A run's own interval (``points``) still resamples its
+iterations: it describes that run, it does not judge a change.
 """
 
 from __future__ import annotations
@@ -36,13 +41,15 @@ from typing import Any
 import numpy as np
 
 from juice.analysis.bootstrap import LEVEL, Replicates, group_rng, interval, replicates
-from juice.compare.deltas import MIN_VALUES, holm, p_value
-from juice.compare.metadata import IGNORED
+from juice.analysis.runlevel import UNKNOWN, difference
+from juice.compare.calibration import Store
+from juice.compare.deltas import MIN_VALUES, holm
+from juice.compare.metadata import FAILURE, config_of
+from juice.compare.metadata import values_of as _values
 from juice.errors import UserError
 from juice.results.samples import F64, Unit
 
 STATS = ("mean", "p95")
-FAILURE = "failure_pct"
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +95,7 @@ class Step:
     p: float
     p_holm: float = float("nan")
     verdict: str = ""
+    method: str = ""
 
 
 @dataclass
@@ -130,30 +138,6 @@ def _when(unit: Unit) -> float:
                     "cannot be placed in a trend; leave it out")
 
 
-def config_of(unit: Unit) -> dict[str, str]:
-    """What makes runs "the same configuration": workload + parameters without identity."""
-    params = unit.meta.get("params")
-    out = {"workload": str(unit.workload)}
-    if isinstance(params, dict) and params:
-        for k in sorted(params):
-            if f"params.{k}" not in IGNORED:
-                v = params[k]
-                out[k] = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
-    elif unit.meta.get("run_key"):
-        out["run_key"] = str(unit.meta["run_key"])
-    return out
-
-
-def _failures(unit: Unit) -> F64 | None:
-    if not unit.iterations:
-        return None
-    return np.asarray([100.0 if d.get("error") else 0.0 for d in unit.iterations], dtype=np.float64)
-
-
-def _values(unit: Unit, metric: str) -> F64 | None:
-    return _failures(unit) if metric == FAILURE else unit.samples.get(metric)
-
-
 def _metrics(group: Sequence[Unit]) -> list[str]:
     have = {m for u in group for m, v in u.samples.items() if len(v) >= MIN_VALUES}
     out = sorted(have, key=lambda m: (m != "iteration", m.startswith("atomic:"), m))
@@ -184,7 +168,8 @@ def group(units: Sequence[Unit]) -> list[tuple[dict[str, str], list[Unit]]]:
     return out
 
 
-def series_of(cfg: dict[str, str], runs: Sequence[Unit], level: float = LEVEL) -> Series:
+def series_of(cfg: dict[str, str], runs: Sequence[Unit], level: float = LEVEL,
+              calibration: Store | None = None) -> Series:
     """One configuration's series (steps uncorrected: :func:`trend` corrects them all)."""
     s = Series(cfg, [])
     for u in runs:
@@ -209,19 +194,23 @@ def series_of(cfg: dict[str, str], runs: Sequence[Unit], level: float = LEVEL) -
                 a, b, ra, rb = vals[i], vals[i + 1], reps[i], reps[i + 1]
                 if a is None or b is None or ra is None or rb is None:
                     continue
-                diff = _rep(rb, stat) - _rep(ra, stat)
-                lo, hi = interval(diff, level)
-                s.steps.append(Step(metric, stat, i, i + 1, _stat(b, stat) - _stat(a, stat), lo, hi,
-                                    p_value(diff)))
+                spread = calibration.spread(str(cfg.get("workload")), cfg, metric, stat) \
+                    if calibration is not None else None
+                d = difference([_stat(a, stat)], [_stat(b, stat)], spread, level)
+                s.steps.append(Step(metric, stat, i, i + 1, d.delta, d.lo, d.hi, d.p,
+                                    method=d.method))
     return s
 
 
-def trend(units: Sequence[Unit], level: float = LEVEL) -> list[Series]:
+def trend(units: Sequence[Unit], level: float = LEVEL, calibration: Store | None = None) -> list[Series]:
     """Every configuration's series (those with one run included: no step), the step tests
     Holm-corrected together; series with the most runs first."""
-    out = [series_of(cfg, us, level) for cfg, us in group(units)]
+    out = [series_of(cfg, us, level, calibration) for cfg, us in group(units)]
     steps = [st for s in out for st in s.steps]
     for st, ph in zip(steps, holm([st.p for st in steps]), strict=True):
         st.p_holm = ph
-        st.verdict = "real" if not math.isnan(ph) and ph < 1 - level else "within noise"
+        if math.isnan(ph):
+            st.verdict = UNKNOWN if st.method == UNKNOWN else "–"
+        else:
+            st.verdict = "real" if ph < 1 - level else "within noise"
     return sorted(out, key=lambda s: (-len(s.runs), s.label))

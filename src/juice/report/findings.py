@@ -8,26 +8,35 @@ hand), each with its interval and whether it is real or within noise.
     parts = with_summary(parts)                      # a one-screen summary first when several
                                                       # study sections have findings
 
-"Real" means the 95 % percentile-bootstrap interval of the difference (``b - a``) excludes 0;
-"within noise" means it holds 0 (``juice.analysis.bootstrap``: clusters, e.g. runs, are
-resampled when a side has several, then the values within them).
+**The run is the unit of evidence** (``juice.analysis.runlevel``): with clusters (run ids) a
+side's runs each give one statistic (their mean or median), and the difference ``b - a`` is
+judged against the spread between runs: Welch's t with two or more runs a side, the spread of
+the side that has several when the other has one, or ``spread`` (a pooled or calibrated
+run-to-run CV) when given. "Real": the interval excludes 0; "within noise": it holds 0;
+"one run a side": no verdict, the run-to-run variation is unknown. **Confounded**: when
+``order`` (run id -> its place in the run order) shows every run of one side ran before every
+run of the other, the difference may be the order's (a first-run or drift effect), so the
+verdict is "confounded with run order", never "real". Each side's own interval
+(``estimate``) still resamples runs, then values: it describes the side.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
 import numpy as np
 
-from juice.analysis import bootstrap
+from juice.analysis import bootstrap, runlevel
 
 REAL = "real"
 NOISE = "within noise"
 NO_INTERVAL = "no interval (too few values)"
+ONE_RUN = "one run a side"
+CONFOUNDED = "confounded with run order"
 
 
 @dataclass(frozen=True)
@@ -49,11 +58,16 @@ class Contrast:
     a: Estimate
     b: Estimate
     diff: Estimate
+    method: str = ""
+    confounded: bool = False
+    runs: tuple[int, int] = (0, 0)
 
     @property
     def verdict(self) -> str:
+        if self.confounded:
+            return CONFOUNDED
         if not self.diff.has_interval():
-            return NO_INTERVAL
+            return ONE_RUN if self.method == runlevel.UNKNOWN else NO_INTERVAL
         return REAL if (self.diff.lo > 0 or self.diff.hi < 0) else NOISE
 
     @property
@@ -91,13 +105,38 @@ def estimate(values: Any, clusters: Any = None,
     return Estimate(point, lo, hi), r
 
 
+def run_stats(values: Any, clusters: Any, stat: str) -> tuple[list[float], list[str]]:
+    """One ``stat`` per cluster (run), and the clusters, in first-seen order."""
+    v = np.asarray(values, dtype=float)
+    c = np.asarray(clusters).astype(str) if clusters is not None else np.full(len(v), "")
+    out: list[float] = []
+    names: list[str] = []
+    for name in dict.fromkeys(str(x) for x in c.tolist()):
+        x = v[(c == name) & np.isfinite(v)]
+        if len(x):
+            out.append(float(x.mean() if stat == "mean" else np.median(x)))
+            names.append(name)
+    return out, names
+
+
 def contrast(a: Any, b: Any, a_clusters: Any = None, b_clusters: Any = None,
-             key: Any = (), stat: str = "mean") -> Contrast:
-    """``b`` against ``a`` (the reference): their ``stat`` and the interval of ``b - a``."""
-    ea, ra = estimate(a, a_clusters, ("a", key), stat)
-    eb, rb = estimate(b, b_clusters, ("b", key), stat)
-    lo, hi = bootstrap.interval(rb - ra)
-    return Contrast(ea, eb, Estimate(eb.value - ea.value, lo, hi))
+             key: Any = (), stat: str = "mean", spread: runlevel.Spread | None = None,
+             order: Mapping[str, float] | None = None) -> Contrast:
+    """``b`` against ``a`` (the reference): their ``stat`` (with their own intervals) and the
+    run-level interval of ``b - a`` (see the module). Without clusters each side is one run."""
+    ea, _ = estimate(a, a_clusters, ("a", key), stat)
+    eb, _ = estimate(b, b_clusters, ("b", key), stat)
+    sa, na = run_stats(a, a_clusters, stat)
+    sb, nb = run_stats(b, b_clusters, stat)
+    d = runlevel.difference(sa, sb, spread)
+    confounded = False
+    if order is not None and d.method != runlevel.SAME:
+        pa = [order[n] for n in na if n in order]
+        pb = [order[n] for n in nb if n in order]
+        confounded = len(pa) == len(na) and len(pb) == len(nb) and bool(pa) and bool(pb) \
+            and (max(pa) < min(pb) or max(pb) < min(pa))
+    return Contrast(ea, eb, Estimate(eb.value - ea.value, d.lo, d.hi), d.method, confounded,
+                    (len(sa), len(sb)))
 
 
 def num(x: float, unit: str = "", digits: int = 3) -> str:
@@ -127,7 +166,7 @@ class Finding:
     def html(self) -> str:
         v = ""
         if self.verdict:
-            cls = {REAL: "real", NOISE: "noise"}.get(self.verdict, "na")
+            cls = {REAL: "real", NOISE: "noise", CONFOUNDED: "conf"}.get(self.verdict, "na")
             v = f' <span class="v {cls}">{escape(self.verdict)}</span>'
         return f"<li>{escape(self.text)}{v}</li>"
 
@@ -142,9 +181,13 @@ def findings_html(title: str, findings: Sequence[Finding], note: str = "") -> st
         return ""
     items = "".join(f.html() for f in findings[:MAX_FINDINGS])
     tail = (f"<p class=note>{escape(note)} " if note else "<p class=note>") + (
-        "Intervals: 95 % percentile bootstrap (runs resampled, then values within them; fixed "
-        "seed). <i>real</i>: the difference's interval excludes 0; <i>within noise</i>: it holds 0."
-        "</p>")
+        "The run is the unit of evidence: a difference is judged against the spread between runs "
+        "(each run one value; Welch's t, 95 %), never against the iterations of one run. "
+        "<i>real</i>: the difference's interval excludes 0; <i>within noise</i>: it holds 0; "
+        "<i>one run a side</i>: no verdict (run-to-run variation unknown: repeat the runs, or "
+        "<code>juice calibrate</code>); <i>confounded with run order</i>: every run of one side ran "
+        "before the other's. Values in brackets: each side's 95 % bootstrap interval (runs, then "
+        "values within them).</p>")
     return (f'<section class=findings data-title="{escape(title, quote=True)}"><h3>Findings</h3>'
             f"<ul>{items}</ul>{tail}</section>")
 
@@ -175,5 +218,5 @@ section.findings{background:#f7f9fc;border-left:4px solid #4e79a7;padding:.3em 1
 section.findings h3{margin:.3em 0}section.findings li{margin:.2em 0}
 section.summary>ul>li{margin:.4em 0}li.tally{color:#555;font-size:13px}
 .v{font-size:11px;padding:0 4px;border-radius:3px;white-space:nowrap}
-.v.real{background:#d8ecd8}.v.noise{background:#eee}.v.na{background:#fbeed5}
+.v.real{background:#d8ecd8}.v.noise{background:#eee}.v.na{background:#fbeed5}.v.conf{background:#f6d5d5}
 """

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from juice.report.findings import NO_INTERVAL, Contrast
+from juice.report.findings import CONFOUNDED, NO_INTERVAL, ONE_RUN, Contrast
 from juice.report.layout import boxed
 from juice.report.tables import table_html
 
@@ -142,6 +142,12 @@ def trend(c: Contrast, expect: str, what: str = "") -> tuple[str, str]:
     (``expect``: "up" = b larger, "down" = b smaller, "flat" = within noise or under 1.5×)."""
     if c.verdict == NO_INTERVAL:
         return UNDECIDED, "too few values for an interval"
+    if c.verdict == ONE_RUN:
+        return UNDECIDED, (f"{what}{c.ratio_text}, but one run a side: the run-to-run variation is "
+                           "unknown (repeat the runs: repetitions >= 2)")
+    if c.verdict == CONFOUNDED:
+        return UNDECIDED, (f"{what}{c.ratio_text}, but confounded with run order (every run of one "
+                           "side ran before the other's)")
     r = c.ratio
     if expect == "flat":
         if not c.real or (np.isfinite(r) and 1 / 1.5 <= r <= 1.5):

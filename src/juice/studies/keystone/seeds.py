@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from juice.report.findings import contrast, num, with_ci
+from juice.report.findings import CONFOUNDED, ONE_RUN, contrast, num, with_ci
 from juice.report.seeds import (
     CONTEXT,
     DIFFERENT,
@@ -158,6 +158,10 @@ def _delay(ok: pd.DataFrame) -> Match | None:
             f"{w.ratio_text}")
     if not (np.isfinite(r.ratio) and np.isfinite(w.ratio)):
         return Match("delay.galera_reads_writes", text, UNDECIDED, "no ratio")
+    if w.verdict in (ONE_RUN, CONFOUNDED):
+        return Match("delay.galera_reads_writes", text, UNDECIDED,
+                     f"writes {w.ratio_text} against reads {r.ratio_text}, but the write contrast is "
+                     f"{w.verdict} (repetitions >= 2, interleaved, decide it)")
     same = w.ratio > r.ratio and w.real
     why = ("writes slow down more than reads" if same else
            "writes do not slow down more than reads here")
