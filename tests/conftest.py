@@ -13,6 +13,20 @@ import pytest
 
 pytest_plugins = ["tests.server_census", "tests.parallel", "tests.stacks", "tests.load.rallycli"]
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests must test THIS clone: refuse, in one line, a venv whose editable install of
+    juice points at another clone (the venv is shared between clones; the last one to run
+    scripts/setup.sh wins)."""
+    import juice
+
+    here = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "src", "juice"))
+    installed = os.path.realpath(os.path.dirname(juice.__file__))
+    if installed != here:
+        raise pytest.UsageError(f"the juice these tests would import is {installed}, not this clone's "
+                                f"{here}: run `bash scripts/setup.sh` in this clone first (it re-points "
+                                "the shared venv), or use scripts/test.sh, which does")
+
+
 # This machine's own calibration (juice calibrate, /var/lib/juice/calibration) never decides a
 # test's verdict: every test process and the `juice` commands they start read an empty
 # directory of their own unless a test points JUICE_CALIBRATION_DIR elsewhere.

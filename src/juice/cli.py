@@ -35,7 +35,28 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Juice: a laboratory for the OpenStack control plane."""
+    _other_clone()
     _sweep_leftovers()
+
+
+def _other_clone() -> None:
+    """One line on stderr when the current directory is inside a Juice clone whose code is not
+    the code running (the venv's editable install points at another clone: the last one to
+    run scripts/setup.sh)."""
+    import os
+
+    here = Path(__file__).resolve().parent
+    d = Path.cwd().resolve()
+    for _ in range(40):
+        mine = d / "src" / "juice"
+        if (mine / "cli.py").is_file() and (d / "pyproject.toml").is_file():
+            if mine.resolve() != here and not os.environ.get("JUICE_OTHER_CLONE_OK"):
+                err.print(f"[yellow]![/yellow] this clone's code ({mine}) is not the juice running "
+                          f"({here}): run `bash scripts/setup.sh` here to use it")
+            return
+        if d.parent == d:
+            return
+        d = d.parent
 
 
 def _sweep_leftovers() -> None:

@@ -60,6 +60,15 @@ def plan(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
     out.print(warmup.plan_line(pl.warmup_runs, pl.deployments, _fmt_s(pl.warmup_s)))
     out.print(f"run order: {order.mode_of(s)} (runner.order, seed {order.seed_of(s)}); the table lists "
               "the runs in that order")
+    from juice.compare.calibration import Store, advice
+
+    tips = advice(Store.load(), study.name, int(getattr(s, "repetitions", 1) or 1))
+    for line in tips:
+        out.print(f"to detect {line}")
+    if not tips:
+        out.print("repetitions needed to detect a change: unknown on this host (no calibration for this "
+                  f"study; juice calibrate {spec} measures it); with one run per point no difference "
+                  "gets a verdict")
 
 
 def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),

@@ -61,6 +61,7 @@ def sla(paths: list[Path] = PATHS, criteria: Path | None = CRITERIA) -> None:
     """
     from juice.results.samples import units
     from juice.sla.judge import judge
+    from juice.sla.store import host_calibration
 
     given = load_criteria(criteria) if criteria is not None else None
     judged = failed = agree = differ = 0
@@ -70,7 +71,7 @@ def sla(paths: list[Path] = PATHS, criteria: Path | None = CRITERIA) -> None:
         if crit is None:
             skipped.append(unit.name)
             continue
-        v = judge(unit, crit)
+        v = judge(unit, crit, host_calibration([unit]) if crit.confidence is not None else None)
         judged += 1
         for r in v.results:
             line = r["detail"].replace("\n", "; ")

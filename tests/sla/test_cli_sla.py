@@ -75,4 +75,4 @@ def test_set_is_validated_like_the_file() -> None:
     cp = juice("plan", "examples/quickstart.yaml", "--set", "runner.times=5",
                "--set", "wan.delay_ms=[0, 10, 50]")
     assert cp.returncode == 0, cp.stderr
-    assert "12 runs" in cp.stdout  # 2 rdbms x 3 delays x 2 scenarios
+    assert "24 runs" in cp.stdout  # 2 rdbms x 3 delays x 2 scenarios x 2 repetitions

@@ -53,8 +53,11 @@ def test_one_run_a_side_gets_no_verdict_unless_the_host_is_calibrated(tmp_path: 
     store.add(measure(_runs(rng, 6, 0.0, "cal"), fresh=True))
     store.save()
     rows = compare({"A": a, "B": b}, calibration=Store.load("h", tmp_path))
-    assert {d.verdict for d in rows} == {"real"}
-    assert all(d.method.startswith("calibration of ") and "6 runs" in d.method for d in rows)
+    means = [d for d in rows if d.stat == "mean"]
+    assert {d.verdict for d in means} == {"real"}
+    assert all(d.method.startswith("calibration of ") and "6 runs" in d.method for d in means)
+    # a run's p95 is heavy-tailed between runs: never judged one run a side (docs/verdicts.md)
+    assert {d.verdict for d in rows if d.stat == "p95"} == {UNKNOWN}
 
 
 def test_differing_parameters_come_first() -> None:

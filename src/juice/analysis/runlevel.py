@@ -63,6 +63,7 @@ class Spread:
     df: int
     source: str
     sd: float = float("nan")
+    covers_sides: bool = False  # already pooled over the compared sides' runs: not added again
 
 
 @dataclass(frozen=True)
@@ -225,14 +226,18 @@ def difference(a: Sequence[float], b: Sequence[float], spread: Spread | None = N
             return _with(ma, mb, 0.0, df, WELCH, len(av), len(bv), level)
         df = se2 * se2 / ((va * va / (len(av) - 1)) + (vb * vb / (len(bv) - 1)))
         return _with(ma, mb, math.sqrt(se2), df, WELCH, len(av), len(bv), level)
-    pooled, relative = pooled_spread([av, bv], spread)
+    pooled: Spread | None
+    if spread is not None and spread.covers_sides:
+        pooled, relative = spread, math.isfinite(spread.cv) and ma > 0 and mb > 0
+    else:
+        pooled, relative = pooled_spread([av, bv], spread)
     if pooled is None:
         return RunDiff(ma, mb, delta, nan, nan, nan, UNKNOWN, len(av), len(bv))
     if relative:
         se = pooled.cv * math.sqrt(ma * ma / len(av) + mb * mb / len(bv))
     else:
         se = pooled.sd * math.sqrt(1.0 / len(av) + 1.0 / len(bv))
-    own = any(len(s) >= 2 for s in (av, bv))
+    own = any(len(s) >= 2 for s in (av, bv)) and not (spread is not None and spread.covers_sides)
     method = POOLED if spread is None else spread.source + (" + these runs" if own else "")
     return _with(ma, mb, se, float(pooled.df), method, len(av), len(bv), level)
 

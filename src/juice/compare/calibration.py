@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import platform
 from collections.abc import Iterable, Mapping, Sequence
@@ -153,6 +154,30 @@ class Store:
                 return max(same, key=lambda e: e.measured_at).spread()
         worst = max(cands, key=lambda e: (e.cv if e.cv == e.cv else -1.0))
         return worst.spread(f"; measured on {worst.label}, the largest of {len(cands)}")
+
+
+MAIN_METRICS = ("iteration", "nova_boot_s", "boot_s", "call_s", "oneway_s", "read_s")
+
+
+def advice(store: Store, workload: str, repetitions: int,
+           effects: Sequence[float] = (0.10, 0.20)) -> list[str]:
+    """What ``juice plan`` says about repetitions: per main metric this host has calibrated
+    for ``workload`` (its mean; the largest CV among its configurations), how many runs a side
+    detect each change in ``effects`` (α = 0.05, power 0.8)."""
+    from juice.analysis.runlevel import runs_needed
+
+    out = []
+    for metric in MAIN_METRICS:
+        sp = store.spread(workload, None, metric, "mean")
+        if sp is None or not math.isfinite(sp.cv) or sp.cv <= 0:
+            continue
+        need = []
+        for e in effects:
+            n = runs_needed(sp.cv, e)
+            need.append(f"{e:.0%} of {metric} mean: {'> 200' if n is None else n} runs a side")
+        out.append(f"{'; '.join(need)} (run-to-run CV {sp.cv:.1%}, {sp.source}); this spec has "
+                   f"repetitions={repetitions}")
+    return out
 
 
 def spread_for(store: Store | None, units: Sequence[Unit], metric: str, stat: str) -> Spread | None:

@@ -23,7 +23,8 @@ of 0/100 per iteration), a percentile interval at ``level``.
 run is the unit (``juice.analysis.runlevel``) and the step is judged against this host's
 calibrated run-to-run variation (``juice calibrate``; ``juice.compare.calibration``), never
 against the spread of the iterations inside the two runs. Without a calibration a step has no
-verdict ("one run a side: run-to-run variation unknown"). The t p-values of the steps that
+verdict ("one run a side: run-to-run variation unknown"); a p95 step never has one (a run's
+p95 is too heavy-tailed between runs: ``juice.compare.deltas``). The t p-values of the steps that
 have one are Holm-corrected together (all series): a step is "real" when its corrected
 p-value is below ``1 - level``. A run's own interval (``points``) still resamples its
 iterations: it describes that run, it does not judge a change.
@@ -195,7 +196,7 @@ def series_of(cfg: dict[str, str], runs: Sequence[Unit], level: float = LEVEL,
                 if a is None or b is None or ra is None or rb is None:
                     continue
                 spread = calibration.spread(str(cfg.get("workload")), cfg, metric, stat) \
-                    if calibration is not None else None
+                    if calibration is not None and stat == "mean" else None  # as compare.deltas
                 d = difference([_stat(a, stat)], [_stat(b, stat)], spread, level)
                 s.steps.append(Step(metric, stat, i, i + 1, d.delta, d.lo, d.hi, d.p,
                                     method=d.method))

@@ -139,6 +139,86 @@ def contrast(a: Any, b: Any, a_clusters: Any = None, b_clusters: Any = None,
                     (len(sa), len(sb)))
 
 
+def study_spread(frame: Any, value: str, config: Sequence[str], run: str = "run",
+                 stat: str = "mean") -> runlevel.Spread | None:
+    """The run-to-run spread pooled over every configuration of ``frame`` that has two or more
+    runs (configurations: the distinct values of ``config`` columns; a run's value: the
+    ``stat`` of its ``value`` column): relative variances weighted by their degrees of freedom,
+    as a one-way random-effects model with a common CV would. None with no repeated
+    configuration. Passed to :func:`contrast` as ``spread``, it decides comparisons whose sides
+    have too few runs of their own — on the assumption, stated in the method, that the CV
+    between runs is the same across the configurations."""
+    import pandas as pd
+
+    if frame is None or len(frame) == 0 or run not in frame.columns or value not in frame.columns:
+        return None
+    cols = [c for c in config if c in frame.columns and c != run]
+    per_run = frame.groupby(run, observed=True, sort=False).agg(
+        v=(value, "mean" if stat == "mean" else "median"),
+        **{f"c{i}": (c, "first") for i, c in enumerate(cols)})
+    if per_run.empty:
+        return None
+    keys = per_run[[f"c{i}" for i in range(len(cols))]].astype(str).agg("\x1f".join, axis=1) \
+        if cols else pd.Series("", index=per_run.index)
+    num = 0.0
+    df = 0
+    groups = 0
+    for _, g in per_run.groupby(keys, sort=False):
+        sp = runlevel.spread_of([float(x) for x in g["v"]], "")
+        if sp is None or not np.isfinite(sp.cv):
+            continue
+        num += sp.df * sp.cv * sp.cv
+        df += sp.df
+        groups += 1
+    if df == 0:
+        return None
+    return runlevel.Spread(float(np.sqrt(num / df)), df,
+                           f"run-to-run CV of {groups} configuration{'s' * (groups > 1)} pooled (df {df})",
+                           covers_sides=True)
+
+
+def run_order(manifests: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Run name (``_dir``) -> its place in the sweep's order, for ``contrast(order=...)``:
+    ``order_index`` where the sweep recorded it, else the start time; runs with neither left
+    out (then no verdict of theirs is called confounded)."""
+    import datetime as dt
+
+    out: dict[str, float] = {}
+    for m in manifests:
+        name = m.get("_dir")
+        if not name:
+            continue
+        idx = m.get("order_index")
+        if isinstance(idx, int | float) and idx >= 0:
+            out[str(name)] = float(idx)
+            continue
+        t = m.get("started_at")
+        if isinstance(t, int | float):
+            out[str(name)] = float(t)
+        elif isinstance(t, str) and t:
+            try:
+                out[str(name)] = dt.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                pass
+    return out
+
+
+def run_order_of_dirs(dirs: Sequence[Any]) -> dict[str, float]:
+    """:func:`run_order` of run directories (their manifest.json; unreadable ones left out)."""
+    import json
+    from pathlib import Path
+
+    mans = []
+    for d in dirs:
+        try:
+            m = json.loads((Path(str(d)) / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(m, dict):
+            mans.append({**m, "_dir": Path(str(d)).name})
+    return run_order(mans)
+
+
 def num(x: float, unit: str = "", digits: int = 3) -> str:
     """``x`` with ``digits`` significant digits (and ``unit``), "–" when not finite."""
     if x is None or not np.isfinite(x):

@@ -22,7 +22,8 @@ import pandas as pd
 
 from juice import __version__
 from juice.compare.deltas import Delta, metrics_of, pooled
-from juice.compare.trend import FAILURE, Series
+from juice.compare.metadata import FAILURE
+from juice.compare.trend import Series
 from juice.report.figures import _RC, PALETTE, figure_html, new_figure
 from juice.report.html import CSS
 from juice.report.tables import table_html

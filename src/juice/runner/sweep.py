@@ -137,8 +137,8 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                         continue
                     first, dep_id = dep_points[0], order.deployment_id(dep_points[0])
                     for w in range(k):
-                        progress(f"warm-up run{f' {w + 1}/{k}' if k > 1 else ''} for deployment "
-                                 f"{dep_id} (not counted): {first.label}")
+                        progress(f"warm-up run{f' {w + 1}/{k}' if k > 1 else ''} of this deployment "
+                                 f"(not counted): {first.label}")
                         marks = {"warmup_run": True,
                                  "order": {"mode": mode, "seed": seed, "deployment": dep_id,
                                            "warmup_runs": k, "warmup_index": w}}

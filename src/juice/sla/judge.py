@@ -12,18 +12,30 @@ With ``confidence: c`` an estimate passes only if its interval at level ``c`` li
 limit: proportions (failure rate, success %) use the Wilson score interval (it stays honest at
 0 failures, where a bootstrap collapses to a point), means and percentiles the percentile
 bootstrap of ``juice.analysis.bootstrap`` (fixed seed: a verdict re-made is the same).
+
+**What the interval covers.** An SLA is about the configuration, and a run is one draw of it:
+the next run of the same configuration differs by more than its iterations say. Where this
+host has a calibration (``juice calibrate``: ``juice.compare.calibration``) for the run's
+configuration and a mean, the mean's interval is the run-to-run one, value ± t · CV · value
+(the CV of a run's mean between A/A runs already holds the spread within a run); the
+result's ``interval_method`` says so. Without one, the interval resamples this run's
+iterations only, and its detail says the run-to-run variation is not in it. Percentiles and
+proportions are always within the run (a run's p95 is too heavy-tailed between runs to
+calibrate: ``juice.compare.deltas``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from juice.analysis.bootstrap import group_rng, interval, replicates
+from juice.analysis.runlevel import Spread, t_ppf
+from juice.compare.calibration import Store, spread_for
 from juice.results.samples import Unit
 from juice.sla import rally
 from juice.sla.criteria import Sla
@@ -89,15 +101,31 @@ def _status(ok: bool) -> str:
     return "Passed" if ok else "Failed"
 
 
-def _with_ci(res: dict[str, Any], ci: tuple[float, float], ok: bool, level: float, unit: str = "") -> None:
+WITHIN = "within this run only (run-to-run variation not in it; juice calibrate)"
+
+
+def _with_ci(res: dict[str, Any], ci: tuple[float, float], ok: bool, level: float, unit: str = "",
+             method: str = WITHIN) -> None:
     lo, hi = ci
     res["interval"] = [lo, hi]
+    res["interval_method"] = method
     res["success"] = bool(res["success"] and ok)
     shown = "n/a" if math.isnan(lo) else f"{lo:.3f}{unit}..{hi:.3f}{unit}"
-    res["detail"] += f" ({level:.0%} interval {shown}: {_status(ok)})"
+    res["detail"] += f" ({level:.0%} interval {shown}, {method}: {_status(ok)})"
 
 
-def _rally_part(unit: Unit, sla: Sla, level: float | None) -> list[dict[str, Any]]:
+def mean_interval(values: np.ndarray[Any, Any], level: float, spread: Spread | None,
+                  *key: Any) -> tuple[tuple[float, float], str]:
+    """(interval, method) of a run's mean as an estimate of its configuration's mean."""
+    if spread is not None and len(values) and math.isfinite(spread.cv) and spread.df > 0:
+        m = float(np.mean(values))
+        half = t_ppf(0.5 + level / 2.0, spread.df) * spread.cv * abs(m)
+        return (m - half, m + half), f"run-to-run, {spread.source}"
+    return stat_interval(values, "mean", level, *key), WITHIN
+
+
+def _rally_part(unit: Unit, sla: Sla, level: float | None,
+                spread: Callable[[str], Spread | None]) -> list[dict[str, Any]]:
     config = sla.rally_config()
     if not config:
         return []
@@ -124,15 +152,17 @@ def _rally_part(unit: Unit, sla: Sla, level: float | None) -> list[dict[str, Any
         elif isinstance(c, rally.MaxAverageDuration):
             r["value"] = c.avg
             if level is not None:
-                ci = stat_interval(ok_durs, "mean", level, unit.name)
-                _with_ci(r, ci, not math.isnan(ci[1]) and ci[1] <= float(c.value), level, "s")
+                ci, how = mean_interval(ok_durs, level, spread("iteration"), unit.name)
+                _with_ci(r, ci, not math.isnan(ci[1]) and ci[1] <= float(c.value), level, "s", how)
         elif isinstance(c, rally.MaxAverageDurationPerAtomic):
             r["value"] = {a: c.avg(a) for a in c.value}
             if level is not None:
-                cis = {a: stat_interval(unit.samples.get(f"atomic:{a}", np.zeros(0)), "mean", level,
-                                        unit.name, a) for a in c.value}
+                got = {a: mean_interval(unit.samples.get(f"atomic:{a}", np.zeros(0)), level,
+                                        spread(f"atomic:{a}"), unit.name, a) for a in c.value}
+                cis = {a: ci for a, (ci, _) in got.items()}
                 ok = all(not math.isnan(hi) and hi <= float(c.value[a]) for a, (lo, hi) in cis.items())
                 r["interval"] = {a: list(ci) for a, ci in cis.items()}
+                r["interval_method"] = {a: how for a, (_, how) in got.items()}
                 r["success"] = bool(r["success"] and ok)
                 r["detail"] += f" ({level:.0%} intervals' upper ends " + ", ".join(
                     f"{a}: {ci[1]:.3f}s" for a, ci in cis.items()) + f": {_status(ok)})"
@@ -189,10 +219,15 @@ def _percentiles(unit: Unit, metric: str, limits: Mapping[str, float],
     return out
 
 
-def judge(unit: Unit, sla: Sla) -> Verdict:
-    """Every criterion of ``sla`` on ``unit`` (Rally's first, in Rally's order)."""
+def judge(unit: Unit, sla: Sla, calibration: Store | None = None) -> Verdict:
+    """Every criterion of ``sla`` on ``unit`` (Rally's first, in Rally's order); with
+    ``calibration``, the means' intervals carry this host's run-to-run variation."""
     level = sla.confidence
-    res = _rally_part(unit, sla, level)
+
+    def spread(metric: str) -> Spread | None:
+        return spread_for(calibration, [unit], metric, "mean") if calibration is not None else None
+
+    res = _rally_part(unit, sla, level, spread)
     if sla.success_pct is not None:
         res.append(_success_pct(unit, sla.success_pct.min, level))
     if sla.lost is not None:

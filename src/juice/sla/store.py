@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from juice.compare.calibration import Store, host_of
 from juice.results.samples import Unit, from_iterations, run_unit
 from juice.sla.criteria import Sla
 from juice.sla.judge import Verdict, judge
@@ -33,7 +34,7 @@ _ITERATION_METRICS = ("iteration",)
 def record(run_dir: Path, sla: Sla, extra: dict[str, Any] | None = None) -> Verdict:
     """Judge the run in ``run_dir`` (complete or partial) and store the verdict."""
     unit = run_unit(run_dir)
-    verdict = judge(unit, sla)
+    verdict = judge(unit, sla, host_calibration([unit]) if sla.confidence is not None else None)
     manifest = run_dir / "manifest.json"
     st = manifest.stat()
     data = json.loads(manifest.read_text())
@@ -45,6 +46,12 @@ def record(run_dir: Path, sla: Sla, extra: dict[str, Any] | None = None) -> Verd
     if rally_file.exists():
         write_rally_sla(rally_file, sla, unit)
     return verdict
+
+
+def host_calibration(units: list[Unit]) -> Store | None:
+    """This host's calibration for the runs' host (None when it has no entry)."""
+    store = Store.load(host_of(units))
+    return store if store.entries else None
 
 
 def _workload_unit(w: dict[str, Any], run: Unit, name: str) -> Unit:

@@ -6,23 +6,36 @@ iterations (mean; clusters = runs).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from juice.report.findings import Finding, contrast, num, with_ci
+from juice.analysis.runlevel import Spread
+from juice.analysis.uncertainty import REPEAT_COLUMNS
+from juice.report.findings import Finding, contrast, num, study_spread, with_ci
+from juice.results.tidy_table import param_columns
+
+# columns of an iteration_totals frame that are not a configuration's
+NOT_CONFIG = REPEAT_COLUMNS | {"failed", "total_s", "key", "iteration_duration_s"}
 
 
 def _short(s: Any) -> str:
     return str(s).split(".")[-1]
 
 
-def _cmp(a: pd.DataFrame, b: pd.DataFrame, key: Any):  # type: ignore[no-untyped-def]
-    return contrast(a["total_s"].to_numpy(float), b["total_s"].to_numpy(float), a["run"].astype(str),
-                    b["run"].astype(str), key=("keystone", key), stat="mean")
+def findings(it: pd.DataFrame, rw: pd.DataFrame | None = None,
+             order: Mapping[str, float] | None = None) -> list[Finding]:
+    """``order``: run name -> place in the run order (``juice.report.findings.run_order``): a
+    difference between runs that all ran before the other side's is "confounded"."""
 
+    spread: Spread | None = None  # the scenario's run-to-run CV, pooled over its configurations
 
-def findings(it: pd.DataFrame, rw: pd.DataFrame | None = None) -> list[Finding]:
+    def _cmp(a: pd.DataFrame, b: pd.DataFrame, key: Any):  # type: ignore[no-untyped-def]
+        return contrast(a["total_s"].to_numpy(float), b["total_s"].to_numpy(float), a["run"].astype(str),
+                        b["run"].astype(str), key=("keystone", key), stat="mean", order=order,
+                        spread=spread)
+
     out: list[Finding] = []
     ok = it[~it["failed"].astype(bool)].dropna(subset=["total_s"])
     if ok.empty:
@@ -31,6 +44,7 @@ def findings(it: pd.DataFrame, rw: pd.DataFrame | None = None) -> list[Finding]:
     for s in scen:
         d = ok if s is None else ok[ok["scenario"] == s]
         name = _short(s) if s is not None else "all runs"
+        spread = study_spread(d, "total_s", [c for c in param_columns(d) if c not in NOT_CONFIG])
         if "delay_ms" in d.columns and d["delay_ms"].nunique() >= 2:
             lo, hi = d["delay_ms"].min(), d["delay_ms"].max()
             for rd in sorted(d["rdbms"].dropna().unique()) if "rdbms" in d.columns else [None]:

@@ -300,7 +300,7 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
         df_f, it_f = df, it
     data = keystone.Data(df=df, it=it, df_f=df_f, it_f=it_f, rw=_rwratio(manifests))
     colors = op_colors(operation_order(df))
-    from juice.report.findings import findings_html
+    from juice.report.findings import findings_html, run_order
     from juice.studies.keystone import ordercause, runorder, seeds, writes
 
     by_table, write_found = writes.section(manifests)
@@ -308,7 +308,8 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
     order_parts, order_found = runorder.section(keyed_mans, it)
     cause_parts, cause_found = ordercause.section(keyed_mans, it)
     order_parts, order_found = order_parts + cause_parts, order_found + cause_found
-    body = [findings_html("Keystone", order_found + _split_findings(it, data.rw, varying(df)) + write_found),
+    split = _split_findings(it, data.rw, varying(df), run_order(keyed_mans))
+    body = [findings_html("Keystone", order_found + split + write_found),
             seeds.section(it, data.rw, manifests),
             _provenance(found, df, it, manifests, filter_q, key), *_targets(manifests),
             "<h2>Outline</h2>", keystone.outline_tables(data)]
@@ -331,7 +332,8 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
 
 
 
-def _split_findings(it: pd.DataFrame, rw: pd.DataFrame, var: Sequence[str]) -> list[Any]:
+def _split_findings(it: pd.DataFrame, rw: pd.DataFrame, var: Sequence[str],
+                    order: Mapping[str, float] | None = None) -> list[Any]:
     """The findings per group of runs that differ in a parameter (or recorded field) of ``var``
     the findings do not compare themselves (load, cache, zones...): none pools such runs."""
     from juice.studies.keystone.findings import findings
@@ -340,7 +342,7 @@ def _split_findings(it: pd.DataFrame, rw: pd.DataFrame, var: Sequence[str]) -> l
 
     def of(g: pd.DataFrame) -> list[Any]:
         runs = set(g["run"].astype(str))
-        return findings(g, rw[rw["run"].astype(str).isin(runs)] if len(groups) > 1 else rw)
+        return findings(g, rw[rw["run"].astype(str).isin(runs)] if len(groups) > 1 else rw, order)
 
     return configkey.relabel(groups, of, lambda f, lab: replace(f, text=f"{lab}: {f.text}"))
 

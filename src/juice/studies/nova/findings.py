@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from juice.report.findings import Finding, contrast, num, with_ci
+from juice.report.findings import Finding, contrast, num, run_order_of_dirs, with_ci
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
           "delay_ms", "galera_writers"]
@@ -41,7 +41,8 @@ def boot_times(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any
 def _cmp(a: pd.DataFrame, b: pd.DataFrame, key: object):  # type: ignore[no-untyped-def]
     va, ca = boot_times(a)
     vb, cb = boot_times(b)
-    return contrast(va, vb, ca, cb, key=("nova", key), stat="median")
+    order = run_order_of_dirs([*a["dir"], *b["dir"]]) if "dir" in a and "dir" in b else None
+    return contrast(va, vb, ca, cb, key=("nova", key), stat="median", order=order)
 
 
 def _scenario(s: str) -> str:
