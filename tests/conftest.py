@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-pytest_plugins = ["tests.server_census", "tests.parallel", "tests.stacks", "tests.load.rallycli"]
+pytest_plugins = ["tests.server_census", "tests.parallel", "tests.stacks", "tests.load.rallycli",
+                  "tests.noskip"]
 
 def pytest_configure(config: pytest.Config) -> None:
     """The tests must test THIS clone: refuse, in one line, a venv whose editable install of

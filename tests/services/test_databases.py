@@ -255,13 +255,14 @@ def _pg_run(ep: pg.Endpoint, stmts: list[str]) -> None:
 
 def test_cockroach_missing_binary_is_a_clear_error(lab3: LocalLab) -> None:
     if shutil.which("cockroach") is not None:
-        pytest.skip("a cockroach binary is on PATH: the missing-binary message cannot be shown")
+        pytest.skip("[optional] a cockroach binary is on PATH: the missing-binary message cannot be shown")
     with pytest.raises(UserError, match="cockroach binary not found on PATH"):
         deploy(lab3, "cockroach")
 
 
 @pytest.mark.skipif(shutil.which("cockroach") is None,
-                    reason="cockroach binary not on PATH (CockroachDB is not packaged for Debian)")
+                    reason="[optional] cockroach binary not on PATH (CockroachDB is not packaged for Debian "
+                           "and cannot be downloaded here: only a user-provided binary is supported)")
 def test_cockroach_cluster(lab3: LocalLab) -> None:
     with deploy(lab3, "cockroach") as db:
         assert client.in_site(lab3.site_ns(2), lambda: _pg_one(db.endpoint(2).read, "SELECT 1")) == 1
