@@ -193,13 +193,17 @@ def check_cmd(
                   "-" if p.p99_rtt_ms is None else f"{p.p99_rtt_ms:.3f}",
                   f"{p.received}/{p.sent}", f"±{p.tolerance_ms:g}",
                   ("[green]pass[/green]" if p.ok else "[red]FAIL[/red]")
-                  + (" (partitioned)" if p.partitioned else ""))
+                  + (" (partitioned)" if p.partitioned else "")
+                  + (f" (2nd round; 1st {p.first_round_median_ms:.3f})"
+                     if p.first_round_median_ms is not None else ""))
     out.print(t)
     if save is not None:
         atomic.write_json(save, rep.to_dict())
     bad = sum(not p.ok for p in rep.pairs)
+    flaky = sum(p.intermittent for p in rep.pairs)
     out.print(f"{len(rep.pairs) - bad}/{len(rep.pairs)} pairs within tolerance "
-              f"({rep.duration_s:.1f} s)")
+              f"({rep.duration_s:.1f} s)" + (f"; {flaky} only on a second round (intermittent: its first "
+                                             "round was late by what a busy host explains)" if flaky else ""))
     if bad:
         raise typer.Exit(1)
 

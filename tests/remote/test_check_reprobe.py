@@ -63,6 +63,7 @@ def test_a_pair_that_misses_once_is_judged_on_its_second_round_and_both_are_reco
     assert rep.ok, rep.to_dict()
     by = {(p.a, p.b): p for p in rep.pairs}
     assert by[(1, 2)].first_round_median_ms == 55.0 and by[(1, 2)].median_rtt_ms == 40.2
+    assert by[(1, 2)].intermittent and not by[(1, 3)].intermittent
     assert by[(1, 3)].first_round_median_ms is None  # passed first time: probed once
     assert hosts.calls == [[1, 2], [1]]  # the second round probes only the missed pair's host
 
@@ -104,3 +105,18 @@ def test_a_local_lab_check_probes_a_missed_pair_again_but_not_a_cut_one(
     assert rounds == [[(1, 2), (1, 3), (2, 3)], [(1, 2)]]  # the cut pair's failure is a real one
     by = {(p.a, p.b): p for p in rep.pairs}
     assert by[(1, 2)].ok and by[(1, 2)].first_round_median_ms == 9.0 and not by[(2, 3)].ok
+
+
+@pytest.mark.parametrize(("first", "why"), [
+    ([30.0] * 10, "10 ms FASTER than the 40 ms expected: load never speeds packets up"),
+    ([95.0] * 10, "55 ms late: beyond 10 tolerances and half the expected RTT"),
+])
+def test_a_first_miss_no_busy_host_explains_fails_even_when_the_second_round_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: list[float], why: str) -> None:
+    good = [40.0] * 10
+    rounds = {(1, 2): [first, good], (1, 3): [good], (2, 3): [good]}
+    rl, _ = lab(tmp_path, monkeypatch, rounds)
+    rep = rl.check(probes=10, tol_ms=1.0)
+    by = {(p.a, p.b): p for p in rep.pairs}
+    assert not rep.ok and not by[(1, 2)].ok and not by[(1, 2)].intermittent, why
+    assert by[(1, 2)].first_round_median_ms == first[0] and by[(1, 2)].median_rtt_ms == 40.0

@@ -37,9 +37,11 @@ class PairResult:
     tolerance_ms: float
     ok: bool
     partitioned: bool = False
-    # A pair that missed on its first round is probed once more and judged on the second;
-    # the first round's median is kept here so the record shows both.
+    # A pair that missed on its first round is probed once more and judged on BOTH rounds
+    # (with_second_round): the first round's median is kept here, and ``intermittent`` says
+    # the pair passed only on its second round.
     first_round_median_ms: float | None = None
+    intermittent: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,8 @@ def check(lab: Probed, *, probes: int = 30, interval_s: float = 0.01,
           tol_ms: float = 0.5, tol_pct: float = 2.0,
           progress: Callable[[str], None] = lambda _: None) -> CheckReport:
     """Probe every pair of sites of ``lab``; bounded in time (each ping has a deadline). A pair
-    that misses its tolerance is probed once more and judged on that round (a busy moment of a
-    shared machine moves a median), its first median kept in ``first_round_median_ms``."""
+    that misses its tolerance is probed once more and judged on both rounds
+    (:func:`with_second_round`), its first median kept in ``first_round_median_ms``."""
     pairs = [(a, b) for a in lab.sites for b in lab.sites if a < b]
     started = time.time()
     t0 = time.monotonic()
@@ -115,17 +117,40 @@ def check(lab: Probed, *, probes: int = 30, interval_s: float = 0.01,
                        round(time.monotonic() - t0, 2))
 
 
+GROSS_TOL = 10.0   # a first-round excess above this many tolerances ...
+GROSS_FRAC = 0.5   # ... and above this share of the expected RTT is a fault, not a busy host
+
+
+def load_explains(first: PairResult) -> bool:
+    """Whether a first round's miss is what a busy host does: replies LATE by a bounded
+    amount. Load never makes packets faster, so a median below expected − tolerance (traffic
+    that bypassed the delay, a short delay) is a fault; so is an excess beyond both
+    ``GROSS_TOL`` tolerances and ``GROSS_FRAC`` of the expected RTT; so are no replies."""
+    m = first.median_rtt_ms
+    if m is None:
+        return False
+    excess = m - first.expected_rtt_ms
+    return excess >= -first.tolerance_ms and excess <= max(GROSS_TOL * first.tolerance_ms,
+                                                           GROSS_FRAC * first.expected_rtt_ms)
+
+
 def with_second_round(pairs: list[tuple[int, int]],
                       probe: Callable[[list[tuple[int, int]]], list[PairResult]],
                       progress: Callable[[str], None] = lambda _: None) -> list[PairResult]:
     """``probe(pairs)``, then once more for the pairs that missed (a cut pair's failure is
-    real: not again), judged on that round with the first median kept; sorted by pair."""
+    real: not again); sorted by pair. Both rounds decide: a pair that missed passes only when
+    its second round is within tolerance AND its first miss is one a busy host explains
+    (:func:`load_explains`); it is then marked ``intermittent`` (shown by ``juice lab check``
+    and kept in the manifests' ``wan.check``), with the first median kept."""
     results = {(r.a, r.b): r for r in probe(pairs)}
     missed = sorted(k for k, r in results.items() if not r.ok and not r.partitioned)
     if missed:
         progress(f"probing {len(missed)} pair(s) again")
         for r in probe(missed):
-            results[(r.a, r.b)] = replace(r, first_round_median_ms=results[(r.a, r.b)].median_rtt_ms)
+            first = results[(r.a, r.b)]
+            ok = r.ok and load_explains(first)
+            results[(r.a, r.b)] = replace(r, first_round_median_ms=first.median_rtt_ms, ok=ok,
+                                          intermittent=ok)
     return sorted(results.values(), key=lambda r: (r.a, r.b))
 
 
