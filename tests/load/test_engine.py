@@ -29,7 +29,7 @@ def test_closed_loop_runs_exactly_times_with_bounded_concurrency() -> None:
     assert fake.cleaned
     assert all(r.site == 1 and not r.failed and r.idle_duration == 0.0 for r in res.records)
     assert all(r.atomic_actions[0]["name"] == "fake.sleep" for r in res.records)
-    assert res.finished_at >= res.started_at and res.cpu_s >= 0.0
+    assert res.finished_at >= res.started_at and res.cpu_s > 0.0  # 23 iterations of Python ran
     assert res.args["runner"]["concurrency"] == 4
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,14 @@ def test_memcached_per_site_real(lab_name: str) -> None:
             mc.up(timeout=30)
             assert mc.address(2) == f"{lab.site_ip(2)}:11211"
             host, port = mc.address(2).rsplit(":", 1)
-            # A client in site 1 reaches site 2's memcached across the WAN.
+            # A client in site 1 reaches site 2's memcached across the WAN: the TCP handshake
+            # and the request are two round trips of 10 ms at least (the delayer never releases
+            # early; load only adds), so traffic that bypassed the WAN fails here.
+            t0 = time.monotonic()
             reply = in_site(lab.site_ns(1), lambda: _set_get(host, int(port)))
+            took = time.monotonic() - t0
             assert b"VALUE k 0 2\r\nhi" in reply
+            assert took >= 0.0195, f"{took * 1000:.1f} ms: less than two 10 ms round trips"
             st = mc.stats(2)
             assert int(st["curr_items"]) == 1 and int(st["get_hits"]) == 1
             assert int(mc.stats(1)["curr_items"]) == 0

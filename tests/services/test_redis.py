@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -45,10 +46,15 @@ def test_redis_real(lab_name: str) -> None:
             rd.up(timeout=30)
             host, port = rd.address(2).rsplit(":", 1)
             assert host == lab.site_ip(1)
-            # A client in site 2 reaches site 1's redis across the WAN.
+            # A client in site 2 reaches site 1's redis across the WAN: two connections, each a
+            # handshake and a request, are four round trips of 10 ms at least (the delayer
+            # never releases early), so traffic that bypassed the WAN fails here.
+            t0 = time.monotonic()
             reply = in_site(lab.site_ns(2), lambda: command(host, int(port), "SET", "k", "hi")
                             + command(host, int(port), "GET", "k"))
+            took = time.monotonic() - t0
             assert reply == b"+OK\r\n$2\r\nhi\r\n"
+            assert took >= 0.0395, f"{took * 1000:.1f} ms: less than four 10 ms round trips"
             assert rd.info(2)["maxmemory"] == str(16 * 1024 * 1024)
             assert "Ready to accept connections" in rd.log.read_text()
             # A second server on the same address fails loudly (the first one's answers do not count).
