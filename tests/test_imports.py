@@ -168,7 +168,8 @@ def test_no_import_cycle_among_juice_modules() -> None:
 # ---- layers ------------------------------------------------------------------------------
 # Top to bottom (``LAYERS``): cli -> studies (the registry and each study) + the driver process
 # -> shared instruments (runner, profile, faults, trace, report) -> the study contract ->
-# services + openstack + analysis -> lab + remote + load + results + spec -> util. A module
+# services + openstack + analysis -> lab + load + results + spec -> remote (the host agent and
+# the ssh sessions to it; the lab's host place is ``juice.lab.hostplace``) -> util. A module
 # may import its own layer and the layers below. ``import_module("juice....")`` with a
 # constant counts.
 
@@ -235,7 +236,8 @@ def test_string_imports_are_seen(tmp_path: Path) -> None:
 # Every module's layer, bottom (0) to top; a module imports its own layer and those below.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("juice.util", "juice.errors", "juice.paths"),
-    ("juice.lab", "juice.remote", "juice.load", "juice.results", "juice.spec"),
+    ("juice.remote",),  # the host agent and the sessions to it: below the lab that uses them
+    ("juice.lab", "juice.load", "juice.results", "juice.spec"),
     ("juice.services", "juice.openstack", "juice.analysis", "juice.sla", "juice.compare"),
     ("juice.contract",),  # the study contract: below everything that drives a study
     ("juice.runner", "juice.profile", "juice.faults", "juice.trace", "juice.report"),

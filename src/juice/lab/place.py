@@ -2,7 +2,7 @@
 
 Two kinds satisfy the one protocol ``Place``: a network namespace on this machine
 (``NetnsPlace``, the local lab's sites) and an SSH host reached through its host agent
-(``juice.remote.place.HostPlace``). A service is written once against ``Place`` and runs
+(``juice.lab.hostplace.HostPlace``). A service is written once against ``Place`` and runs
 unchanged on either; it never asks which kind it has. Everything a service does in a site
 goes through its place:
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import secrets
 import shlex
 import shutil
 import subprocess
@@ -43,7 +42,7 @@ from juice.lab.place import SampledHost
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
 from juice.remote.agent import BASE
-from juice.remote.place import HostPlace
+from juice.lab.hostplace import HostPlace
 from juice.remote.session import Hosts, Session
 
 Progress = Callable[[str], None]
@@ -456,5 +455,3 @@ class RemoteLab:
         }
 
 
-def new_name() -> str:
-    return "r" + secrets.token_hex(3)

@@ -158,14 +158,6 @@ def _cache_fresh(run_dir: Path) -> bool:
     return bool(meta.get(b"juice_tidy_version") == TIDY_VERSION.encode())
 
 
-def run_table(run_dir: Path) -> Any:
-    """The run's tidy ``pyarrow.Table``: the cached parquet when fresh, else built (and cached
-    when the directory is writable)."""
-    if _cache_fresh(run_dir):
-        return pq.read_table(run_dir / TABLE_NAME)
-    return _build_cached(run_dir)
-
-
 def _build_cached(run_dir: Path) -> Any:
     table = _table_of(run_dir)
     if not (run_dir / ITERATIONS).exists():

@@ -168,11 +168,6 @@ class Service(ABC):
 
 # ---- helpers -----------------------------------------------------------------------------
 
-def chown_tree(path: Path, user: str) -> None:
-    """Give ``path`` (recursively) to ``user`` (servers drop root)."""
-    proc.run(["chown", "-R", f"{user}:{user}", str(path)])
-
-
 def site_ns(lab: Sites, site: int) -> str | None:
     """The network namespace of ``site`` when the lab has one (``LocalLab.site_ns``)."""
     fn = getattr(lab, "site_ns", None)
@@ -192,14 +187,6 @@ def log_tail(log: Path, lines: int = 3) -> str:
     except FileNotFoundError:
         return f"(no log at {log})"
     return " | ".join(x.strip() for x in text[-lines:]) or "(empty log)"
-
-
-def read_pidfile(path: Path) -> int | None:
-    try:
-        raw = path.read_text().split()
-    except FileNotFoundError:
-        return None
-    return int(raw[0]) if raw and raw[0].isdigit() else None
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str, log: Path | None = None,

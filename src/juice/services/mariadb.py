@@ -25,7 +25,7 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.deviations import SET_IN_SPEC, SPEC, Deviation, dev
-from juice.services.process import Server, spawn, tail_at
+from juice.services.process import Server, spawn
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
@@ -355,5 +355,3 @@ class MariaDBCentral(Service):
     def logs(self) -> list[tuple[Place, Path]]:
         return [(self.server.place, self.server.log)]
 
-    def describe_failure(self) -> str:
-        return tail_at(self.server.place, self.server.log)

@@ -49,7 +49,6 @@ from juice.services.nova_conf import ComputeOptions, backend_env, render_node_of
 from juice.services.nova_settings import compute_deviations
 from juice.services.os_api import check_venv, os_env, venv_bin
 from juice.services.process import Server, memory, rss, spawn, stop_all
-from juice.util import atomic
 
 NODES_FILE = "juice-nodes.json"  # juice_nova.virt.NODES_FILE
 PIDS_FILE = "children.json"      # juice_nova.fork: the forked children's pids
@@ -363,7 +362,3 @@ class NovaComputes(Service):
                 "isolation": o.isolation, "services": len(o.service_hosts()),
                 **({"memory": mem} if (mem := self.memory_summary()) else {})}
 
-    def write_nodes_json(self, path: Path) -> None:
-        """Every node (host, name, uuid, size) as JSON, for a study's records."""
-        doc = {h: self.nodes(h) for h, _ in self.opts.service_hosts()}
-        atomic.write_text(path, json.dumps(doc, indent=1))
