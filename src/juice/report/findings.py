@@ -37,6 +37,7 @@ NOISE = "within noise"
 NO_INTERVAL = "no interval (too few values)"
 ONE_RUN = "one run a side"
 CONFOUNDED = "confounded with run order"
+BROKEN = "broken"  # an invariant that must hold did not (a finding, never silent)
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,7 @@ class Finding:
     def html(self) -> str:
         v = ""
         if self.verdict:
-            cls = {REAL: "real", NOISE: "noise", CONFOUNDED: "conf"}.get(self.verdict, "na")
+            cls = {REAL: "real", NOISE: "noise", CONFOUNDED: "conf", BROKEN: "conf"}.get(self.verdict, "na")
             v = f' <span class="v {cls}">{escape(self.verdict)}</span>'
         return f"<li>{escape(self.text)}{v}</li>"
 

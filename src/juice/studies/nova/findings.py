@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from juice.report.findings import Finding, contrast, num, run_order_of_dirs, with_ci
+from juice.report.findings import BROKEN, Finding, contrast, num, run_order_of_dirs, with_ci
+from juice.studies.nova import invariants
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
           "delay_ms", "galera_writers"]
@@ -49,8 +50,25 @@ def _scenario(s: str) -> str:
     return str(s).split(".")[-1]
 
 
+def invariant_findings(df: pd.DataFrame) -> list[Finding]:
+    """One sentence on what must hold after every run (``juice.studies.nova.invariants``): the
+    broken ones named (a finding, never silent), else how many runs were checked."""
+    if df.empty or "dir" not in df.columns:
+        return []
+    n, bad, runs = invariants.summary([Path(str(d)) for d in df["dir"]])
+    if not n:
+        return []
+    if not bad:
+        return [Finding(f"Invariants held after every run checked ({n} of {len(df)}): no resource "
+                        "provider over its capacity × allocation ratio, no allocation left without "
+                        "its server")]
+    first = runs[0]
+    return [Finding(f"INVARIANT BROKEN in {bad} of {n} runs checked: {first.run}: "
+                    + "; ".join(first.broken[:3]) + (" …" if len(first.broken) > 3 else ""), BROKEN)]
+
+
 def findings(df: pd.DataFrame) -> list[Finding]:
-    out: list[Finding] = []
+    out: list[Finding] = invariant_findings(df)
     if df.empty or "concurrency" not in df.columns:
         return out
     pre = df["preload"].fillna(0) if "preload" in df.columns else pd.Series(0, index=df.index)
