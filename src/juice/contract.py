@@ -21,6 +21,7 @@ studies use the ``juice.studies`` entry-point group instead). Its pieces::
     profile_sources(deployment)             # optional: the services a resource profile names
     plan_columns(point), estimate_s(point), overhead_s(points)
     summary_lines(study_dir), report_sections(inputs), analyze(paths, by)
+    profile_level                           # the resource profile's load levels (a parameter)
 
 A point (see :class:`Point`) is frozen data with a ``key`` (a hash of every parameter that
 changes what is measured: stored in the run's manifest, never derived from a directory name),
@@ -228,9 +229,15 @@ class Study(ABC, Generic[S, P]):
         """What ``juice run`` prints after the sweep (e.g. fitted crossings)."""
         return []
 
+    # the run parameter whose values are the load levels of the resource profile's peak table
+    # (e.g. "concurrency"; "" = every run one level): read by the frame's profile section
+    profile_level: ClassVar[str] = ""
+
     def report_sections(self, inputs: ReportInput) -> list[str]:
-        """HTML fragments of the report (``juice.report.html`` helpers); [] when ``inputs``
-        hold none of this study's runs."""
+        """The study's own HTML fragments of the report (``juice.report.html`` helpers); [] when
+        ``inputs`` hold none of this study's runs. The frame adds the shared sections around
+        them from what the runs hold (``juice.report.shared``: SLA, run order, faults, servers'
+        errors, traces, resource profile, server settings): a study never adds those."""
         return []
 
     def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],

@@ -31,7 +31,22 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in lines if x.strip()]
 
 
+def events_table(events: list[dict[str, Any]], t0: float | None = None) -> str:
+    """What was done and when: seconds after ``t0`` (the first iteration's start), or after the
+    first fault's start without one."""
+    starts = [float(e["t_start"]) for e in events if e.get("t_start") is not None]
+    base = t0 if t0 is not None else min(starts, default=0.0)
+    return table_html(pd.DataFrame([{
+        "fault": e["index"], "what": e.get("description", ""),
+        "start (s)": None if e.get("t_start") is None else round(e["t_start"] - base, 2),
+        "end (s)": None if e.get("t_end") is None else round(e["t_end"] - base, 2),
+        "error": e.get("error") or e.get("undo_error") or "",
+        "detail": json.dumps(e.get("detail") or {}, sort_keys=True)} for e in events]))
+
+
 def section(run_dirs: list[Path], df: pd.DataFrame) -> list[str]:
+    """Per run of ``run_dirs`` with events and rows in ``df`` (the tidy table of the runs):
+    the events, λ and latency per window, recovery, cluster membership and the timeline."""
     out: list[str] = []
     for d in run_dirs:
         events = read_events(d)
@@ -43,12 +58,7 @@ def section(run_dirs: list[Path], df: pd.DataFrame) -> list[str]:
         it = fault_iterations(mine)
         t0 = float(it["start"].min())
         out.append(f"<h3>Faults in {escape(d.name)}</h3>")
-        out.append(table_html(pd.DataFrame([{
-            "fault": e["index"], "what": e.get("description", ""),
-            "start (s)": None if e.get("t_start") is None else round(e["t_start"] - t0, 2),
-            "end (s)": None if e.get("t_end") is None else round(e["t_end"] - t0, 2),
-            "error": e.get("error") or e.get("undo_error") or "",
-            "detail": json.dumps(e.get("detail") or {}, sort_keys=True)} for e in events])))
+        out.append(events_table(events, t0))
         w = fault_windows(it, events)
         if not w.empty:
             out.append("<p class=note>λ per site and window (an iteration counts in the window where "

@@ -8,15 +8,18 @@ results alone, written atomically.
 
 Content: a provenance line (what was read, how to re-make the report), then the sections of
 the ``studies`` given (``Study.report_sections``: each returns [] when the paths hold none of
-its runs, and opens with its findings, ``findings``, and ends with the table of server
-settings that differ from the shipped defaults, ``deviations``), then extra sections; with several
+its runs, and opens with its findings, ``findings``) inside the sections the frame adds to every
+study from what its run directories hold (``shared``: SLA first; run order, fault timeline,
+servers' errors, request traces, resource profile, and the server settings that differ from the
+shipped defaults last), then extra sections; with several
 sections holding findings, a one-screen summary of them comes first. Each study's sections
 say what they show. The report never looks studies up itself: the registry
 (``juice.studies.report``) hands them in.
 
-Other modules add sections with ``render(..., sections=[fn])`` (or ``register_section(fn)``),
-``fn(paths) -> str | None`` (``paths``: a list of the paths given) returning an HTML
-fragment: make one with :func:`figure_html` and :func:`table_html`.
+A section every study should get is a provider of ``shared`` (``shared.register``); a
+section of the whole report (not of a study) is added with ``render(..., sections=[fn])`` (or
+``register_section(fn)``), ``fn(paths) -> str | None`` (``paths``: a list of the paths given)
+returning an HTML fragment: make one with :func:`figure_html` and :func:`table_html`.
 """
 
 from __future__ import annotations
@@ -94,23 +97,13 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
         raise tidy.no_run_error(paths, found)
     inputs = ReportInput(list(paths), out_html, filter_q, dict(params or {}))
     body = [f"<h1>{escape(title)}</h1>", _provenance_short(paths, found, out_html)]
-    from juice.report import deviations, sla
+    from juice.report import shared
 
     parts: list[str] = []
-    for study in studies:
-        mine = study.report_sections(inputs)
-        if mine:  # pass/fail first in the study's section: under its heading, or as its own
-            headed = mine[0].lstrip().startswith("<h2")
-            verdicts = sla.section(paths, owns=lambda m, s=study: s.key_of(m) is not None,  # type: ignore[misc]
-                                   heading="h3" if headed else "h2")
-            if verdicts:
-                mine = [_after_heading(mine[0], verdicts), *mine[1:]] if headed else [verdicts, *mine]
-            # the servers' settings beyond their shipped defaults, last in the study's section
-            settings = deviations.section(paths, owns=lambda m, s=study: s.key_of(m) is not None,  # type: ignore[misc]
-                                          heading="h3" if headed else "h2")
-            if settings:
-                mine = [*mine, settings]
-        parts += mine
+    for study in studies:  # the study's own sections inside the frame's shared ones
+        parts += shared.around(study.report_sections(inputs), inputs,
+                               owns=lambda m, s=study: s.key_of(m) is not None,  # type: ignore[misc]
+                               level=str(getattr(study, "profile_level", "") or ""))
     for fn in [*_REGISTERED, *(sections or [])]:
         frag = fn(list(paths))
         if frag:
@@ -122,12 +115,6 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             f"<title>{escape(title)}</title><style>{CSS}{layout.CSS}{findings.CSS}{seeds.CSS}</style></head><body>"
             + "\n".join(body + parts) + "</body></html>\n")
-
-
-def _after_heading(fragment: str, inserted: str) -> str:
-    """``inserted`` right after the fragment's opening ``<h2>...</h2>``."""
-    end = fragment.index("</h2>") + len("</h2>")
-    return fragment[:end] + inserted + fragment[end:]
 
 
 def render(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,

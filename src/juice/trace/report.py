@@ -1,6 +1,6 @@
 """The tracing section of the nova report, re-made from the runs' stored logs (seed 004).
 
-    body += trace_sections(run_dirs)        # in juice.studies.nova.report.sections
+    body += trace_sections(run_dirs)        # the frame's (juice.report.shared.traces)
 
 What it shows: how many boots were traced to a terminal state and how many match what the API
 returned; the per-phase time stack per concurrency (seed 004 Figures 3-1/3-2), a tile per
@@ -193,18 +193,28 @@ def _causes_html(run_dirs: Sequence[Path], b: pd.DataFrame) -> list[str]:
     return out
 
 
+_TRACED: dict[tuple[tuple[str, float], ...], Traced | str] = {}  # the last trace made, by its logs
+
+
 def traced(run_dirs: Sequence[Path]) -> Traced | str | None:
     """The trace of the runs that kept their logs: None when none did, the error's text when
-    tracing failed (a report is never lost to one unreadable log)."""
+    tracing failed (a report is never lost to one unreadable log). The last one is kept: a
+    study's findings and the frame's trace section read the same runs once."""
     from juice.trace.tables import trace
 
     dirs = [Path(d) for d in run_dirs if (Path(d) / "logs").is_dir()]
     if not dirs:
         return None
+    key = tuple((str(d.resolve()), (d / "logs").stat().st_mtime) for d in dirs)
+    if key in _TRACED:
+        return _TRACED[key]
     try:
-        return trace(dirs, workers=1)
+        found: Traced | str = trace(dirs, workers=1)
     except Exception as e:
-        return str(e)
+        found = str(e)
+    _TRACED.clear()
+    _TRACED[key] = found
+    return found
 
 
 def trace_sections(run_dirs: Sequence[Path], t: Traced | str | None = None) -> list[str]:

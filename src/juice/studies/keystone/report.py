@@ -3,7 +3,9 @@
 Content: provenance (runs, parameters, versions, host facts, WAN backend, skipped runs); the
 outline tables; %reads/%writes and the writes by table (``writes``); the run order and its
 effect (``runorder``); per scenario the stacked-bar tiles per rdbms (by sites, by
-delay, by zones when they vary) with λ and σ, the CDFs, and the describe tables. Bars and
+delay, by zones when they vary) with λ and σ, the CDFs, and the describe tables; Keystone and
+database CPU per site (faults, servers' errors and resource profiles: the frame's,
+``juice.report.shared``). Bars and
 CDFs drop, per run, the iterations above the 95th percentile of the run's totals (the seed's
 ``filter_percentile(.95, ...)``; ``filter_q=None`` keeps them all); tables use every iteration.
 
@@ -31,7 +33,6 @@ from juice.analysis import configkey
 from juice.analysis.describe import percentile_drop_keys
 from juice.analysis.stats import iteration_key, iteration_totals, operation_order, runs_table, varying
 from juice.contract import ReportInput
-from juice.faults.report import section as fault_section
 from juice.report.figures import op_colors
 from juice.report.tables import fmt, table_html
 from juice.results import tidy
@@ -173,9 +174,8 @@ def sections(inputs: ReportInput) -> list[str]:
         return []
     manifests = _manifests(mine)
     df, key = keyed(df, manifests)
-    faults = fault_section(mine, df)
-    return (_body(found, df, manifests, inputs.filter_q, key)
-            + (["<h2>Faults</h2>", *faults] if faults else []) + _profiles(mine, df))
+    # faults, servers' errors and resource profiles: the frame's (juice.report.shared)
+    return _body(found, df, manifests, inputs.filter_q, key) + _site_cpu(mine, df)
 
 
 # ---- resource profiles (runs without profile.parquet, e.g. made by juice 0.1, have none) ----
@@ -236,15 +236,14 @@ def site_cpu_table(data: Any, windows: Mapping[str, tuple[float, float]]) -> pd.
     return out.reset_index().sort_values([*keep, "site"], kind="stable")
 
 
-def _profiles(mine: Sequence[Path], df: pd.DataFrame) -> list[str]:
+def _site_cpu(mine: Sequence[Path], df: pd.DataFrame) -> list[str]:
     from juice.profile import report as profile_report
 
     data = profile_report.read(mine)
     if data is None:
         return []
-    windows = _windows(df)
-    body = profile_report.sections(mine, level_key="load", windows=windows, data=data)
-    table = site_cpu_table(data, windows)
+    table = site_cpu_table(data, _windows(df))
+    body: list[str] = []
     if not table.empty:
         body += ["<h3>Keystone and database CPU per site, light vs high load</h3>",
                  "<p class=note>% of one core, summed over the component's processes in the site "
@@ -320,7 +319,7 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
         body += ["<p class=note>Statement counters of the database "
                  "around each run's window (reads: SELECT; writes: INSERT, UPDATE, DELETE, REPLACE); "
                  "mean over runs.</p>", rw]
-    body += by_table + order_parts + _server_errors(found)
+    body += by_table + order_parts
     scenarios: list[Any] = (sorted(df["scenario"].dropna().unique().tolist(), key=str)
                             if "scenario" in df.columns else [None])
     for s in scenarios:
@@ -345,23 +344,6 @@ def _split_findings(it: pd.DataFrame, rw: pd.DataFrame, var: Sequence[str],
         return findings(g, rw[rw["run"].astype(str).isin(runs)] if len(groups) > 1 else rw, order)
 
     return configkey.relabel(groups, of, lambda f, lab: replace(f, text=f"{lab}: {f.text}"))
-
-
-def _server_errors(found: tidy.Discovery) -> list[str]:
-    """Keystone's own WARNING/ERROR lines during the runs (``server-errors.json``, failed runs
-    included: their errors may say why), summed by template; [] for runs of earlier versions."""
-    from juice.studies.keystone.drive import SERVER_ERRORS
-    from juice.trace.logerrors import error_table_html
-
-    runs = []
-    for d in [*found.runs, *found.failed]:
-        try:
-            doc = json.loads((d / SERVER_ERRORS).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("errors"), list):
-            runs.append((d.name, doc["errors"]))
-    return error_table_html(runs, "Keystone servers: WARNING/ERROR lines by message template")
 
 
 def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],

@@ -118,6 +118,8 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
     def overhead_s(self, points: Sequence[RunPoint]) -> float:
         return estimate.total_s(points) - sum(estimate.run_s(p) for p in points)
 
+    profile_level = "load"  # the resource profile's load levels
+
     def report_sections(self, inputs: ReportInput) -> list[str]:
         from juice.studies.keystone import report
 

@@ -3,7 +3,8 @@
     runs = load(paths)               # one row per complete run: params + summary.json
     analyze(paths, by)               # medians over repetitions, one row per configuration
     sections(paths)                  # HTML: table, scale, locality, latency CDFs, resilience,
-                                     # agents' cost, resource profiles of the bus processes
+                                     # agents' cost (faults and resource profiles: the frame's,
+                                     # juice.report.shared)
 
 A configuration is KEYS and every other recorded field that differs between the runs (params,
 bus facts, versions...: ``juice.analysis.configkey``), in every table, figure and finding.
@@ -280,6 +281,7 @@ def cdf_figures(df: pd.DataFrame) -> list[str]:
 
 
 def resilience_figures(df: pd.DataFrame) -> list[str]:
+    from juice.faults.report import read_events
     from juice.studies.messaging.metrics import timeline
 
     out = []
@@ -298,9 +300,7 @@ def resilience_figures(df: pd.DataFrame) -> list[str]:
         ax2 = ax.twinx()
         ax2.plot(tl["t"], tl["rtt_p50_ms"], color=PALETTE[3], linestyle=":", label="call p50 (ms)")
         ax2.set_ylabel("call p50 (ms)")
-        ev_path = d / "events.jsonl"
-        for line in ev_path.read_text().splitlines() if ev_path.exists() else []:
-            ev = json.loads(line)
+        for ev in read_events(d):
             if ev.get("t_start"):
                 ax.axvspan(ev["t_start"] - t0, (ev.get("t_end") or t0 + float(tl["t"].max())) - t0,
                            color="grey", alpha=0.2)
@@ -341,8 +341,6 @@ def sections(paths: Sequence[Path]) -> list[str]:
     df = load(paths)
     if df.empty:
         return []
-    from juice.profile import report as profile_report
-
     df = df.sort_values(["tc", "case", "bus", "delay_ms", "agents", "rate"])
     a = analyze(paths, [])
     vers = sorted({str(v) for v in df["oslo_messaging"].dropna()})
@@ -374,5 +372,5 @@ def sections(paths: Sequence[Path]) -> list[str]:
     if res:
         body += ["<h3>Resilience (tc5)</h3>", *res]
     body += ["<h3>Agents: processes, memory and CPU</h3>", agents_table(df)]
-    body += profile_report.sections([Path(d) for d in df["dir"]], level_key="bus")
+    # the fault events and resource profiles: the frame's (juice.report.shared)
     return [b for b in body if b]

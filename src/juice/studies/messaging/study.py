@@ -206,6 +206,8 @@ class Messaging(Study[MessagingSpec, MsgPoint]):
 
         return report.summary_lines([study_dir])
 
+    profile_level = "bus"  # the resource profile's load levels
+
     def report_sections(self, inputs: ReportInput) -> list[str]:
         from juice.studies.messaging import report
 

@@ -7,7 +7,8 @@
 - boot time vs VMs already running, with a fitted slope (seconds per 1,000 VMs);
 - failures by message template (seed 004's error table);
 - per run, whether packing nodes into processes distorts a phase (``regime``);
-- resource profiles of api/conductor/scheduler/placement/DB/RabbitMQ (seed 004 Table 2).
+- (the frame adds request traces, the fault timeline, resource profiles of api/conductor/
+  scheduler/placement/DB/RabbitMQ (seed 004 Table 2) and the rest: ``juice.report.shared``).
 
 A configuration is CONFIG and every other recorded field that differs between the runs (the
 compute layout, deployment facts, server settings: ``juice.analysis.configkey``), in every
@@ -35,7 +36,6 @@ from juice.report.tables import table_html
 from juice.results.store import study_runs
 from juice.studies.nova import busplot, regime, slope
 from juice.trace import causes, lblog
-from juice.trace.report import trace_sections
 
 CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backend", "max_pool_size",
           "delay_ms", "haproxy_maxconn"]
@@ -307,8 +307,6 @@ def sections(paths: Sequence[Path]) -> list[str]:
         "(<code>juice.trace.causes</code>).</p>", table_html(failed)]
     if df.empty:
         return ["<h2>nova: boots under load (seeds 002, 004)</h2>", *failed_html] if failed_html else []
-    from juice.profile import report as profile_report
-
     t = table(paths, [])
     from juice.studies.nova import seeds
     from juice.studies.nova.findings import findings, phase_findings
@@ -362,7 +360,5 @@ def sections(paths: Sequence[Path]) -> list[str]:
     faults = fault_table(df)
     if not faults.empty:
         body += ["<h3>Failures by message</h3>", table_html(faults)]
-    body += failed_html
-    body += trace_sections(dirs, tr)
-    body += profile_report.sections([Path(d) for d in df["dir"]], level_key="concurrency")
+    body += failed_html  # request traces and resource profiles: the frame's (juice.report.shared)
     return [b for b in body if b]

@@ -424,6 +424,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             preload = PRELOAD_API_S * most
         return len(deps) * (120.0 + 0.15 * nodes + preload)
 
+    profile_level = "concurrency"  # the resource profile's load levels
+
     def report_sections(self, inputs: ReportInput) -> list[str]:
         from juice.studies.nova import report
 

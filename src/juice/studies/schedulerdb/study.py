@@ -251,15 +251,13 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
 
         return report.summary_lines(report.summary([study_dir]))
 
+    profile_level = "schedulers"  # the resource profile's load levels: the scheduler count
+
     def report_sections(self, inputs: ReportInput) -> list[str]:
-        from juice.profile import report as profile_report
         from juice.studies.schedulerdb import report
 
         html = report.section(inputs.paths)
-        if not html:
-            return []
-        # resource profiles of the runs (juice 0.1 runs have none): levels = scheduler count
-        return [html, *profile_report.sections(report.run_dirs(inputs.paths), level_key="schedulers")]
+        return [html] if html else []
 
     def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
                 filter_q: float | None) -> pd.DataFrame | None:
