@@ -80,29 +80,27 @@ def one_rate(lab: LocalLab, hz: float, seconds: float) -> dict[str, Any]:
 
 
 def host_tick(procs: int, n: int = 50) -> dict[str, Any]:
-    """CPU of one tick of the hosts' remote sampler (``juice.profile.hosts.REMOTE_LAB``)."""
+    """CPU of one tick of the hosts' remote sampler (``juice.profile.onhost.LabSampler``)."""
     import contextlib
     import io
     import subprocess
 
-    from juice.profile import hosts, ssh
+    from juice.profile import onhost
 
     kids = [subprocess.Popen(["sleep", "3600"]) for _ in range(procs)]
     try:
         with tempfile.TemporaryDirectory() as root:
             (Path(root) / "agent.json").write_text(json.dumps(
                 {"agent": [os.getpid(), None], "procs": [[k.pid, None] for k in kids]}))
-            cfg = json.dumps({"root": root, "wan_if": "lo", "interval_s": 1.0, "max_s": 60.0})
-            ns: dict[str, Any] = {}
-            src = (ssh.REMOTE_IO + hosts.REMOTE_LAB).replace("__CFG__", repr(cfg))
-            exec(compile(src, "remote", "exec"), ns)
+            sampler = onhost.LabSampler({"root": root, "wan_if": "lo", "interval_s": 1.0, "max_s": 60.0},
+                                        onhost.Channel())
             with contextlib.redirect_stdout(io.StringIO()):
-                ns["sample"]()
+                sampler.sample()
                 c0 = time.process_time()
                 for _ in range(n):
-                    ns["sample"]()
+                    sampler.sample()
                 tick = (time.process_time() - c0) / n
-            chosen = sum(1 for k in ns["known"].values() if k[3])
+            chosen = sum(1 for k in sampler.known.values() if k.why)
     finally:
         for k in kids:
             k.kill()

@@ -12,12 +12,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from juice.errors import UserError
+from juice.profile import onhost
 from juice.profile import ssh as ssh_profile
 from juice.profile.sampler import Settings
 from juice.remote import ssh
@@ -122,8 +122,7 @@ def test_check_names_the_unreadable_key_file(tmp_path: Path) -> None:
 
 def test_default_patterns_name_the_openstack_processes() -> None:
     """The remote sampler's own naming code, run here on typical command lines."""
-    ns: dict[str, Any] = {}
-    exec(ssh_profile.remote_script(DEFAULT_PROCESSES, 1.0, 1.0).decode().split("# ---- sampling")[0], ns)
+    pats = onhost.patterns(list(DEFAULT_PROCESSES))
     cases = {"gunicorn: worker [keystone]": "keystone", "(wsgi:keystone-public) -k start": "keystone",
              "/usr/bin/uwsgi --ini /etc/keystone/keystone-uwsgi-public.ini": "keystone",
              "/usr/bin/python3 /usr/bin/nova-conductor --config-file /etc/nova/nova.conf": "nova-conductor",
@@ -131,4 +130,4 @@ def test_default_patterns_name_the_openstack_processes() -> None:
              "/usr/lib/erlang/erts-13/bin/beam.smp -- -root /usr/lib/erlang -s rabbit boot": "rabbitmq",
              "/usr/bin/memcached -m 64": "memcached", "gunicorn: master [placement]": "placement",
              "pytest -q tests/studies/keystone/test_target_run.py": None, "": None}
-    assert {cmd: ns["component"](cmd) for cmd in cases} == cases
+    assert {cmd: onhost.component(pats, cmd) for cmd in cases} == cases

@@ -9,10 +9,10 @@
 
 Per host, one ``ssh`` process (the lab's ssh parameters: its key, its known_hosts; its own
 connection, not the agent's, so sampling never waits behind an agent request and never
-delays one) runs a stdlib-only ``python3`` sampler sent on stdin: the SSH profiler's
-(``juice.profile.ssh``: the same transport, clock probes, stop on stdin's closing, ``max_s``)
-with another choice of processes. Which processes, on the host, re-decided when one starts or
-execs:
+delays one) runs a stdlib-only ``python3`` sampler sent on stdin (``juice.profile.onhost``'s
+``LabSampler``): the SSH profiler's (``juice.profile.ssh``: the same transport, clock probes,
+stop on stdin's closing, ``max_s``) with another choice of processes. Which processes, on the
+host, re-decided when one starts or execs:
 
 - the host agent itself (component ``juice-agent``) and every process recorded in its state
   file ``<root>/agent.json`` (what it spawned or adopted, pid + start time), and every
@@ -37,7 +37,6 @@ are counted and the first few kept, never raised.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,144 +60,10 @@ AGENT = "juice-agent"
 LINK = "link"
 MAX_ARGS = 24
 
-# ``sample()`` for the remote program (see juice.profile.ssh.REMOTE_IO / REMOTE_MAIN)
-REMOTE_LAB = r'''
-ROOT, WAN = CFG["root"], CFG["wan_if"]
-STATE = ROOT + "/agent.json"
-
-def mnt_of(pid):
-    try:
-        return os.readlink("/proc/%d/ns/mnt" % pid)
-    except OSError:
-        return None
-
-MNT = mnt_of(ME)
-known = {}  # pid -> [start, comm, ppid, why selected ("" = not), stat fields]
-roots = [None, None, set()]  # agent.json's mtime, (agent pid, start), {(pid, start) recorded}
-netfd = [None]
-
-def read_roots():
-    """True when agent.json changed (then every process not selected is looked at again)."""
-    try:
-        mt = os.stat(STATE).st_mtime_ns
-        if mt == roots[0]:
-            return False
-        with open(STATE) as f:
-            st = json.load(f)
-        roots[1] = (int(st["agent"][0]), st["agent"][1])
-        roots[2] = set((int(p), s) for p, s in st["procs"])
-        roots[0] = mt
-        return True
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return False
-
-def works_here(pid):
-    try:
-        cwd = os.readlink("/proc/%d/cwd" % pid)
-    except OSError:
-        return False
-    return (cwd == ROOT or cwd.startswith(ROOT + "/")) and mnt_of(pid) == MNT
-
-def why(pid, k, fresh):
-    start, ppid = k[0], k[2]
-    if roots[1] is not None and pid == roots[1][0] and roots[1][1] in (None, start):
-        return "agent"
-    if (pid, start) in roots[2] or (pid, None) in roots[2]:
-        return "recorded"
-    p = known.get(ppid)
-    if p is not None and p[3]:
-        return "child"
-    if fresh and works_here(pid):
-        return "cwd"
-    return ""
-
-def argv_of(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            raw = f.read(8192)
-    except OSError:
-        return []
-    return [a.decode("utf-8", "replace")[:200] for a in raw.split(b"\0") if a][:__MAX_ARGS__]
-
-def fds_of(pid):
-    try:
-        n = os.stat("/proc/%d/fd" % pid).st_size
-        return n if n > 0 else len(os.listdir("/proc/%d/fd" % pid))
-    except OSError:
-        return -1
-
-def link():
-    if not WAN:
-        return None
-    if netfd[0] is None:
-        netfd[0] = os.open("/proc/self/net/dev", os.O_RDONLY)
-    for line in os.pread(netfd[0], 1 << 18, 0).decode("ascii", "replace").splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        if name.strip() == WAN:
-            v = rest.split()
-            return [int(v[0]), int(v[8]), int(v[1]), int(v[9])]
-    return None
-
-def sample():
-    changed = read_roots()
-    fresh, alive = set(), set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == ME:
-            continue
-        pid = int(d)
-        try:
-            with open("/proc/%d/stat" % pid, "rb") as f:
-                raw = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        head, _, tail = raw.rpartition(")")
-        f = tail.split()
-        if len(f) < 22 or f[0] in ("Z", "X"):
-            continue
-        alive.add(pid)
-        start, comm, ppid = int(f[19]), head.partition("(")[2], int(f[1])
-        k = known.get(pid)
-        if k is None or k[0] != start or k[1] != comm:  # new, its pid reused, or it exec'd
-            kept = k[3] if k is not None and k[0] == start else ""
-            k = known[pid] = [start, comm, ppid, kept, f]
-            fresh.add(pid)
-        else:
-            k[2], k[4] = ppid, f
-    for pid in set(known) - alive:
-        del known[pid]
-    look = fresh | (set(p for p, k in known.items() if not k[3]) if changed else set())
-    new = []
-    for pid in sorted(look, key=lambda p: known[p][0]):  # parents before their children
-        k = known[pid]
-        was = k[3]
-        if not was:
-            k[3] = why(pid, k, pid in fresh)
-        if k[3] and (pid in fresh or not was):
-            new.append([pid, k[2], k[0], k[1], argv_of(pid), k[3]])
-    rows = []
-    for pid, k in known.items():
-        if k[3]:
-            f = k[4]
-            rows.append([pid, int(f[11]) / TCK, int(f[12]) / TCK, int(f[21]) * PAGE, int(f[17]),
-                         fds_of(pid)])
-    if new:
-        out({"n": new})
-    msg = {"t": time.time(), "s": rows}
-    try:
-        ln = link()
-        if ln is not None:
-            msg["l"] = ln
-    except (OSError, ValueError, IndexError) as e:
-        errors[0] += 1
-        if errors[0] <= 5:
-            out({"e": "%s: %s: %s" % (WAN, type(e).__name__, e)})
-    out(msg)
-'''.replace("__MAX_ARGS__", str(MAX_ARGS))
-
-
 def remote_script(host: SampledHost, interval_s: float, max_s: float) -> bytes:
-    cfg = json.dumps({"root": host.root, "wan_if": host.wan_if, "interval_s": interval_s, "max_s": max_s})
-    return program(REMOTE_LAB, cfg)
+    """The program sent to a host: ``juice.profile.onhost``'s lab sampler."""
+    return program({"kind": "lab", "root": host.root, "wan_if": host.wan_if, "max_args": MAX_ARGS,
+                    "interval_s": interval_s, "max_s": max_s})
 
 
 @dataclass

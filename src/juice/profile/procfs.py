@@ -1,6 +1,10 @@
-"""Pure parsers of the /proc files the resource sampler reads (testable on captured text).
+"""The /proc readers of every resource sampler, written once: pure parsers (testable on
+captured text) and the reads around them. Standard library only and Python >= 3.7: the local
+sampler (``juice.profile.sampler``) imports it, and the samplers that run on SSH hosts
+(``juice.profile.onhost``) are shipped with it (``juice.remote.bundle``).
 
     parse_stat(b"1234 (mariadbd) S 1 ...")   # -> Stat(user_s, system_s, threads, rss_bytes, ...)
+    read_stat(pid), read_cmdline(pid), fd_count(pid), pids()   # None / [] / -1 when it is gone
     parse_net_dev(text)                       # -> {"s1": NetDev(rx_bytes, rx_packets, ...), ...}
     site_links(devs)                          # -> {1: NetDev as seen FROM site 1 (in = to the site)}
     component_of(argv)                        # -> "load-driver", "wan-delay", "memcached", ...
@@ -141,3 +145,46 @@ def ns_inode(link: str) -> int | None:
         except ValueError:
             return None
     return None
+
+
+# ---- reads (a process may be gone between two of them: never raised) -------------------------
+
+def pids() -> list[int]:
+    """Every process id in /proc."""
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def read_stat(pid: int, clk_tck: int = CLK_TCK, page_size: int = PAGE_SIZE) -> Stat | None:
+    """``/proc/<pid>/stat`` parsed; None when the process is gone or the line unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return parse_stat(f.read(), clk_tck, page_size)
+    except (OSError, ValueError):
+        return None
+
+
+def read_cmdline(pid: int, max_bytes: int = -1) -> list[str]:
+    """``/proc/<pid>/cmdline`` (its first ``max_bytes``); [] when gone (or a kernel thread)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return parse_cmdline(f.read(max_bytes))
+    except OSError:
+        return []
+
+
+def fd_count(pid: int) -> int:
+    """Open fds of ``pid``: the size of /proc/<pid>/fd (Linux >= 6.2), else a listing; -1 gone
+    (or not readable: fds need the same user or root)."""
+    try:
+        n = os.stat(f"/proc/{pid}/fd").st_size
+        return n if n > 0 else len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return -1
+
+
+def ns_link(pid: int, kind: str) -> str | None:
+    """``readlink /proc/<pid>/ns/<kind>`` (``mnt:[4026531841]``); None when gone."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
+    except OSError:
+        return None

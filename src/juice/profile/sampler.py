@@ -380,15 +380,11 @@ class Sampler:
                 break
             if ppid in self.records:
                 return self.records[ppid].kind
-            try:
-                ppid = procfs.parse_stat(Path(f"/proc/{ppid}/stat").read_bytes()).ppid
-            except (OSError, ValueError):
+            parent = procfs.read_stat(ppid)
+            if parent is None:
                 break
-        try:
-            argv = procfs.parse_cmdline(Path(f"/proc/{pid}/cmdline").read_bytes())
-        except OSError:
-            argv = []
-        return procfs.component_of(argv, st.comm)
+            ppid = parent.ppid
+        return procfs.component_of(procfs.read_cmdline(pid), st.comm)
 
     def _comp(self, name: str) -> int:
         idx = self._comp_idx.get(name)
@@ -415,7 +411,7 @@ class Sampler:
                 p.comm = st.comm
                 p.comp = self._comp(self._name(pid, st))
                 self._seen[pid] = self.components[p.comp]
-            fds = _fd_count(pid)
+            fds = procfs.fd_count(pid)
             add(t, p.site, p.comp, pid, 0, st.user_s)
             add(t, p.site, p.comp, pid, 1, st.system_s)
             add(t, p.site, p.comp, pid, 2, float(st.rss_bytes))
@@ -463,15 +459,6 @@ class Sampler:
 def procfs_db(r: ServerRecord) -> bool:
     """True when ``r`` looks like a database server with counters (see ``dbstats``)."""
     return bool(r.extra.get("socket") or r.extra.get("socket_dir"))
-
-
-def _fd_count(pid: int) -> int:
-    """Open fds of ``pid``: the size of /proc/<pid>/fd (Linux >= 6.2), else a listing; -1 gone."""
-    try:
-        n = os.stat(f"/proc/{pid}/fd").st_size
-        return n if n > 0 else len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return -1
 
 
 def _open_in_ns(ns: str, path: str) -> int:

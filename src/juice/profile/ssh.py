@@ -9,7 +9,8 @@ the run's manifest). Only when the user gives SSH access: a key file or the agen
 password (``ssh -o BatchMode=yes``: ssh never prompts, a refused key is an error).
 
 Per host, one ``ssh`` process (started in a session of its own; its pid is recorded and it is
-stopped by it) runs ``python3`` there (stdlib only) with :data:`REMOTE`, sent on stdin. Not
+stopped by it) runs ``python3`` there (stdlib only) with :func:`program` (the modules
+``juice.profile.onhost`` and ``juice.profile.procfs``, see ``juice.remote.bundle``), sent on stdin. Not
 ``python3 -``: it reads its program to EOF, and the remote sampler's stdin must stay open,
 because its closing is the stop signal; the remote command is ``python3 -c
 'import sys;exec(sys.stdin.buffer.read(N))'``, N the script's length. The remote sampler
@@ -39,6 +40,7 @@ first few kept in the summary, as the local sampler does.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -61,6 +63,7 @@ from juice.profile.table import (
     PROFILE_VERSION,
     Writer,
 )
+from juice.remote import bundle
 from juice.remote.ssh import boot_command, fingerprint, ssh_argv
 
 Progress = Callable[[str], None]
@@ -70,140 +73,20 @@ STOP_WAIT_S = 5.0
 MAX_S = 24 * 3600.0
 MAX_ERROR_SAMPLES = 5
 
-# The remote program: IO (stdin lines, JSON lines out), then a ``sample()`` (here: by command
-# line patterns; ``juice.profile.hosts``: what a lab's agent started), then MAIN (the clock
-# probes, the loop, the end). Standard library only.
-REMOTE_IO = r'''
-import json, os, re, select, sys, time
-CFG = json.loads(__CFG__)
-TCK, PAGE, ME = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE"), os.getpid()
-buf, errors = [b""], [0]
-
-def out(obj):
-    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
-
-def lines(timeout):
-    """Lines that arrived on stdin within timeout s; None at EOF."""
-    r = select.select([0], [], [], max(0.0, timeout))[0]
-    if not r:
-        return []
-    data = os.read(0, 4096)
-    if not data:
-        return None
-    buf[0] += data
-    *done, buf[0] = buf[0].split(b"\n")
-    return [d.strip() for d in done]
-'''
-
-REMOTE_PATTERNS = r'''
-PATS = []
-for p in CFG["patterns"]:
-    name, sep, rx = p.partition("=")
-    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}", name):
-        name, rx = "", p
-    PATS.append((name, re.compile(rx)))
-
-def component(cmd):
-    for name, rx in PATS:
-        m = rx.search(cmd) if cmd else None
-        if m:
-            return name or m.group(0).strip().rstrip("/").split("/")[-1] or "?"
-    return None
-
-# ---- sampling
-def classify(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return component(f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip())
-    except OSError:
-        return None
-
-known = {}
-
-def sample():
-    new, rows, alive = [], [], set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == ME:
-            continue
-        pid = int(d)
-        alive.add(pid)
-        try:
-            with open("/proc/%d/stat" % pid, "rb") as f:
-                raw = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        head, _, tail = raw.rpartition(")")
-        f = tail.split()
-        if len(f) < 22 or f[0] in ("Z", "X"):
-            continue
-        k = known.get(pid)
-        if k is None or k[0] != (f[19], head):  # new, or its pid reused, or it exec'd
-            k = known[pid] = ((f[19], head), classify(pid))
-            if k[1] is not None:
-                new.append([pid, k[1]])
-        if k[1] is None:
-            continue
-        try:
-            fds = len(os.listdir("/proc/%d/fd" % pid))
-        except OSError:
-            fds = -1
-        rows.append([pid, int(f[11]) / TCK, int(f[12]) / TCK, int(f[21]) * PAGE, int(f[17]), fds])
-    for pid in set(known) - alive:
-        del known[pid]
-    if new:
-        out({"n": new})
-    out({"t": time.time(), "s": rows})
-'''
-
-REMOTE_MAIN = r'''
-def main():
-    out({"ready": time.time(), "python": sys.version.split()[0]})
-    end = time.monotonic() + 60
-    while True:
-        got = lines(end - time.monotonic())
-        if got is None or time.monotonic() > end:
-            return
-        if b"ping" in got:
-            out({"pong": time.time()})
-        if b"go" in got:
-            break
-    nxt = start = time.monotonic()
-    while True:
-        try:
-            sample()
-        except (OSError, ValueError, IndexError) as e:
-            errors[0] += 1
-            if errors[0] <= 5:
-                out({"e": "%s: %s" % (type(e).__name__, e)})
-        now = time.monotonic()
-        nxt = max(nxt + CFG["interval_s"], now)
-        if now - start >= CFG["max_s"]:
-            out({"end": "max_s"})
-            return
-        while now < nxt:
-            if lines(nxt - now) is None:
-                sample()
-                out({"end": "stdin closed", "cpu_s": time.process_time()})
-                return
-            now = time.monotonic()
-
-try:
-    main()
-except (BrokenPipeError, KeyboardInterrupt):
-    pass
-'''
-REMOTE = REMOTE_IO + REMOTE_PATTERNS + REMOTE_MAIN
-
-
 def remote_script(patterns: Sequence[str], interval_s: float, max_s: float) -> bytes:
-    cfg = json.dumps({"patterns": list(patterns), "interval_s": interval_s, "max_s": max_s})
-    return program(REMOTE_PATTERNS, cfg)
+    """The program sent to a host: ``juice.profile.onhost``'s pattern sampler."""
+    return program({"kind": "patterns", "patterns": list(patterns), "interval_s": interval_s,
+                    "max_s": max_s})
 
 
-def program(sampler: str, cfg_json: str) -> bytes:
-    """The remote program with ``sampler`` (source defining ``sample()``) and its config."""
-    return (REMOTE_IO + sampler + REMOTE_MAIN).replace("__CFG__", repr(cfg_json)).encode()
+def program(cfg: dict[str, Any]) -> bytes:
+    """``juice.profile.onhost`` with ``procfs`` (real modules, shipped as their source), run
+    with ``cfg`` (its ``kind`` picks the sampler)."""
+    from juice.profile import onhost, procfs
+
+    return bundle.program(
+        [(m.__name__, inspect.getsource(m)) for m in (procfs, onhost)],
+        f"import juice.profile.onhost\njuice.profile.onhost.main({json.dumps(cfg)!r})")
 
 
 def check(hosts: Sequence[Any]) -> None:
