@@ -122,12 +122,15 @@ def _print(entries: list[Any], fresh: bool) -> None:
         t = Table(title=f"{label}: run-to-run variation (A/A runs"
                         + (", a deployment each)" if fresh else ")"))
         for col in ("metric", "stat", "mean", "CV", "runs", *(f"n@{e:.0%}" for e in EFFECTS)):
-            t.add_column(col, justify="left" if col in ("metric", "stat") else "right",
-                         no_wrap=col == "metric")
+            if col == "metric":
+                t.add_column(col, overflow="fold", max_width=30)
+            else:
+                t.add_column(col, justify="left" if col == "stat" else "right", no_wrap=True)
         for e in sorted(es, key=lambda e: (e.metric != "iteration", e.metric, e.stat)):
             need = [runs_needed(e.cv, eff) if math.isfinite(e.cv) else None for eff in EFFECTS]
             t.add_row(e.metric, e.stat, f"{e.mean:.4g}", f"{e.cv:.1%}" if math.isfinite(e.cv) else "–",
-                      str(e.runs), *("> 200" if n is None else str(n) for n in need))
+                      str(e.runs), *("–" if not math.isfinite(e.cv) else "> 200" if n is None else str(n)
+                                     for n in need))
         out.print(t)
     out.print("n@X: runs a side to detect a change of X in that statistic at α = 0.05 with 80 % "
               "power (two-sided t on the runs' values, this CV)")

@@ -98,16 +98,20 @@ def compare(sides: list[Path] = SIDES,
         ci = f"[{_fmt(d.lo)}, {_fmt(d.hi)}]" if not math.isnan(d.lo) else "[no interval]"
         ph = f"p_holm={d.p_holm:.3g}" if not math.isnan(d.p_holm) else "p_holm=–"
         typer.echo(f"  {d.metric:<{w}}  {d.stat:<4}  {_fmt(d.delta):>12}  {ci}  {ph}  {d.verdict}"
-                   f"  ({d.runs_base} vs {d.runs} runs; {d.method})"
+                   f"  ({d.runs_base} vs {d.runs} runs" + ("" if d.method == d.verdict else f"; {d.method}")
+                   + ")"
                    + (f"  ({d.side})" if len(names) > 2 else ""))
     real = sum(d.verdict == "real" for d in rows)
     unknown = len(rows) - len(tested)
     typer.echo(f"{real} real differences, {len(tested) - real} within noise"
                + (f", {unknown} without a verdict" if unknown else ""))
     if unknown:
-        typer.echo("Without a verdict: one run a side, so the run-to-run variation is unknown. Run "
-                   "more repetitions (--set repetitions=3), or measure this host's variation once "
-                   "with `juice calibrate SPEC`.")
+        typer.echo("Without a verdict: one run a side, so the run-to-run variation is unknown"
+                   + (" (a calibration judges means only: a run's p95 is too heavy-tailed between runs)"
+                      if store is not None else "")
+                   + ". Run more repetitions (--set repetitions=3)"
+                   + (", or measure this host's variation once with `juice calibrate SPEC`." if store is None
+                      else "."))
 
 
 def register(app: typer.Typer) -> None:

@@ -66,7 +66,8 @@ class Entry:
 
     @property
     def label(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.config.items() if k != "workload") or "-"
+        return ", ".join(f"{k}={v}" for k, v in self.config.items()
+                         if k != "workload" and v not in ("null", "None")) or "-"
 
     def spread(self, note: str = "") -> Spread:
         where = "fresh deployments" if self.fresh else "one deployment"

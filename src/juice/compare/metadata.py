@@ -21,9 +21,10 @@ from juice.results.samples import F64, Unit
 FAILURE = "failure_pct"  # a run's failed iterations in percent, where it has iterations
 SECTIONS = ("params", "versions", "deployment", "task_args", "juice", "host")
 # Identity: differs between the repetitions of one configuration (the per-run random seed is
-# the spec's seed plus the repetition), so never part of "the same configuration".
+# the spec's seed plus the repetition) or names, not configures (the spec's name: ``study``),
+# so never part of "the same configuration".
 IGNORED = {"params.run_id", "params.repetition", "params.seed", "params.source", "params.task",
-           "deployment.ports", "host.hostname"}
+           "params.study", "deployment.ports", "host.hostname"}
 
 
 def _flat(d: Any, prefix: str) -> dict[str, str]:
