@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -11,9 +12,10 @@ from tests.conftest import said_lines
 
 COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["lab", "down"],
             ["lab", "sweep"], ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
-            ["db"], ["db", "up"], ["quickstart"], ["run"], ["plan"], ["analyze"], ["report"],
-            ["keystone"], ["keystone", "up"], ["keystone", "status"], ["keystone", "down"],
-            ["hosts"], ["hosts", "prepare"]]
+            ["db"], ["db", "up"], ["db", "status"], ["db", "down"], ["quickstart"], ["run"], ["plan"],
+            ["cleanup"], ["analyze"], ["report"], ["trace"], ["sla"], ["compare"], ["trend"],
+            ["calibrate"], ["keystone"], ["keystone", "up"], ["keystone", "status"],
+            ["keystone", "down"], ["hosts"], ["hosts", "prepare"]]
 
 
 def juice(*args: str) -> subprocess.CompletedProcess[str]:
@@ -21,11 +23,47 @@ def juice(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, check=False)
 
 
+def _tree() -> dict[tuple[str, ...], Any]:
+    """Every command and group of the real click app, by its path of names."""
+    import click
+    import typer.main
+
+    from juice import cli
+
+    cli._register()
+    out: dict[tuple[str, ...], Any] = {}
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        out[path] = cmd
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, (*path, name))
+
+    walk(typer.main.get_command(cli.app), ())
+    return out
+
+
+TREE = _tree()
+
+
+def test_the_listed_commands_are_every_command() -> None:
+    assert sorted(TREE) == sorted(tuple(c) for c in COMMANDS)
+
+
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "juice")
 def test_every_command_has_help(cmd: list[str]) -> None:
+    """--help prints the command's usage, its own summary and every option it takes."""
     cp = juice(*cmd, "--help")
     assert cp.returncode == 0, cp.stderr
-    assert "Usage: juice" in cp.stdout
+    text = " ".join(cp.stdout.replace("│", " ").split())
+    assert f"Usage: juice {' '.join(cmd)}".rstrip() in text
+    command = TREE[tuple(cmd)]
+    summary = " ".join((command.help or "").split()).split(". ")[0][:60]
+    assert summary and summary in text, (summary, text[:400])
+    for param in command.params:
+        for opt in param.opts:
+            if opt.startswith("--"):
+                assert opt in text, f"{' '.join(cmd)} --help does not list {opt}"
 
 
 def test_version() -> None:
