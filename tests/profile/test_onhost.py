@@ -20,6 +20,8 @@ from juice.profile import ssh as ssh_profile
 from juice.remote import bundle
 from juice.remote.ssh import boot_command
 
+NAP = f"60.{os.getpid()}"  # a command line no other process on this machine has
+NAP_RX = f"napper=^sleep {NAP}$"
 SHIPPED = {"juice.profile.procfs": procfs, "juice.profile.onhost": onhost}
 
 
@@ -34,7 +36,7 @@ class Capture(onhost.Channel):
 
 @pytest.fixture
 def child() -> Any:
-    p = subprocess.Popen(["sleep", "60"])
+    p = subprocess.Popen(["sleep", NAP])
     time.sleep(0.05)
     yield p
     p.kill()
@@ -57,7 +59,7 @@ def test_procfs_reads_this_machines_processes(child: subprocess.Popen[bytes]) ->
     st = procfs.read_stat(child.pid)
     assert st is not None and st.pid == child.pid and st.comm == "sleep" and st.ppid == os.getpid()
     assert st.threads == 1 and st.rss_bytes > 0
-    assert procfs.read_cmdline(child.pid) == ["sleep", "60"]
+    assert procfs.read_cmdline(child.pid) == ["sleep", NAP]
     assert procfs.read_cmdline(child.pid, 3) == ["sle"]
     assert procfs.fd_count(os.getpid()) >= 3
     assert (procfs.ns_link(os.getpid(), "mnt") or "").startswith("mnt:[")
@@ -68,7 +70,7 @@ def test_procfs_reads_this_machines_processes(child: subprocess.Popen[bytes]) ->
 
 def test_the_pattern_sampler_names_and_samples_matching_processes(child: subprocess.Popen[bytes]) -> None:
     ch = Capture()
-    s = onhost.PatternSampler({"patterns": ["napper=^sleep 60$"]}, ch)
+    s = onhost.PatternSampler({"patterns": [NAP_RX]}, ch)
     s.sample()
     s.sample()
     assert ch.sent[0] == {"n": [[child.pid, "napper"]]}
@@ -112,7 +114,7 @@ def _run(script: bytes, ticks_s: float = 0.3) -> list[dict[str, Any]]:
 
 
 def test_the_shipped_pattern_program_runs_as_on_a_host(child: subprocess.Popen[bytes]) -> None:
-    out = _run(ssh_profile.remote_script(["napper=^sleep 60$"], 0.1, 60.0))
+    out = _run(ssh_profile.remote_script([NAP_RX], 0.1, 60.0))
     assert "ready" in out[0] and "pong" in out[1]
     assert {"n": [[child.pid, "napper"]]} in out
     assert out[-1]["end"] == "stdin closed" and out[-1]["cpu_s"] > 0
@@ -124,7 +126,7 @@ def test_the_shipped_lab_program_runs_as_on_a_host(tmp_path: Path, child: subpro
     host = type("H", (), {"root": str(tmp_path), "wan_if": "lo"})()
     out = _run(hosts.remote_script(host, 0.1, 60.0))
     named = [n for m in out if "n" in m for n in m["n"]]
-    assert [child.pid, os.getpid(), procfs.read_stat(child.pid).start, "sleep", ["sleep", "60"],  # type: ignore[union-attr]
+    assert [child.pid, os.getpid(), procfs.read_stat(child.pid).start, "sleep", ["sleep", NAP],  # type: ignore[union-attr]
             "recorded"] in named
     assert any("l" in m for m in out) and out[-1]["end"] == "stdin closed"
 

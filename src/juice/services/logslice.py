@@ -23,38 +23,12 @@ from pathlib import Path
 
 from juice.errors import ServiceError
 from juice.lab.place import Place
+from juice.services import onhost
 
 Logs = Sequence[tuple[Place, Path]]
 Marks = dict[tuple[str, str], int]   # (place label, path) -> size in bytes
 
-SIZES_PY = """import json, os, sys
-out = {}
-for p in sys.argv[1:]:
-    try:
-        out[p] = os.path.getsize(p)
-    except OSError:
-        out[p] = 0
-print(json.dumps(out))
-"""
-
-# argv: destination directory, then path and start offset pairs; prints {path: bytes copied}
-SLICE_PY = """import json, os, sys
-dest, args, out = sys.argv[1], sys.argv[2:], {}
-os.makedirs(dest, exist_ok=True)
-for i in range(0, len(args), 2):
-    src, start = args[i], int(args[i + 1])
-    try:
-        with open(src, "rb") as f, open(os.path.join(dest, str(i // 2)), "wb") as o:
-            f.seek(start)
-            n = 0
-            while chunk := f.read(1 << 20):
-                o.write(chunk)
-                n += len(chunk)
-        out[src] = n
-    except OSError:
-        out[src] = 0
-print(json.dumps(out))
-"""
+LOGFILES_PY = onhost.source("logfiles")  # juice.services.onhost.logfiles: sizes, slices
 
 
 def _by_place(logs: Logs) -> dict[str, tuple[Place, list[Path]]]:
@@ -77,7 +51,7 @@ def log_sizes(logs: Logs) -> Marks:
     """Each log's size now, at its place (0: not there yet)."""
     marks: Marks = {}
     for label, (place, paths) in _by_place(logs).items():
-        sizes = _json_at(place, [SIZES_PY, *map(str, paths)], "log sizes")
+        sizes = _json_at(place, [LOGFILES_PY, "sizes", *map(str, paths)], "log sizes")
         marks.update({(label, str(p)): int(sizes.get(str(p), 0)) for p in paths})
     return marks
 
@@ -90,7 +64,7 @@ def copy_slices(logs: Logs, marks: Mapping[tuple[str, str], int], dest: Path) ->
         tmp = place.root / f"log-slices-{place.site}-{uuid.uuid4().hex[:8]}"
         args = [a for p in paths for a in (str(p), str(marks.get((label, str(p)), 0)))]
         try:
-            copied = _json_at(place, [SLICE_PY, str(tmp), *args], "log slices")
+            copied = _json_at(place, [LOGFILES_PY, "slice", str(tmp), *args], "log slices")
             for i, p in enumerate(paths):
                 fetched = copied.get(str(p), 0) > 0 and place.fetch(tmp / str(i), dest / p.name)
                 if fetched and p.name not in out:
