@@ -38,11 +38,11 @@ from typing import IO, Any
 from juice.errors import LabError
 from juice.lab import hosttc
 from juice.lab.check import CheckReport, PairResult, judge, with_second_round
+from juice.lab.hostplace import HostPlace
 from juice.lab.place import SampledHost
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
 from juice.remote.agent import BASE
-from juice.lab.hostplace import HostPlace
 from juice.remote.session import Hosts, Session
 
 Progress = Callable[[str], None]
