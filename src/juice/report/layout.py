@@ -1,6 +1,8 @@
 """Tables that fit the page: parameters constant across a table are stated once above it,
 levels are sorted by value ("5 (peak)" before "20 (peak)"), run ids are shortened with a
-legend, long tables fold, and every table sits in a box no wider than the page.
+legend, long tables fold, and every table sits in a box no wider than the page. The CSS below
+applies to every table of a report: cells wrap, but never narrower than a few characters (no
+column of one character per line), and numbers never break.
 
     html = fit_table(df, runs="run", digits=3, title="Per configuration")
     df = sort_levels(df, ["concurrency"])            # natural order of numbers in text
@@ -19,6 +21,7 @@ import pandas as pd
 from juice.report.tables import fmt, table_html
 
 FOLD_ROWS = 15  # tables with more rows fold (a <details> showing the count)
+WIDE_ROW = 8    # a one-row table with more columns is shown as field / value lines
 
 _NUM = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 
@@ -109,15 +112,20 @@ def fold(html: str, rows: int, title: str = "") -> str:
 def fit_table(df: pd.DataFrame, runs: str | None = None, digits: int = 4, sort: Sequence[str] = (),
               keep: Sequence[str] = (), title: str = "", constants: bool = True,
               lead: str = "Same in every row") -> str:
-    """``df`` as a table that fits: constant columns stated once above it, ``sort`` columns in
-    natural order, the ids of ``runs`` shortened (legend below), folded when long, in a box that
-    never widens the page."""
+    """``df`` as a table that fits: constant columns (e.g. counts that are 0 in every row) stated
+    once above it, ``sort`` columns in natural order, the ids of ``runs`` shortened (legend
+    below), one wide row turned into field / value lines, folded when long, in a box that never
+    widens the page."""
     if df is None or df.empty:
         return ""
     const: dict[str, Any] = {}
     if constants:
         df, const = split_constant(df, keep=[*keep, *([runs] if runs else [])])
     df = sort_levels(df, sort)
+    if len(df) == 1 and len(df.columns) > WIDE_ROW:  # one wide row: a field per line
+        df = pd.DataFrame({"field": [str(c) for c in df.columns],
+                           "value": [fmt(v, digits, "–") for v in df.iloc[0]]})
+        runs = None
     legend = ""
     if runs:
         df, legend = short_runs(df, runs)
@@ -127,8 +135,9 @@ def fit_table(df: pd.DataFrame, runs: str | None = None, digits: int = 4, sort: 
 
 CSS = """
 .tw{max-width:100%;overflow-x:auto}
-table.data th{white-space:normal;vertical-align:bottom;max-width:9em}
-table.data td{overflow-wrap:anywhere;max-width:28em}
+table.data th{white-space:normal;vertical-align:bottom;max-width:9em;min-width:5ch;hyphens:auto}
+table.data td{overflow-wrap:anywhere;max-width:28em;min-width:5ch}
+table.data td.num{overflow-wrap:normal}
 td.id{font-family:monospace;font-size:11px;word-break:break-all}
 p.const{font-size:13px;background:#fafafa;border:1px solid #eee;padding:.2em .5em}
 figure svg{max-width:100%;height:auto;display:block}

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from juice.report.figures import Tile, figure_html, tiles_figure
+from juice.report.layout import fit_table
 from juice.report.tables import table_html
 from juice.trace import causes, flow, lblog
 from juice.trace.tables import Traced
@@ -110,7 +111,7 @@ def _skew_html(sk: pd.DataFrame, boots: pd.DataFrame) -> list[str]:
                                  mean_width_ms=("bound width (ms)", "mean"),
                                  all_within=("offset within bounds", "all")).reset_index())
         out += ["<p>Error and bound width by one-way WAN delay:</p>", table_html(agg, digits=3)]
-    out.append(table_html(shown.head(60), digits=3))
+    out.append(fit_table(shown.head(60), runs="run", digits=3, title="clocks"))
     return out
 
 
@@ -240,7 +241,9 @@ def trace_sections(run_dirs: Sequence[Path], t: Traced | str | None = None) -> l
     cols = [c for c in ("run", "boots", "terminal_pct", "match_pct", *flow.TERMINALS, "incomplete",
                         "untraced", "failure_pct", "retry_pct", "anomalous_boots", "active_per_s",
                         "orphan_events", "other_requests") if c in s.columns]
-    body += ["<h3>Boots traced, per run</h3>", table_html(s[cols], digits=3), _stack_figure(b)]
+    # short run ids with a legend, columns the same in every run (all-zero counts) stated once
+    body += ["<h3>Boots traced, per run</h3>", fit_table(s[cols], runs="run", digits=3, title="runs"),
+             _stack_figure(b)]
     body += _skew_html(t.skew, b)
     body += _osprofiler_html(run_dirs, t)
     if not t.faults.empty:
