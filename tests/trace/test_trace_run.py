@@ -94,7 +94,19 @@ def test_a_partition_of_the_computes_during_boots_is_traced(tmp_path: Path, juic
     code, _, err = juice("run", str(spec), "--no-report")
     assert code == 0, err
     (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
-    assert "partition" in (run / "events.jsonl").read_text()
+    (cut,) = [e for e in map(json.loads, (run / "events.jsonl").read_text().splitlines())
+              if e.get("action") == "partition"]
+    assert cut["error"] is None and cut["t_start"] < cut["t_end"], cut
+    # The cut had its effect: the computes could not report while it lasted, so no boot ended
+    # inside the window; every boot in flight at the cut or started during it ended after the
+    # heal (the clients' polls see the end; a boot may have finished before the cut).
+    api = pd.read_parquet(run / "boots.parquet")
+    api = api[api["rally_boot_s"].notna()]  # boots that reached ACTIVE: their end is known
+    ends = api["t_post"] + api["rally_boot_s"]
+    touched = api[(api["t_post"] < cut["t_end"]) & (ends > cut["t_start"])]
+    assert len(touched) >= 1, "no boot overlapped the partition: the test exercised nothing"
+    inside = touched[ends[touched.index] < cut["t_end"] - 0.05]
+    assert inside.empty, (cut, inside[["t_post", "rally_boot_s", "status"]].to_string())
     code, out, err = juice("trace", str(run), "--out", str(tmp_path / "trace"))
     assert code == 0, err
     boots = pd.read_parquet(tmp_path / "trace" / "trace_boots.parquet")
