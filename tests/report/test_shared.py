@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from juice import studies
 from juice.report import shared
 from tests.report.synth import messaging_results
@@ -122,3 +124,27 @@ def test_a_registered_provider_reaches_every_study(tmp_path: Path) -> None:
         shared.AFTER.remove(count)
     assert html.count("frame saw 2 runs") == 1
     assert html.index("frame saw 2 runs") < html.index("Server settings")
+
+
+def test_the_hosts_calibration_is_shown_or_its_absence_said(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frame shows the run-to-run calibration verdicts lean on (juice calibrate), per host."""
+    from juice.compare.calibration import Entry, Store
+    from juice.contract import ReportInput
+
+    run = tmp_path / "r1"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"workload": "keystone", "host": {"hostname": "h1"},
+                                                   "params": {"delay_ms": 0.0}}))
+    runs = shared.StudyRuns(ReportInput([tmp_path], tmp_path / "r.html"), owns=lambda m: True)
+    cal = tmp_path / "cal"
+    monkeypatch.setenv("JUICE_CALIBRATION_DIR", str(cal))
+    (none,) = shared.calibration(runs)
+    assert "Run-to-run calibration of h1: none for this study" in none
+    store = Store.load("h1")
+    store.add([Entry("keystone", {"workload": "keystone", "delay_ms": "0.0"}, "iteration", "mean", 0.062,
+                     0.01, 0.2, 9, True, "2026-11-27T10:00:00Z", "x")])
+    store.save()
+    (shown,) = shared.calibration(shared.StudyRuns(ReportInput([tmp_path], tmp_path / "r.html"),
+                                                   owns=lambda m: True))
+    assert "Run-to-run calibration of h1 (1 entries)" in shown and "6.2%" in shown and "fresh" in shown

@@ -109,6 +109,37 @@ def deviations(runs: StudyRuns) -> list[str]:
     return [html] if html else []
 
 
+def calibration(runs: StudyRuns) -> list[str]:
+    """This host's run-to-run calibration for the study's workload (``juice calibrate``), the
+    one verdicts lean on where a side has one run; or a line saying there is none."""
+    from juice.compare.calibration import Store
+
+    mans = runs.manifests
+    if not mans:
+        return []
+    hosts = {str((m.get("host") or {}).get("hostname")) for m in mans if isinstance(m.get("host"), Mapping)}
+    workloads = {str(m.get("workload") or "keystone") for m in mans}
+    if len(hosts) != 1 or len(workloads) != 1:
+        return []
+    (host,), (workload,) = hosts, workloads
+    entries = [e for e in Store.load(host).entries if e.workload == workload and e.stat == "mean"]
+    if not entries:
+        return [f"<p class=note>Run-to-run calibration of {escape(host)}: none for this study "
+                "(<code>juice calibrate SPEC</code> measures it). Verdicts rest on these runs' own "
+                "spread; with one run a side there is none.</p>"]
+    df = pd.DataFrame([{"configuration": e.label, "metric": e.metric, "CV of a run's mean": f"{e.cv:.1%}",
+                        "A/A runs": e.runs, "deployments": "fresh" if e.fresh else "one",
+                        "measured": e.measured_at[:10]} for e in entries if np.isfinite(e.cv)])
+    if df.empty:
+        return []
+    from juice.report.layout import fit_table
+
+    return [f"<details><summary>Run-to-run calibration of {escape(host)} ({len(df)} entries)"
+            "</summary><p class=note>What a comparison with one run a side is judged against "
+            "(<code>juice calibrate</code>; docs/verdicts.md).</p>"
+            f"{fit_table(df, constants=False)}</details>"]
+
+
 def run_order(runs: StudyRuns) -> list[str]:
     """The runs in the order the sweep ran them (``order_index``, deployment, position on it),
     folded; only runs that recorded their order."""
@@ -201,7 +232,7 @@ def windows(df: pd.DataFrame) -> dict[str, tuple[float, float]]:
 
 
 BEFORE: list[Provider] = [sla]
-AFTER: list[Provider] = [run_order, faults, server_errors, traces, profile, deviations]
+AFTER: list[Provider] = [run_order, calibration, faults, server_errors, traces, profile, deviations]
 
 
 def register(provider: Provider, before: bool = False) -> Provider:
