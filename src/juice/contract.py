@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from juice.lab.place import Lab
     from juice.load.api import Scenario
     from juice.load.progress import ProgressUI
+    from juice.profile.clocks import Clocks
     from juice.results.store import RunDir
 
 Progress = Callable[[str], None]
@@ -123,6 +124,9 @@ class Run(Generic[S, P]):
     spec_text: str
     progress: Progress
     ui: ProgressUI | None = None
+    # each site's clock against Juice's at the run's start (``juice.profile.clocks``): to
+    # correct times taken on different hosts; None without a lab
+    clocks: Clocks | None = None
 
     def manifest(self, **fields: Any) -> None:
         """Write (or rewrite) the run's manifest.json with ``workload`` and ``run_key``."""

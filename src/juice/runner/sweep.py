@@ -48,7 +48,7 @@ from typing import Any
 from juice.contract import Point, Run, Study
 from juice.errors import JuiceError, UserError
 from juice.lab.place import Lab
-from juice.profile import sampler
+from juice.profile import clocks, sampler
 from juice.results.store import WARMUP_SUFFIX, RunDir, counted
 from juice.runner import order, warmup
 from juice.services import deviations
@@ -184,7 +184,8 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
     with RunDir(study_dir, p.dirname, WARMUP_SUFFIX if warmup_run else "") as rd:
         prof = sampler.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
         try:
-            study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui), dep)
+            study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui,
+                                clocks=clocks.of_run(lab, prof)), dep)
         except BaseException as e:
             if prof is not None:  # a failed run keeps its profile; an interrupted one nothing
                 prof.stop(keep=not isinstance(e, KeyboardInterrupt))

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from juice.report.findings import Finding, contrast, estimate, num, with_ci
+from juice.studies.messaging.metrics import latencies as measured
 
 
 def latencies(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -24,10 +25,8 @@ def latencies(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
         f = Path(str(r["dir"])) / "messages.parquet"
         if not f.exists():
             continue
-        m = pd.read_parquet(f, columns=["rtt_s", "oneway_s", "warmup"])
-        m = m[~m["warmup"].astype(bool)]
-        col = "rtt_s" if m["rtt_s"].notna().any() else "oneway_s"
-        v: list[float] = [float(x) * 1000 for x in m[col].dropna().to_numpy(float)]
+        _, lat = measured(pd.read_parquet(f))  # one-way times withheld by their clocks: none
+        v: list[float] = [float(x) * 1000 for x in lat.to_numpy(float)]
         vals += v
         who += [str(r["run"])] * len(v)
     return np.asarray(vals, dtype=float), np.asarray(who)

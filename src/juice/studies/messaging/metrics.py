@@ -11,11 +11,19 @@ site (the producer's), t_int (intended send), t_send, t_done, ok, err, skipped, 
 e.g. requeued after a partition), local (deliveries in the producer's site), rtt_s (call: reply
 received - sent), rtt_int_s (reply received - INTENDED send: includes the generator's lag,
 wrk2-style), oneway_s (first delivery - sent), spread_s (last delivery - sent: a fanout's
-propagation).
+propagation), oneway_bound_s / spread_bound_s (their clock uncertainty, below).
 
 Lost = expected deliveries that never came, over messages the generator did send (skipped ones
-are the generator's, counted apart). One clock for every site of a local lab, so one-way times
-are exact; on SSH hosts they are as exact as the hosts' clocks are synchronised."""
+are the generator's, counted apart).
+
+Clocks: a send is timed on its client's host, a delivery on its server's. One clock for every
+site of a local lab, so one-way times are exact (bound 0). On SSH hosts each delivery and send
+time is put on Juice's clock with its site's offset measured at the run's start
+(``juice.profile.clocks``: ``t - offset_s``), so a one-way time between two hosts is corrected
+by both offsets and uncertain by the sum of their bounds (``oneway_bound_s``; 0 within a
+site: one clock). When that bound exceeds what is measured (the one-way p50), the run's one-way
+figures are withheld with the reason (``summary["oneway_withheld"]``,
+:func:`withheld`); a site whose offset was not measured withholds every cross-site time."""
 
 from __future__ import annotations
 
@@ -26,6 +34,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from juice.profile.clocks import Clocks
 
 SEND_COLS = ["id", "cli", "site", "topic", "m", "t_int", "t_send", "t_done", "ok", "err", "srv", "t_srv"]
 RECV_COLS = ["id", "srv", "site", "t", "sent"]
@@ -67,21 +77,46 @@ def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, lis
     return s, r, ends
 
 
+def _clock_columns(sites: pd.Series[Any], clocks: Clocks | None) -> tuple[pd.Series[Any], pd.Series[Any]]:
+    """(offset_s, bound_s) per row of ``sites``: 0 and 0 on one clock (or ``clocks`` None: a
+    local lab, or records without a lab), the measured offset and bound on hosts, 0 and
+    +inf where the site's offset was not measured (its times stay raw; any cross-site
+    difference is withheld)."""
+    if clocks is None or clocks.one_clock:
+        zero = pd.Series(0.0, index=sites.index)
+        return zero, zero.copy()
+    off, bound = {}, {}
+    for site in sites.dropna().unique():
+        c = clocks.of(int(site))
+        off[site], bound[site] = c if c is not None else (0.0, float("inf"))
+    return (sites.map(off).astype(float).fillna(0.0), sites.map(bound).astype(float).fillna(float("inf")))
+
+
 def messages(sends: pd.DataFrame, recvs: pd.DataFrame, expected: Mapping[str, int],
-             warmup_until: float) -> pd.DataFrame:
-    """The per-message table (see the module doc)."""
+             warmup_until: float, clocks: Clocks | None = None) -> pd.DataFrame:
+    """The per-message table (see the module doc). ``clocks``: each site's clock offset at the
+    run's start (None or one clock: times used as recorded)."""
     m = sends.copy()
     m["ok"] = m["ok"].fillna(False).astype(bool)
     m["skipped"] = m["err"].fillna("").astype(str).str.startswith("skipped")
     m["warmup"] = m["t_int"].astype(float) < warmup_until
     m["expected"] = m["topic"].map(dict(expected)).fillna(1).astype(int)
+    send_off, _ = _clock_columns(m["site"], clocks)
     if len(recvs):
         r = recvs.merge(m[["id", "site"]].rename(columns={"site": "psite"}), on="id", how="left")
         r["is_local"] = r["site"] == r["psite"]
+        off, bound = _clock_columns(r["site"], clocks)
+        _, pbound = _clock_columns(r["psite"], clocks)
+        r["tj"] = r["t"].astype(float) - off  # on Juice's clock
+        # the uncertainty of (delivery - send): none within a site (one clock)
+        r["bound"] = np.where(r["is_local"], 0.0, bound + pbound)
         per = r.groupby("id").agg(n=("srv", "size"), distinct=("srv", "nunique"),
-                                  local=("is_local", "sum"), first=("t", "min"), last=("t", "max"))
+                                  local=("is_local", "sum"), first=("tj", "min"), last=("tj", "max"))
+        g = r.sort_values(["id", "tj"])
+        per["first_bound"] = g.groupby("id")["bound"].first()
+        per["last_bound"] = g.groupby("id")["bound"].last()
     else:
-        per = pd.DataFrame(columns=["n", "distinct", "local", "first", "last"])
+        per = pd.DataFrame(columns=["n", "distinct", "local", "first", "last", "first_bound", "last_bound"])
     m = m.merge(per, left_on="id", right_index=True, how="left")
     for c in ("n", "distinct", "local"):
         m[c] = m[c].fillna(0).astype(int)
@@ -93,9 +128,42 @@ def messages(sends: pd.DataFrame, recvs: pd.DataFrame, expected: Mapping[str, in
     call_ok = (m["m"] == "call") & m["ok"]
     m["rtt_s"] = np.where(call_ok, m["t_done"].astype(float) - t_send, np.nan)
     m["rtt_int_s"] = np.where(call_ok, m["t_done"].astype(float) - m["t_int"].astype(float), np.nan)
-    m["oneway_s"] = m["first"].astype(float) - t_send
-    m["spread_s"] = m["last"].astype(float) - t_send
-    return m.drop(columns=["n", "distinct", "first", "last"])
+    t_send_j = t_send - send_off  # the send on Juice's clock (the client's site's offset)
+    m["oneway_s"] = m["first"].astype(float) - t_send_j
+    m["spread_s"] = m["last"].astype(float) - t_send_j
+    m["oneway_bound_s"] = m["first_bound"].astype(float)
+    m["spread_bound_s"] = m["last_bound"].astype(float)
+    return m.drop(columns=["n", "distinct", "first", "last", "first_bound", "last_bound"])
+
+
+def withheld(values: pd.Series[Any], bounds: pd.Series[Any] | None, what: str = "one-way p50") -> str | None:
+    """Why the times ``values`` (seconds) cannot be reported given their clock ``bounds``
+    (seconds, per value), or None: the largest bound over the values above their median
+    (:data:`what`), or a site whose clock offset was not measured."""
+    if bounds is None:
+        return None
+    ok = values.notna()
+    v, b = values[ok].astype(float), bounds[ok].astype(float).fillna(0.0)
+    if not len(v):
+        return None
+    top = float(b.max())
+    if top == float("inf"):
+        return "withheld: a site's clock offset was not measured (times across hosts cannot be corrected)"
+    p50 = float(v.quantile(0.5))
+    if top > 0 and top > abs(p50):
+        return f"withheld: clock offset bound {top * 1000:.3g} ms > {what} {p50 * 1000:.3g} ms"
+    return None
+
+
+def latencies(m: pd.DataFrame) -> tuple[str, pd.Series[Any]]:
+    """(column, values in s) of a run's measured (non warm-up) messages that its latency
+    figures use: the call round trips, else the one-way times (none when withheld)."""
+    m = m[~m["warmup"].astype(bool)]
+    if m["rtt_s"].notna().any():
+        return "rtt_s", m["rtt_s"].dropna()
+    if withheld(m["oneway_s"], m["oneway_bound_s"] if "oneway_bound_s" in m.columns else None):
+        return "oneway_s", m["oneway_s"].iloc[0:0]
+    return "oneway_s", m["oneway_s"].dropna()
 
 
 def _pcts(x: pd.Series[Any], prefix: str) -> dict[str, float | None]:
@@ -135,9 +203,22 @@ def summarize(msgs: pd.DataFrame, recvs: pd.DataFrame, window_s: float,
     }
     out.update(_pcts(sent["rtt_s"], "rtt"))
     out.update(_pcts(sent["rtt_int_s"], "rtt_int"))
-    out.update(_pcts(sent["oneway_s"], "oneway"))
-    if (sent["m"] == "fanout").any():
-        out.update(_pcts(sent[sent["m"] == "fanout"]["spread_s"], "spread"))
+    fanouts = sent[sent["m"] == "fanout"]
+    for col, prefix, label, part in (("oneway_s", "oneway", "one-way p50", sent),
+                                     ("spread_s", "spread", "fanout spread p50", fanouts)):
+        if prefix == "spread" and not len(part):
+            continue
+        out.update(_pcts(part[col], prefix))
+        bcol = f"{prefix}_bound_s"
+        bounds = part[bcol] if bcol in part.columns else None
+        vals = part[col].notna()
+        if bounds is not None and vals.any():
+            top = float(bounds[vals].astype(float).fillna(0.0).max())
+            out[f"{prefix}_bound_ms"] = round(top * 1000, 3) if top != float("inf") else None
+        why = withheld(part[col], bounds, label)
+        if why:  # the figures would be the hosts' clocks, not the delay: not reported
+            out.update({k: None for k in _pcts(part[col].iloc[0:0], prefix)})
+            out[f"{prefix}_withheld"] = why
     per_site = {}
     for site, g in sent.groupby("site"):
         d = int(g["delivered"].sum())

@@ -27,6 +27,7 @@ from juice.report.figures import LINESTYLES, PALETTE, cdf_figure, figure_html, n
 from juice.report.findings import Finding, findings_html
 from juice.report.layout import fit_table
 from juice.results.store import study_runs
+from juice.studies.messaging.metrics import latencies
 
 KEYS = ["case", "tc", "method", "bus", "delay_ms", "agents", "clients", "servers", "targets", "rate"]
 SHOWN = {"runs": "runs", "send_rate": "sent/s", "delivery_rate": "delivered/s", "rtt_p50_ms": "call p50 ms",
@@ -110,7 +111,10 @@ def summary_lines(paths: Sequence[Path]) -> list[str]:
         if pd.notna(r.get("rtt_p50_ms")):
             lat = f"call p50 {r['rtt_p50_ms']:.1f} ms"
         elif pd.notna(r.get("oneway_p50_ms")):
-            lat = f"one-way p50 {r['oneway_p50_ms']:.1f} ms"
+            b = r.get("oneway_bound_ms")
+            lat = f"one-way p50 {r['oneway_p50_ms']:.1f} ms" + (f" ± {b:.1f}" if pd.notna(b) and b else "")
+        elif isinstance(r.get("oneway_withheld"), str):
+            lat = f"one-way {r['oneway_withheld']}"
         else:
             lat = "no delivery"
         loc = f", {r['locality_pct']:.0f} % local" if pd.notna(r.get("locality_pct")) else ""
@@ -265,10 +269,8 @@ def cdf_figures(df: pd.DataFrame) -> list[str]:
     for case, d in df.groupby("case"):
         curves = []
         for _, r in d.iterrows():
-            m = pd.read_parquet(Path(r["dir"]) / "messages.parquet", columns=["rtt_s", "oneway_s", "warmup"])
-            m = m[~m["warmup"]]
-            col = "rtt_s" if m["rtt_s"].notna().any() else "oneway_s"
-            x = np.sort(m[col].dropna().to_numpy(dtype=float))
+            _, lat = latencies(pd.read_parquet(Path(r["dir"]) / "messages.parquet"))
+            x = np.sort(lat.to_numpy(dtype=float))  # one-way times withheld by their clocks: none
             if len(x):
                 curves.append((f"{r['bus']} {r['delay_ms']:g} ms, {r['agents']} ag @ {r['rate']:g}/s"
                                + _with(r, ex),
@@ -337,6 +339,26 @@ def agents_table(df: pd.DataFrame) -> str:
     return fit_table(pd.DataFrame(rows), runs="run", title="processes") if rows else ""
 
 
+def clocks_note(df: pd.DataFrame) -> str:
+    """Runs on hosts: one-way times corrected by each host's clock offset, with their bound,
+    and the runs whose one-way times are withheld (the bound exceeds the one-way p50)."""
+    rows = []
+    for _, r in df.iterrows():
+        why = r.get("oneway_withheld")
+        bound = r.get("oneway_bound_ms")
+        if isinstance(why, str):
+            rows.append(f"{escape(str(r['run']))}: one-way {escape(why)}")
+        elif isinstance(bound, int | float) and pd.notna(bound) and bound > 0:
+            rows.append(f"{escape(str(r['run']))}: one-way p50 {r['oneway_p50_ms']:.1f} ± {bound:.1f} ms")
+    if not rows:
+        return ""
+    return ("<p class=note>On hosts a send is timed on its client's clock and a delivery on its server's: "
+            "each is corrected by its host's clock offset measured at the run's start, and a one-way time "
+            "across hosts is uncertain by the sum of both offsets' bounds (half their probe's RTT). "
+            "Withheld when that bound exceeds the one-way p50 (the figures would measure the clocks, not the "
+            "delay).</p><ul class=note>" + "".join(f"<li>{x}</li>" for x in rows[:40]) + "</ul>")
+
+
 def sections(paths: Sequence[Path]) -> list[str]:
     df = load(paths)
     if df.empty:
@@ -345,9 +367,10 @@ def sections(paths: Sequence[Path]) -> list[str]:
     a = analyze(paths, [])
     vers = sorted({str(v) for v in df["oslo_messaging"].dropna()})
     note = (f"<p class=note>oslo.messaging {escape(', '.join(vers) or 'unknown')}; every message has an "
-            "id and is timestamped at send, at server receive and at reply; one clock for all sites, so "
-            "one-way times are exact. Load is open loop (intended send times; a late send counts from its "
-            "intended time in 'rtt_int'). NATS runs use Juice's own oslo.messaging transport "
+            "id and is timestamped at send, at server receive and at reply; one clock for all sites of a "
+            "local lab, so one-way times are exact (on hosts: below). Load is open loop (intended send "
+            "times; a late send counts from its intended time in 'rtt_int'). NATS runs use Juice's own "
+            "oslo.messaging transport "
             f"(plugins/juice-messaging), not an upstream driver. {escape(HOST_NOTE)}</p>")
     from juice.studies.messaging import seeds
     from juice.studies.messaging.findings import findings
@@ -355,6 +378,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
     mans = [json.loads((Path(d) / "manifest.json").read_text()) for d in df["dir"]]
     body = ["<h2>Messaging: oslo.messaging RPC over real buses</h2>",
             findings_html("messaging", split_findings(df, findings)), seeds.section(df, mans), note,
+            clocks_note(df),
             "<h3>Configurations (medians over repetitions)</h3>",
             configkey.notes_html(extra(df), df.attrs.get("config_notes", [])),
             _table(a) if a is not None else ""]

@@ -264,9 +264,11 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
         atomic.write_text(rd.file(EVENTS), "".join(json.dumps(e) + "\n" for e in events))
-    msgs = metrics.messages(sends, recvs, expected, warm_end)
+    # sends and deliveries on Juice's clock: each host's offset at the run's start (0 locally)
+    msgs = metrics.messages(sends, recvs, expected, warm_end, run.clocks)
     server_sites = {a.id: a.site for a in agents if a.role == "server"}
     summary = metrics.summarize(msgs, recvs, c.duration_s, server_sites)
+    summary["clocks"] = run.clocks.to_dict() if run.clocks is not None else None
     procs_info = [{"name": q.name, "site": q.site, "role": q.role, "agents": len(q.agents),
                    "rate": q.rate, **ready.get(q.name, {})} for q in procs]
     by_proc = {e.get("proc"): e for e in ends}  # by process name: pids of two hosts may be equal
@@ -338,7 +340,10 @@ def _say(progress: Progress, s: Mapping[str, Any]) -> None:
     if s.get("rtt_p50_ms") is not None:
         lat = f"call p50 {s['rtt_p50_ms']:.2f} ms p99 {s['rtt_p99_ms']:.2f} ms"
     elif s.get("oneway_p50_ms") is not None:
-        lat = f"one-way p50 {s['oneway_p50_ms']:.2f} ms"
+        lat = f"one-way p50 {s['oneway_p50_ms']:.2f} ms" + (
+            f" ± {s['oneway_bound_ms']:.2f}" if s.get("oneway_bound_ms") else "")
+    elif s.get("oneway_withheld"):
+        lat = f"one-way {s['oneway_withheld']}"
     else:
         lat = "no delivery"
     loc = f", {s['locality_pct']:.1f} % local" if s.get("locality_pct") is not None else ""
