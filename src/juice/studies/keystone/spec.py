@@ -85,22 +85,17 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from juice.errors import UserError
 from juice.faults.spec import Fault, check_sites
-from juice.lab.provider import Provider
-from juice.lab.provider import check_sites as check_provider_sites
 from juice.profile.spec import Profile
 from juice.runner.order import ORDER_DOC
-from juice.sla.criteria import SLA_FIELD_DOC, IterationSla
+from juice.sla.criteria import IterationSla
 from juice.spec import warmup as spec_warmup
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
-    NAME_RE,
     FiniteFloat,
     NonNegativeInt,
     PositiveInt,
-    Repetitions,
     Seconds,
-    Seed,
     SiteCount,
     Strict,
     StrictBool,
@@ -108,7 +103,7 @@ from juice.spec.base import (
     no_duplicates,
     plain_data,
 )
-from juice.spec.target import Target
+from juice.spec.study import TargetStudySpec
 from juice.spec.wan import Wan, WanPoint, wan_points
 from juice.spec.warmup import WarmupRuns
 from juice.util.validation import validate
@@ -260,18 +255,14 @@ class DatabaseOptions(Strict):
         return v
 
 
-class Experiment(Strict):
-    """A Keystone study. See the module doc for the meaning and bounds of every field."""
+class Experiment(TargetStudySpec[IterationSla]):
+    """A Keystone study. See the module doc for the meaning and bounds of every field; name,
+    description, seed, repetitions (1..1,000), sla, provider and target are the frame's
+    (juice.spec.study). Its WAN is its own ``wan`` field (zones and matrices too)."""
 
-    name: StrictStr = Field(pattern=NAME_RE, description="letters, digits, _.- (at most 64)")
-    workload: Literal["keystone"] = "keystone"
-    description: StrictStr = Field(default="", max_length=2000)
-    seed: Seed = Field(default=1, description="0..2**31-1; repetition r uses seed + r")
-    repetitions: Repetitions = Field(default=1, description="1..1,000")
+    workload: Literal["keystone"] = Field(default="keystone", description="the study (the default)")
     rdbms: list[StrictStr] = Field(default_factory=list, description=f"an axis: {', '.join(RDBMS)}")
     sites: list[SiteCount] = Field(default_factory=list, description="an axis of site counts, 1..250 each")
-    target: Target | None = Field(default=None, description="an existing cloud instead of a lab "
-                                  "(juice.spec.target): no lab, no deployment")
     wan: Wan = Field(default_factory=lambda: Wan(delay_ms=[0.0]))
     load: list[Literal["light", "high"]] = Field(default_factory=lambda: list(LIGHT), min_length=1)
     scenarios: list[ScenarioRef] = Field(min_length=1)
@@ -284,9 +275,6 @@ class Experiment(Strict):
     faults: list[Fault] = Field(default_factory=list, max_length=100,
                                 description="events applied during every run (see juice.faults.spec)")
     profile: Profile = Field(default_factory=Profile, description="resource sampling (juice.profile.spec)")
-    sla: IterationSla = Field(default_factory=IterationSla, description=SLA_FIELD_DOC)
-    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
-                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -310,14 +298,11 @@ class Experiment(Strict):
         no_duplicates(v)
         return v
 
-    @model_validator(mode="before")
-    @classmethod
-    def _no_warmup_run_on_a_target(cls, data: Any) -> Any:
-        return spec_warmup.zero_against_target(data)
+    def lab_sites(self) -> int | None:
+        return max(self.sites) if self.sites and self.target is None else None
 
     @model_validator(mode="after")
     def _lab_or_target(self) -> Experiment:
-        spec_warmup.check_target(self.target is not None, self.runner.warmup_runs)
         if self.target is None:
             for k in ("rdbms", "sites"):
                 if not getattr(self, k):
@@ -340,14 +325,9 @@ class Experiment(Strict):
         return self
 
     @model_validator(mode="after")
-    def _provider_fits(self) -> Experiment:
+    def _rdbms_on_hosts(self) -> Experiment:
         if self.provider.kind == "local":
             return self
-        if self.sites:
-            try:
-                check_provider_sites(self.provider, max(self.sites))
-            except UserError as e:
-                raise ValueError(str(e)) from None
         bad = [r for r in self.rdbms if r not in REMOTE_RDBMS]
         if bad:
             raise ValueError(f"rdbms: {bad[0]} is not deployed on SSH hosts yet (provider kind enoslib "

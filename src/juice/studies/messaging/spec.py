@@ -70,16 +70,15 @@ discarded runs of each bus deployment's first point before its measured runs
 from __future__ import annotations
 
 from itertools import product
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from annotated_types import Ge, Le
 from pydantic import Field, field_validator, model_validator
 
 from juice.faults.spec import Fault
-from juice.lab.provider import Provider, hosts_fit
-from juice.sla.criteria import SLA_FIELD_DOC, MessagingSla
-from juice.spec.base import NAME_RE, FiniteFloat, PositiveInt, Seconds, Seed, Strict, no_duplicates
-from juice.spec.wan import uniform_delays
+from juice.sla.criteria import MessagingSla
+from juice.spec.base import NAME_RE, FiniteFloat, PositiveInt, Seconds, Strict, no_duplicates
+from juice.spec.study import StudySpec
 from juice.spec.warmup import SweepRunner
 
 MAX_AGENTS = 20_000
@@ -216,31 +215,30 @@ def agents(tc: str, clients: int, servers: int, targets: int) -> int:
     return clients + servers
 
 
-class MessagingSpec(Strict):
-    workload: Literal["messaging"]
-    name: str = Field(pattern=NAME_RE)
+class MessagingSpec(StudySpec[MessagingSla]):
+    """A messaging study. name, description, seed, sla, provider and ``wan: {delay_ms}`` (into
+    ``delay_ms``) are the frame's (juice.spec.study); ``repetitions`` is bounded lower here."""
+
+    WAN_INTO: ClassVar[str | None] = "delay_ms"
+
+    workload: Literal["messaging"] = Field(description="the study")
     sites: Annotated[PositiveInt, Le(9)] = 3
     delay_ms: list[Delay] = Field(default=[0.0], min_length=1)
     buses: list[Bus] = Field(min_length=1, max_length=20)
     cases: list[Case] = Field(min_length=1, max_length=50)
-    repetitions: Annotated[PositiveInt, Le(100)] = 1
+    # 1..100, not the frame's 1..1,000: the messaging study's bound since before the frame
+    repetitions: Annotated[PositiveInt, Le(100)] = Field(default=1, description="1..100")
     agents_per_process: Annotated[PositiveInt, Le(5000)] = 250
     pool: Annotated[PositiveInt, Le(1000)] = 32
     warmup_s: Annotated[Seconds, Le(60)] = 1.0
     arrivals: Literal["poisson", "uniform"] = "poisson"
-    seed: Seed = 1
     runner: SweepRunner = Field(default_factory=SweepRunner, description=(
         "the sweep's options: warmup_runs (default 0 here: every run starts its own agents and "
         "leaves warmup_s of sending out, so only the bus carries over; juice.spec.warmup)"))
-    sla: MessagingSla = Field(default_factory=MessagingSla, description=SLA_FIELD_DOC)
-    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
-                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _wan(cls, data: Any) -> Any:
-        """``wan: {delay_ms: ...}``, the WAN section every study accepts (juice.spec.wan)."""
-        return uniform_delays(data, "messaging")
+    def lab_sites(self) -> int | None:
+        return self.sites
+
     @field_validator("delay_ms", mode="before")
     @classmethod
     def _delays(cls, v: Any) -> Any:
@@ -251,11 +249,6 @@ class MessagingSpec(Strict):
     def _once(cls, v: list[float]) -> list[float]:
         no_duplicates(v)
         return v
-
-    @model_validator(mode="after")
-    def _hosts(self) -> MessagingSpec:
-        hosts_fit(self.provider, self.sites, "messaging")
-        return self
 
     @model_validator(mode="after")
     def _sites(self) -> MessagingSpec:

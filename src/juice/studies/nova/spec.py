@@ -71,29 +71,25 @@ Simulated waits (``computes.spawn_time``, ``fakes``) are seconds, each draw capp
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from annotated_types import Ge, Le
 from pydantic import Field, field_validator, model_validator
 
 from juice.errors import UserError
 from juice.faults.spec import Fault, check_sites
-from juice.lab.provider import Provider, hosts_fit
 from juice.profile.spec import Profile
-from juice.sla.criteria import SLA_FIELD_DOC, NovaSla
+from juice.sla.criteria import NovaSla
 from juice.spec import warmup as spec_warmup
 from juice.spec.base import (
-    NAME_RE,
     FiniteFloat,
     PositiveInt,
-    Seed,
     Strict,
     StrictStr,
     no_duplicates,
     plain_data,
 )
-from juice.spec.target import Target
-from juice.spec.wan import uniform_delays
+from juice.spec.study import TargetStudySpec
 from juice.spec.warmup import WarmupRuns
 from juice.studies.nova.simulation import WAIT_DOC, Failures, Fakes, Wait
 from juice.studies.nova.topology import HAProxyOptions, Topology
@@ -290,12 +286,16 @@ def _axis(kind: Any, default: list[Any], what: str) -> Any:
     return Field(default_factory=lambda: list(default), min_length=1, description=f"an axis: {what}")
 
 
-class NovaSpec(Strict):
-    name: StrictStr = Field(pattern=NAME_RE)
-    workload: Literal["nova"] = "nova"
-    description: StrictStr = Field(default="", max_length=2000)
-    seed: Seed = 1
-    repetitions: Annotated[PositiveInt, Le(100)] = 1
+class NovaSpec(TargetStudySpec[NovaSla]):
+    """A nova study. name, description, seed, sla, provider, target and ``wan: {delay_ms}`` (into
+    ``delay_ms``) are the frame's (juice.spec.study); ``repetitions`` is bounded lower here."""
+
+    WAN_INTO: ClassVar[str | None] = "delay_ms"
+
+    workload: Literal["nova"] = Field(default="nova", description="the study")
+    # 1..100, not the frame's 1..1,000: nova's bound since before the frame (its runs are capped
+    # at 2,000 anyway)
+    repetitions: Annotated[PositiveInt, Le(100)] = Field(default=1, description="1..100")
     sites: Annotated[int, Ge(2), Le(9)] = 2
     delay_ms: list[Delay] = _axis(Delay, [0.0], "one-way delay between sites, ms")
     db: list[Literal["mariadb", "galera"]] = _axis(str, ["mariadb"], "mariadb | galera")
@@ -347,10 +347,8 @@ class NovaSpec(Strict):
         "the services' logs: oslo.log's text lines or its JSON lines (use_json: message templates)"))
     boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0
     poll_interval_s: Annotated[FiniteFloat, Ge(0.1), Le(60)] = 2.0
-    target: Target | None = Field(default=None, description=(
-        "an existing cloud instead of a lab (juice.spec.target): no lab, no deployment; needs image"))
     image: StrictStr | None = Field(default=None, pattern=r"^[0-9a-fA-F-]{32,36}$", description=(
-        "with a target: the image id to boot (the lab uses its fake-glance image)"))
+        "with a target, required: the image id to boot (the lab uses its fake-glance image)"))
     compute_url: StrictStr | None = Field(default=None, pattern=r"^https?://[^\s]+$", description=(
         "with a target: nova's URL instead of the catalog's (e.g. a loopback forwarder)"))
     network: StrictStr = Field(default="none", pattern=r"^(none|auto|[0-9a-fA-F-]{32,36})$",
@@ -359,16 +357,7 @@ class NovaSpec(Strict):
         "boot more servers than the nodes hold (an accuracy test: capacity K, K+1 requests)"))
     results: StrictStr | None = Field(default=None, min_length=1, max_length=4096)
     profile: Profile = Field(default_factory=Profile)
-    sla: NovaSla = Field(default_factory=NovaSla, description=SLA_FIELD_DOC)
-    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
-                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
-
-    @model_validator(mode="before")
-    @classmethod
-    def _wan(cls, data: Any) -> Any:
-        """``wan: {delay_ms: ...}``, the WAN section every study accepts (juice.spec.wan)."""
-        return uniform_delays(data, "nova")
     @field_validator("scenarios", mode="before")
     @classmethod
     def _shorthand(cls, v: Any) -> Any:
@@ -394,14 +383,11 @@ class NovaSpec(Strict):
                 raise ValueError(f"{name!r}: a configuration name is 1-32 of a-z 0-9 _ - (e.g. before)")
         return v
 
-    @model_validator(mode="before")
-    @classmethod
-    def _no_warmup_run_on_a_target(cls, data: Any) -> Any:
-        return spec_warmup.zero_against_target(data)
+    def lab_sites(self) -> int | None:
+        return self.sites if self.target is None else None
 
     @model_validator(mode="after")
     def _target(self) -> NovaSpec:
-        spec_warmup.check_target(self.target is not None, self.runner.warmup_runs)
         if self.target is None:
             for k in ("image", "network", "compute_url"):
                 if k in self.model_fields_set:
@@ -420,7 +406,6 @@ class NovaSpec(Strict):
     def _fits(self) -> NovaSpec:
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
-        hosts_fit(self.provider, self.sites, "nova")
         for field, on in (("fakes.port_create_s", self.fakes.port_create_s is not None),
                           ("failures.port_create", self.failures.port_create > 0)):
             if on:

@@ -56,13 +56,12 @@ at or above what ``juice plan`` prints): a longer study is several specs.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from annotated_types import Interval, Le
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from juice.lab.provider import Provider, hosts_fit
-from juice.sla.criteria import SLA_FIELD_DOC, SchedulerDbSla
+from juice.sla.criteria import SchedulerDbSla
 from juice.spec.base import (
     MAX_PLAN_S,
     MAX_RUNS,
@@ -72,12 +71,12 @@ from juice.spec.base import (
     PositiveInt,
     Repetitions,
     Seconds,
-    Seed,
     Strict,
     StrictBool,
+    StrictStr,
     no_duplicates,
 )
-from juice.spec.wan import uniform_delays
+from juice.spec.study import NAME_DOC, StudySpec
 from juice.util.validation import validate
 
 Backend = Literal["mariadb", "galera", "postgres", "memcached", "redis"]
@@ -153,12 +152,17 @@ Nodes = Annotated[Annotated[list[NodeCount], Tag("list")] | Annotated[NodeRange,
                   Discriminator(_nodes_kind)]
 
 
-class SchedulerDbSpec(Strict):
-    """One scheduler–database study. See the module doc for the meaning and bounds of every field."""
+class SchedulerDbSpec(StudySpec[SchedulerDbSla]):
+    """One scheduler–database study. See the module doc for the meaning and bounds of every field;
+    description, seed, sla, provider and ``wan: {delay_ms: [d]}`` (into ``lab.delay_ms``, one
+    delay) are the frame's (juice.spec.study). ``name`` has a default here and ``repetitions``
+    means reads per scheduler per point (default 5), not runs."""
 
-    workload: Literal["scheduler-db"]
-    name: str = Field(default="scheduler-db", pattern=NAME_RE,
-                      description="letters, digits, _.- (at most 64)")
+    WAN_INTO: ClassVar[str | None] = "lab.delay_ms"
+    WAN_SINGLE: ClassVar[bool] = True
+
+    workload: Literal["scheduler-db"] = Field(description="the study")
+    name: StrictStr = Field(default="scheduler-db", pattern=NAME_RE, description=NAME_DOC)
     backends: list[Backend] = Field(default_factory=lambda: list(DEFAULT_BACKENDS), min_length=1)
     tracks: list[Track] = Field(default_factory=lambda: list(DEFAULT_TRACKS), min_length=1)
     nodes: Nodes = Field(default_factory=NodeRange,
@@ -182,17 +186,10 @@ class SchedulerDbSpec(Strict):
         default=60.0, description="report interval, 0.1..86,400 s")
     read_timeout_s: Annotated[Seconds, Interval(ge=1, le=86_400)] = Field(
         default=600.0, description="a read slower than this fails, 1..86,400 s")
-    seed: Seed = Field(default=1, description="0..2**31-1")
-    sla: SchedulerDbSla = Field(default_factory=SchedulerDbSla, description=SLA_FIELD_DOC)
-    provider: Provider = Field(default_factory=Provider, description="where the sites run: local "
-                               "namespaces (default) or hosts through EnOSlib (juice.lab.provider)")
 
+    def lab_sites(self) -> int | None:
+        return self.lab.sites
 
-    @model_validator(mode="before")
-    @classmethod
-    def _wan(cls, data: Any) -> Any:
-        """``wan: {delay_ms: ...}``, the WAN section every study accepts (juice.spec.wan)."""
-        return uniform_delays(data, "scheduler-db", into="lab.delay_ms", single=True)
     @field_validator("nodes")
     @classmethod
     def _nodes(cls, v: list[int] | NodeRange) -> list[int] | NodeRange:
@@ -215,11 +212,6 @@ class SchedulerDbSpec(Strict):
     @classmethod
     def _clients(cls, v: list[Client]) -> list[Client]:
         return list(dict.fromkeys(v))
-
-    @model_validator(mode="after")
-    def _hosts(self) -> SchedulerDbSpec:
-        hosts_fit(self.provider, self.lab.sites, "scheduler-db")
-        return self
 
     @model_validator(mode="after")
     def _galera_sites(self) -> SchedulerDbSpec:
