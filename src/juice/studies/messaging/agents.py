@@ -38,6 +38,7 @@ from juice.lab.place import Lab, Place
 from juice.paths import cache_dir
 from juice.services.process import Server, spawn, stop_all
 from juice.util import atomic
+from juice.util.watchdog import Watchdog, stall_bound
 
 
 def venv_python() -> Path:
@@ -183,6 +184,7 @@ class AgentRun:
     start_at: float = 0.0
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
     places: dict[int, Place] = field(default_factory=dict)   # the sites prepared so far
+    poll_s: float = 5.0  # how often wait_clients counts the records (and says so)
 
     def __enter__(self) -> AgentRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -292,28 +294,61 @@ class AgentRun:
         self._everywhere("go", json.dumps({"start_at": self.start_at}))
         return self.start_at
 
-    def wait_clients(self, limit_s: float, tick: Callable[[], None] | None = None) -> None:
+    def wait_clients(self, limit_s: float, tick: Callable[[], None] | None = None,
+                     stall_s: float | None = None) -> None:
         """Until every client process has exited (bounded by ``limit_s``); ServiceError if one
-        failed or the bound passed."""
+        failed or the bound passed, ``watchdog.Stalled`` (a ServiceError) when no client
+        recorded a message for ``stall_s`` (default ``watchdog.stall_bound``: max(60 s, 10
+        intervals between messages, the request timeout + 30 s), naming the client processes
+        still running, their site and place, and their counts."""
+        rate = sum(p.rate for p in self.procs if p.role == "client")
+        dog = Watchdog(stall_s if stall_s is not None else
+                       stall_bound(1.0 / rate if rate > 0 else None, extra_s=self.timeout_s + 30.0),
+                       "messages recorded by the clients")
         deadline = time.monotonic() + limit_s
-        clients = [self.servers[p.name] for p in self.procs if p.role == "client"]
+        clients = [(p, self.servers[p.name]) for p in self.procs if p.role == "client"]
         last = 0.0
+        counts: dict[str, int] = {}
         while time.monotonic() < deadline:
-            running = [c for c in clients if c.proc is not None and c.exit_code() is None]
+            running = [(p, c) for p, c in clients if c.proc is not None and c.exit_code() is None]
             if not running:
                 break
-            if time.monotonic() - last >= 5:
+            if time.monotonic() - last >= self.poll_s:
                 last = time.monotonic()
-                self.progress(f"sending: {self.sent()} messages so far")
+                counts = self.counts("client")
+                dog.see(sum(counts.values()))
+                idle = dog.idle_s()
+                self.progress(f"sending: {sum(counts.values())} messages so far"
+                              + (f" (none for {idle:.0f} s; the run fails after {dog.bound_s:g} s without)"
+                                 if idle >= 15 else ""))
+                waiting = "; ".join(f"{p.name} ({self.lab.place(p.site).label}, {len(p.agents)} client(s)): "
+                                    f"{counts.get(p.name, 0)} messages" for p, _ in running)
+                dog.check(lambda w=waiting: f"{w} (logs in {self.workdir})")  # type: ignore[misc]
             if tick:
                 tick()
             time.sleep(0.2)
         else:
             raise ServiceError(f"client processes still running after {limit_s:.0f} s "
                                f"(logs in {self.workdir})")
-        bad = [f"{c.what}: exit {code}" for c in clients if (code := c.exit_code()) not in (0, None)]
+        bad = [f"{c.what}: exit {code}" for _, c in clients if (code := c.exit_code()) not in (0, None)]
         if bad:
             raise ServiceError("; ".join(bad) + f" (logs in {self.workdir})")
+
+    def counts(self, role: str, argv: Sequence[str] = ("wc", "-l")) -> dict[str, int]:
+        """Per process of ``role``: ``argv``'s count of its record file (lines; 0 when not
+        there yet), asked at each place once."""
+        out: dict[str, int] = {}
+        for site, place in self.places.items():
+            procs = [p for p in self.procs if p.role == role and p.site == site]
+            if not procs:
+                continue
+            by_file = {str(self.at(p, "jsonl")): p.name for p in procs}
+            r = place.run([*argv, *by_file, "/dev/null"], timeout=30)
+            for line in r.out.splitlines():
+                words = line.split(maxsplit=1)
+                if len(words) == 2 and words[0].isdigit() and words[1] in by_file:
+                    out[by_file[words[1]]] = int(words[0])
+        return out
 
     def _sizes(self, role: str, argv: Sequence[str]) -> int:
         """The sum of ``argv`` + the record files of ``role``'s processes, per place (``wc``'s

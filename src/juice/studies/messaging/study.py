@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -241,20 +242,27 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
         ready = dict(ar.ready)
         if faults is not None:  # where the queues are when the faults come (tc5)
             counters["start"] = buses.counters(dep.svc)
-        mid = {"done": False}
+        mid: list[threading.Thread] = []
         start_at = ar.go()
         warm_end = start_at + p.warmup_s
 
-        def tick() -> None:
-            if not mid["done"] and time.time() >= warm_end + c.duration_s / 2:
-                mid["done"] = True
-                counters["during"] = buses.counters(dep.svc)
+        def during() -> None:
+            counters["during"] = buses.counters(dep.svc)
+
+        def tick() -> None:  # the bus's counters mid-run, asked aside: a slow bus never holds the
+            if not mid and time.time() >= warm_end + c.duration_s / 2:  # send loop's watchdog
+                mid.append(threading.Thread(target=during, name="bus-counters", daemon=True))
+                mid[0].start()
 
         with faults if faults is not None else nullcontext():
             if faults is not None:
                 faults.observe(0, {"window_started_ms": int(warm_end * 1000)})
             ar.wait_clients(c.duration_s + p.warmup_s + c.timeout_s + 120, tick)
             drained = ar.drain(quiet_s=2.0, limit_s=max(10.0, c.timeout_s))
+        if mid:
+            mid[0].join(60.0)
+            if mid[0].is_alive():
+                counters["during"] = {"error": "no answer within 60 s after the run"}
         counters["after"] = buses.counters(dep.svc)
         try:  # the bus's logs so far (its start, and this run)
             dep.svc.collect_logs(rd.file("bus-logs"))
