@@ -123,3 +123,14 @@ def test_each_driver_runs_in_its_site_namespace(lab_name: str, tmp_path: Path) -
             assert seen["bound"] == lab.site_ip(s)
         assert seen["netns"] != os.readlink("/proc/self/ns/net")
         assert not [p for p in lab.workdir.iterdir() if p.name.startswith("driver-")]
+
+
+def test_a_driver_without_progress_is_stopped_saying_so(tmp_path: Path) -> None:
+    """The stalled fake: one iteration that sleeps far longer than the no-progress bound."""
+    jobs = [job(2, args={"sleep_s": 60}, runner=RunnerSpec(times=1), timeout_s=60.0, stall_s=1.5)]
+    t0 = time.monotonic()
+    (res,) = run_drivers(LoopbackSites(tmp_path), jobs, NullProgress())
+    assert time.monotonic() - t0 < 30
+    assert res.failure is not None and res.failure.startswith("driver stopped: no progress for ")
+    assert "iterations done/failed/dropped stuck at (0, 0, 0)" in res.failure
+    assert "waiting on the driver at site 2 (tests.load.fakes:FakeSleep" in res.failure

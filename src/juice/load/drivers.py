@@ -12,10 +12,11 @@ Each job becomes a process ``python -m juice.driver JOB_FILE`` started with
 
 The job file (with ``env``: credentials) is written 0600 into the lab's work dir and removed
 when the driver has read it (and again, whatever happens, when ``run_drivers`` returns); it
-never reaches the results. A driver that crashes, exits non-zero or outlives ``timeout_s``
-does not stop the run: its ``LoadResult`` carries ``failure`` (and whatever records it wrote),
-and the UI shows the failed site. Ctrl-C (or any exception) in the parent kills every driver's
-process group before it propagates: no orphan driver.
+never reaches the results. A driver that crashes, exits non-zero, outlives ``timeout_s`` or
+stops making progress (its done/failed/dropped counts unchanged for ``stall_s``:
+``juice.util.watchdog``) does not stop the run: its ``LoadResult`` carries ``failure`` (and
+whatever records it wrote), and the UI shows the failed site. Ctrl-C (or any exception) in the
+parent kills every driver's process group before it propagates: no orphan driver.
 
 ``lab=None`` runs every job in this process, on one event loop, against loopback (tests,
 benchmarks). ``LoopbackSites(workdir)`` runs real driver processes without namespaces.
@@ -45,6 +46,7 @@ from juice.load.engine import Counters
 from juice.load.progress import NullProgress, ProgressUI
 from juice.load.runner import RunnerSpec, run_scenario
 from juice.util import atomic
+from juice.util.watchdog import Stalled, Watchdog, stall_bound
 
 # (name, args, contexts, seed, study) -> the scenario object: how jobs run in this process
 # find their scenario (``juice.studies.resolve_scenario`` knows the studies' names)
@@ -97,6 +99,10 @@ class DriverJob:
     args: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 3600.0
+    # no-progress bound (s): a driver whose done/errors/dropped counts stop changing for this
+    # long is stopped and fails saying so; None = watchdog.stall_bound(extra_s=the runner's
+    # longest timeout (iteration, setup, cleanup) + 30 s) or JUICE_STALL_S
+    stall_s: float | None = None
     pythonpath: list[str] = field(default_factory=list)
     nice: int = 0
     contexts: dict[str, Any] = field(default_factory=dict)
@@ -184,6 +190,8 @@ class _Running:
     eof: bool = False
     exited_at: float | None = None
     fetch: Callable[[], None] | None = None  # brings the result file back from a remote host
+    dog: Watchdog | None = None  # no progress for its bound: stopped (``stalled`` says why)
+    stalled: str | None = None
 
 
 def _read_lines(idx: int, stream: IO[bytes], q: queue.Queue[tuple[int, dict[str, Any] | None]]
@@ -249,9 +257,14 @@ def _start(lab: SiteLauncher, idx: int, job: DriverJob,
     reader = threading.Thread(target=_read_lines, args=(idx, proc.stdout, q), daemon=True)
     reader.start()
     fetch = getattr(lab, "fetch_file", None)
+    rs = job.runner
+    longest = max(rs.timeout_s or 0.0, rs.setup_timeout_s, rs.cleanup_timeout_s)
+    dog = Watchdog(job.stall_s if job.stall_s is not None else stall_bound(extra_s=longest + 30.0),
+                   "iterations done/failed/dropped")
     return _Running(job, job_file, result_file, log_file, proc,
                     time.monotonic() + job.timeout_s, reader,
-                    fetch=None if fetch is None else (lambda: fetch(job.site, remote_result, result_file)))
+                    fetch=None if fetch is None else (lambda: fetch(job.site, remote_result, result_file)),
+                    dog=dog)
 
 
 def _tail(path: Path, n: int = 3) -> str:
@@ -274,7 +287,9 @@ def _collect(r: _Running) -> LoadResult:
         result = LoadResult.from_dict(json.loads(r.result_file.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         result = None
-    if r.timed_out:
+    if r.stalled:
+        reason = f"driver stopped: {r.stalled}"
+    elif r.timed_out:
         reason = f"driver timed out after {r.job.timeout_s:g} s (timeout_s) and was killed"
     elif result is not None and result.failure:
         return result
@@ -315,6 +330,8 @@ def _with_processes(lab: SiteLauncher, jobs: Sequence[DriverJob],
                 elif msg.get("event") == "progress":
                     ui.update(jobs[idx].site, {k: int(v) for k, v in msg.items()
                                                if k != "event" and isinstance(v, int)})
+                    if (dog := runs[idx].dog) is not None:
+                        dog.see(tuple(msg.get(k) for k in ("done", "errors", "dropped")))
             except queue.Empty:
                 pass
             now = time.monotonic()
@@ -322,6 +339,13 @@ def _with_processes(lab: SiteLauncher, jobs: Sequence[DriverJob],
                 if r.proc.poll() is None and now > r.deadline and not r.timed_out:
                     r.timed_out = True
                     _stop([r])
+                if r.proc.poll() is None and not r.timed_out and r.dog is not None:
+                    try:
+                        r.dog.check(lambda r=r: f"the driver at site {r.job.site} ({r.job.scenario}, "  # type: ignore[misc]
+                                                f"log {r.log_file.name})")
+                    except Stalled as e:
+                        r.timed_out, r.stalled = True, str(e)
+                        _stop([r])
                 if r.proc.poll() is not None and r.exited_at is None:
                     r.exited_at = now
                 if r.exited_at is not None and not r.eof and now > r.exited_at + 5.0:
