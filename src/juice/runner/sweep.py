@@ -26,9 +26,12 @@ whole spec's order) and ``order`` (mode, seed, ``position``: how many measured r
 deployment ran before it in this sweep, 0 = the first measured run on a fresh deployment;
 ``warmup_runs``: how many discarded warm-up runs that deployment ran before its first measured
 run; ``deployment``).
-When the run had a lab, its manifest gets ``deviations``: every server setting of the
-deployment that differs from the shipped defaults, with its reason and source
-(``juice.services.deviations``; runs of earlier versions have none).
+When the run had a lab, its manifest gets ``wan.check``: the RTT of every pair of its sites or
+hosts (``lab.check()``), made at the start of the lab's first run on each WAN and reused by
+the next runs on that WAN (``wan.check_made`` says which; :func:`wan_check`); and
+``deviations``: every server setting of the deployment that differs from the shipped
+defaults, with its reason and source (``juice.services.deviations``; runs of earlier versions
+have none).
 
 After each run, the spec's ``sla:`` criteria (any study whose spec has that field) are judged
 on the run's files and stored in its manifest and rally.json (``juice.sla.store``);
@@ -124,6 +127,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
     for _lab_key, by_lab in groupby(pl.todo, key=lambda p: p.lab_key):
         lab_points = list(by_lab)
         with study.lab(spec, lab_points, progress) as lab:
+            checks: dict[str, tuple[dict[str, Any], str]] = {}  # this lab's WAN checks (wan_check)
             for _dep_key, by_dep in groupby(lab_points, key=lambda p: p.deployment_key):
                 dep_points = list(by_dep)
                 with ExitStack() as held:
@@ -144,7 +148,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                                            "warmup_runs": k, "warmup_index": w}}
                         try:
                             _one(study, spec, spec_data, spec_text, study_dir, first, lab, dep, conf,
-                                 progress, ui, task_args, marks, warmup_run=True)
+                                 progress, ui, task_args, marks, warmup_run=True, checks=checks)
                         except JuiceError as e:
                             progress(f"warm-up run failed ({e}); kept as {WARMUP_SUFFIX}.failed, "
                                      "measuring anyway")
@@ -158,7 +162,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                                     if isinstance(getattr(p, "repetition", None), int) else {})}
                         try:
                             _one(study, spec, spec_data, spec_text, study_dir, p, lab, dep, conf,
-                                 progress, ui, task_args, where)
+                                 progress, ui, task_args, where, checks=checks)
                             ran += 1
                         except JuiceError as e:
                             failed += 1
@@ -179,9 +183,13 @@ def deployment_failed(study_dir: Path, points: Sequence[Point], err: JuiceError,
 def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
          p: Point, lab: Lab | None, dep: Any, conf: sampler.Settings, progress: Progress, ui: Any,
          task_args: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
-         warmup_run: bool = False) -> None:
-    """One run of ``p`` into its ``RunDir`` (a warm-up run: ``<run>.warmup``, no SLA verdict)."""
+         warmup_run: bool = False, checks: dict[str, tuple[dict[str, Any], str]] | None = None) -> None:
+    """One run of ``p`` into its ``RunDir`` (a warm-up run: ``<run>.warmup``, no SLA verdict),
+    its manifest's ``wan.check`` from :func:`wan_check` (``checks``: the lab's so far)."""
+    checks = {} if checks is None else checks
     with RunDir(study_dir, p.dirname, WARMUP_SUFFIX if warmup_run else "") as rd:
+        wan_at = wan_key(lab)
+        wan = wan_check(lab, checks, p.dirname, progress)  # at the run's start, before its profile
         prof = sampler.start(lab, lambda: study.profile_sources(dep), rd.partial, conf, progress)
         try:
             study.run_point(Run(study.name, spec, p, rd, spec_data, spec_text, progress, ui,
@@ -196,11 +204,77 @@ def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text
             raise JuiceError(f"study {study.name!r} wrote no manifest for run {p.key} (a bug in the study)")
         if summary is not None:
             sampler.add_to_manifest(manifest, summary)
+        if wan is not None:
+            if wan_key(lab) != wan_at and not _has_check(manifest):  # the study changed the WAN
+                wan = wan_check(lab, checks, p.dirname, progress,  # in its run: the one it ran on
+                                "at this run's end (the study changed the WAN during it)") or wan
+            _add_wan(manifest, wan)
         if where:
             _add_order(manifest, where)
         if lab is not None:  # servers Juice started: what they run with beyond the defaults
             deviations.add_to_manifest(manifest, deviations.of(study.profile_sources(dep)))
         _judge(None if warmup_run else spec, rd, progress, task_args)
+
+
+def wan_key(lab: Lab | None) -> str | None:
+    """The WAN the lab applies now (its spec, as JSON): a check stays valid while it is equal."""
+    if lab is None:
+        return None
+    try:
+        return json.dumps(lab.spec.model_dump(mode="json"), sort_keys=True)
+    except Exception:  # a lab without a spec: checked every run
+        return None
+
+
+def wan_check(lab: Lab | None, checks: dict[str, tuple[dict[str, Any], str]], run: str,
+              progress: Progress, made: str = "at this run's start") -> dict[str, Any] | None:
+    """What a run's manifest records as ``wan``: ``check``, the RTT of every pair of the lab's
+    sites or hosts (``lab.check()``: ``CheckReport.to_dict()``, as ``juice lab check``), and
+    ``check_made`` (when). One check per lab and WAN: the first run on a WAN checks it at its
+    start, the next runs on the same lab and WAN reuse it (``check_made`` names that run), a
+    changed WAN is checked again. None without a lab; a check that cannot be made is recorded
+    as ``check_error``, never a failed run."""
+    if lab is None:
+        return None
+    key = wan_key(lab)
+    if key is not None and key in checks:
+        rep, first = checks[key]
+        return {"check": rep, "check_made": f"at the start of run {first} on this lab (same WAN since)"}
+    try:
+        r = lab.check(probes=10)
+        rep = r.to_dict()
+        if not r.ok:
+            progress("warning: the WAN check found a pair out of tolerance (recorded in the manifest's "
+                     "wan.check)")
+    except Exception as e:  # the run goes on; the manifest says why there is no check
+        return {"check_error": f"{type(e).__name__}: {e}"}
+    if key is not None:
+        checks[key] = (rep, run)
+    return {"check": rep, "check_made": made}
+
+
+def _has_check(manifest: Path) -> bool:
+    wan = json.loads(manifest.read_text()).get("wan")
+    return isinstance(wan, dict) and "check" in wan
+
+
+def _add_wan(manifest: Path, wan: Mapping[str, Any]) -> None:
+    """``wan`` into the manifest's ``wan`` entry (atomically, mtime kept). A study's own
+    ``wan.check`` (Keystone's ``check_wan``, made after it applied the point's WAN) stays."""
+    import os
+
+    from juice.util import atomic
+
+    st = manifest.stat()
+    data = json.loads(manifest.read_text())
+    cur = data.get("wan")
+    if cur is None:
+        cur = {}
+    if not isinstance(cur, dict) or "check" in cur:
+        return
+    data["wan"] = {**cur, **wan}
+    atomic.write_json(manifest, data)
+    os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def _add_order(manifest: Path, where: Mapping[str, Any]) -> None:
