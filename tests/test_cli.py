@@ -14,8 +14,9 @@ COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["l
             ["lab", "sweep"], ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
             ["db"], ["db", "up"], ["db", "status"], ["db", "down"], ["quickstart"], ["run"], ["plan"],
             ["cleanup"], ["analyze"], ["report"], ["trace"], ["sla"], ["compare"], ["trend"],
-            ["calibrate"], ["keystone"], ["keystone", "up"], ["keystone", "status"],
-            ["keystone", "down"], ["hosts"], ["hosts", "prepare"]]
+            ["calibrate"], ["schema"], ["keystone"],
+            ["keystone", "up"], ["keystone", "status"], ["keystone", "down"], ["hosts"],
+            ["hosts", "prepare"]]
 
 
 def juice(*args: str) -> subprocess.CompletedProcess[str]:

@@ -102,6 +102,7 @@ def _register() -> None:
         cli_keystone,
         cli_lab,
         cli_run,
+        cli_schema,
         cli_sla,
         cli_trace,
         cli_trend,
@@ -119,6 +120,7 @@ def _register() -> None:
     cli_compare.register(app)
     cli_trend.register(app)
     cli_calibrate.register(app)
+    cli_schema.register(app)
 
     app.add_typer(cli_lab.lab_app, name="lab")
     app.add_typer(cli_db.db_app, name="db")

@@ -5,7 +5,9 @@ PATHs are results directories, run directories or Rally JSON files. The criteria
 (a YAML mapping of criteria, or a spec whose ``sla:`` holds them) or, without ``--criteria``,
 each run's own: a Juice run's spec ``sla:``, a Rally workload's ``sla`` config (for a Rally
 file, Rally's own stored verdict is shown next to Juice's, so they can be compared). One line
-per criterion; exit 0 when all pass, 1 when one fails, 2 for bad input. Nothing is written.
+per criterion; exit 0 when all pass, 1 when one fails, 2 for bad input. Nothing is written,
+unless ``--junit FILE``: the same verdicts as JUnit XML (``juice.sla.junit``), written
+atomically before the exit code is decided, so a CI job shows them whether the gate passed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ PATHS = typer.Argument(..., help="Results directories, run directories or Rally 
                        show_default=False)
 CRITERIA = typer.Option(None, "--criteria", "-c", help="YAML criteria (a mapping like a spec's "
                         "sla:, or a spec with an sla: section); default: each run's own.")
+JUNIT = typer.Option(None, "--junit", help="Also write the verdicts as JUnit XML to FILE (one "
+                     "testsuite per run, one testcase per criterion), for a CI's test report.")
 
 
 def load_criteria(path: Path) -> Any:
@@ -53,25 +57,32 @@ def _own(unit: Any) -> Any:
                     unknown_key_hint="a criterion of a newer Juice")
 
 
-def sla(paths: list[Path] = PATHS, criteria: Path | None = CRITERIA) -> None:
+def sla(paths: list[Path] = PATHS, criteria: Path | None = CRITERIA,
+        junit: Path | None = JUNIT) -> None:
     """Judge stored results (Juice runs or Rally JSON) against SLA criteria; exit 1 if any fails.
 
     juice sla results/quickstart --criteria examples/sla.yaml
     juice sla task.json              # a Rally export, against its own sla config
+    juice sla results/nightly --junit sla.xml     # + JUnit XML for the CI's test report
     """
     from juice.results.samples import units
     from juice.sla.judge import judge
+    from juice.sla.junit import Judged, to_text
     from juice.sla.store import host_calibration
+    from juice.util.atomic import write_text
 
     given = load_criteria(criteria) if criteria is not None else None
     judged = failed = agree = differ = 0
     skipped: list[str] = []
+    report: list[Judged] = []
     for unit in units(paths):
         crit = given if given is not None else _own(unit)
         if crit is None:
             skipped.append(unit.name)
+            report.append(Judged(unit, None))
             continue
         v = judge(unit, crit, host_calibration([unit]) if crit.confidence is not None else None)
+        report.append(Judged(unit, v))
         judged += 1
         for r in v.results:
             line = r["detail"].replace("\n", "; ")
@@ -99,6 +110,9 @@ def sla(paths: list[Path] = PATHS, criteria: Path | None = CRITERIA) -> None:
         typer.echo(f"Rally's stored verdicts: {agree} agree, {differ} differ")
     verdict = "all criteria passed" if not failed else f"{failed} criteria FAILED"
     typer.echo(f"{judged} runs judged: {verdict}")
+    if junit is not None:
+        write_text(junit, to_text(report))
+        typer.echo(f"JUnit XML: {junit}")
     if failed:
         raise typer.Exit(1)
 
