@@ -35,6 +35,10 @@ from pydantic import Field, model_validator
 
 from juice.spec.base import FiniteFloat, NonNegativeInt, Percent, Seconds, Strict, StrictStr
 
+# Rally's six criteria, in Rally's order (juice.sla.rally implements them)
+RALLY_NAMES = ("failure_rate", "max_seconds_per_iteration", "max_avg_duration",
+               "max_avg_duration_per_atomic", "outliers", "performance_degradation")
+
 PositiveSeconds = Annotated[FiniteFloat, Gt(0), Le(86_400 * 30)]
 METRICS_ITER = ("iteration",)
 STATS = ("mean", "p50", "p90", "p95", "p99", "max")
@@ -129,10 +133,8 @@ class Sla(Strict):
 
     def rally_config(self) -> dict[str, Any]:
         """The part Rally knows, in Rally's own config form (a workload's ``sla``)."""
-        from juice.sla.rally import NAMES
-
         d = self.model_dump(mode="json", exclude_none=True)
-        return {k: d[k] for k in NAMES if k in d}
+        return {k: d[k] for k in RALLY_NAMES if k in d}
 
     def empty(self) -> bool:
         fields = type(self).model_fields

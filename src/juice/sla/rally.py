@@ -29,9 +29,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-NAMES = ("failure_rate", "max_seconds_per_iteration", "max_avg_duration", "max_avg_duration_per_atomic",
-         "outliers", "performance_degradation")
-
 
 def _float_str(num: float) -> str:
     """Rally's ``strutils.format_float_to_str``."""
