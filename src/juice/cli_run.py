@@ -8,6 +8,7 @@ summary lines and report sections through the study contract (``juice.contract``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -40,7 +41,7 @@ def plan(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
     from juice.runner import order, sweep, warmup
 
     study, s, _ = studies.load_spec(spec, sets)
-    study_dir = results if results is not None else study.results_dir(s)
+    study_dir = sweep.results_for(study, results)[0] if results is not None else study.results_dir(s)
     pl = sweep.plan(study, s, study_dir)
     rows = sweep.plan_rows(study, pl.points[: limit or None])
     cols = list(rows[0]) if rows else []
@@ -98,7 +99,10 @@ def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
 
     study, s, data = studies.load_spec(spec, sets)
     task_args = arguments(sets) or None
-    study_dir = results if results is not None else study.results_dir(s)
+    study_dir, where = (sweep.results_for(study, results) if results is not None
+                        else (study.results_dir(s), None))
+    if where:
+        out.print(where, highlight=False)
     todo = sweep.plan(study, s, study_dir).todo
     if dry_run:
         lines = study.dry_run(s, todo, progress)
@@ -115,7 +119,7 @@ def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
     for line in study.summary_lines(study_dir):
         out.print(line)
     if report:
-        typer.echo(f"report: {_report(study_dir).resolve()}")
+        typer.echo(f"report: {_report(study, study_dir).resolve()}")
     sla_failed = sweep.sla_failures(study, s, study_dir)
     if sla_failed:
         out.print(f"SLA failed in {len(sla_failed)} runs (juice sla {study_dir} says which criteria): "
@@ -144,7 +148,9 @@ def cleanup(target: Path = typer.Option(..., "--target", help="The experiment sp
         out.print(line, highlight=False)
 
 
-def _report(study_dir: Path) -> Path:
+def _report(study: Any, study_dir: Path) -> Path:
+    """``study_dir/report.html``: this study's runs (not another study's under ``<dir>/<study>/``)."""
     from juice import studies
+    from juice.runner import sweep
 
-    return studies.report([study_dir], study_dir / "report.html")
+    return studies.report(sweep.report_paths(study, study_dir), study_dir / "report.html")

@@ -81,6 +81,57 @@ def completed(study: Study[Any, Any], study_dir: Path) -> dict[str, Path]:
     return out
 
 
+def _child_workloads(d: Path) -> list[dict[str, Any]]:
+    """The manifests of ``d``'s run directories (complete or failed: any child with one)."""
+    out: list[dict[str, Any]] = []
+    if not d.is_dir():
+        return out
+    for m in sorted(d.glob("*/manifest.json")):
+        try:
+            data = json.loads(m.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+    return out
+
+
+def _others(study: Study[Any, Any], manifests: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The other studies whose runs ``manifests`` are (by their ``workload``)."""
+    return {str(m["workload"]) for m in manifests if isinstance(m.get("workload"), str)
+            and m["workload"] != study.name and study.key_of(m) is None}
+
+
+def results_for(study: Study[Any, Any], root: Path) -> tuple[Path, str | None]:
+    """Where ``--results ROOT`` puts ``study``'s runs, and a line saying so when it is not ROOT:
+    ROOT itself when it holds this study's runs (every earlier layout) or no other study's
+    (a fresh directory); ``ROOT/<study>/`` when that already holds them, or when ROOT holds
+    another study's runs -- so two studies given one directory keep their runs and their
+    ``report.html`` apart, and the runs already in ROOT stay where they are."""
+    nested = root / study.name
+    mans = _child_workloads(root)
+    if any(study.key_of(m) is not None or m.get("workload") == study.name for m in mans):
+        return root, None
+    if any(study.key_of(m) is not None for m in _child_workloads(nested)):
+        return nested, f"results: {root} holds other studies' runs; the {study.name} study's are in {nested}"
+    others = _others(study, mans)
+    if others:
+        return nested, (f"results: {root} holds runs of the {', '.join(sorted(others))} study; the "
+                        f"{study.name} study's go to {nested} (with their own report.html)")
+    return root, None
+
+
+def report_paths(study: Study[Any, Any], study_dir: Path) -> list[Path]:
+    """What ``study``'s report in ``study_dir`` reads: ``study_dir``, or, when it also holds
+    another study's results directory (``<study_dir>/<other>/``: :func:`results_for`), every
+    entry of it but those."""
+    if not study_dir.is_dir():
+        return [study_dir]
+    kids = sorted(c for c in study_dir.iterdir() if c.is_dir())
+    theirs = [c for c in kids if not (c / "manifest.json").exists() and _others(study, _child_workloads(c))]
+    return [c for c in kids if c not in theirs] if theirs else [study_dir]
+
+
 @dataclass(frozen=True)
 class Plan:
     """The points of a spec, split into done and to do, with the time estimate (warm-up runs
