@@ -62,9 +62,7 @@ def of_run(lab: Any, running: Any) -> Clocks | None:
     of namespaces here, the hosts' measured offsets for a lab on hosts (none without a profile)."""
     if lab is None:
         return None
-    from juice.profile.sampler import lab_namespaces
-
-    if lab_namespaces(lab) is not None:
+    if lab.local_namespaces() is not None:  # this machine sees the sites: one clock
         return Clocks(one_clock=True)
     out: dict[int, tuple[float, float]] = {}
     for h in getattr(running, "hosts", None) or []:
