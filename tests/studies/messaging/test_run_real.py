@@ -63,7 +63,14 @@ def test_messaging_study_real(juice: Juice, tmp_path: Path) -> None:
     assert sum(p["agents"] for p in procs) == 5 and all(p["agents"] <= 2 for p in procs)
     assert all(p["rss_kib"] > 0 and p["cpu_s"] is not None for p in procs)
 
+    # the lab's WAN check in every run's manifest (made once for the lab, reused); one clock
+    for d in runs.values():
+        wan = json.loads((d / "manifest.json").read_text())["wan"]
+        assert wan["check"]["pairs"] and wan["check"]["ok"] and wan["check_made"], wan
+    assert s1["clocks"]["one_clock"] is True
+
     s3 = json.loads((runs["tc3"] / "summary.json").read_text())
+    assert s3["oneway_bound_ms"] == 0 and "oneway_withheld" not in s3
     assert s3["expected_deliveries"] == 3 * s3["sent"] and s3["delivered"] == s3["expected_deliveries"]
     assert s3["spread_p50_ms"] is not None
 
