@@ -14,7 +14,7 @@ COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["l
             ["lab", "sweep"], ["lab", "partition"], ["lab", "heal"], ["lab", "set-wan"], ["lab", "exec"],
             ["db"], ["db", "up"], ["db", "status"], ["db", "down"], ["quickstart"], ["run"], ["plan"],
             ["cleanup"], ["analyze"], ["report"], ["trace"], ["sla"], ["compare"], ["trend"],
-            ["calibrate"], ["schema"], ["keystone"],
+            ["calibrate"], ["schema"], ["export"], ["export", "openmetrics"], ["keystone"],
             ["keystone", "up"], ["keystone", "status"], ["keystone", "down"], ["hosts"],
             ["hosts", "prepare"]]
 

@@ -247,7 +247,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("juice.studies", "juice.driver"),
     ("juice.cli", "juice.cli_analyze", "juice.cli_common", "juice.cli_db", "juice.cli_hosts",
      "juice.cli_keystone", "juice.cli_lab", "juice.cli_run", "juice.cli_trace", "juice.cli_sla",
-     "juice.cli_compare", "juice.cli_trend", "juice.cli_calibrate", "juice.cli_schema"),
+     "juice.cli_compare", "juice.cli_trend", "juice.cli_calibrate", "juice.cli_schema",
+     "juice.cli_export"),
 )
 
 

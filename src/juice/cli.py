@@ -98,6 +98,7 @@ def _register() -> None:
         cli_calibrate,
         cli_compare,
         cli_db,
+        cli_export,
         cli_hosts,
         cli_keystone,
         cli_lab,
@@ -126,6 +127,7 @@ def _register() -> None:
     app.add_typer(cli_db.db_app, name="db")
     app.add_typer(cli_keystone.keystone_app, name="keystone")
     app.add_typer(cli_hosts.hosts_app, name="hosts")
+    app.add_typer(cli_export.export_app, name="export")
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

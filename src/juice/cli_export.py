@@ -1,0 +1,49 @@
+"""``juice export FORMAT PATH... --out FILE``: stored results in the formats other tools read.
+
+``juice export openmetrics``: per-run summaries (iterations, failures, each sample's mean and
+p95, counts) and per-process CPU/RSS peaks of the runs' resource profiles, as OpenMetrics
+text (``--format prometheus``: the Prometheus text format 0.0.4), ``juice.report.openmetrics``.
+A group of its own rather than an option of ``analyze``: an export reads every run as stored
+and judges nothing, and other formats can join it without growing ``analyze``'s options.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from juice.errors import UserError
+
+export_app = typer.Typer(help="Export stored results in the formats other tools read "
+                         "(OpenMetrics/Prometheus).", no_args_is_help=True)
+
+PATHS = typer.Argument(..., help="Results directories, run directories or Rally JSON files.",
+                       show_default=False)
+
+
+@export_app.command("openmetrics")
+def openmetrics(paths: list[Path] = PATHS,
+                out: Path | None = typer.Option(None, "--out", "-o", help="Write to FILE "
+                                                "(atomically: a textfile collector never reads "
+                                                "half a file) instead of printing."),
+                fmt: str = typer.Option("openmetrics", "--format", help="openmetrics (OpenMetrics "
+                                        "1.0, ends with # EOF) or prometheus (text format 0.0.4, "
+                                        "for node_exporter's textfile collector).")) -> None:
+    """Write per-run summaries and resource-profile peaks as OpenMetrics / Prometheus text.
+
+    juice export openmetrics results/quickstart --out juice.prom
+    juice export openmetrics results/nova --format prometheus \\
+        --out /var/lib/node_exporter/textfile/juice.prom
+    """
+    from juice.report.openmetrics import FORMATS, export
+    from juice.util.atomic import write_text
+
+    if fmt not in FORMATS:
+        raise UserError(f"--format: {fmt!r} (choose one of {', '.join(FORMATS)})")
+    text, runs = export(paths, fmt)
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    write_text(out, text)
+    typer.echo(f"{runs} runs: {out}")
