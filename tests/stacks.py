@@ -7,8 +7,9 @@ of one fixture on one pytest-xdist worker, so each is brought up once per suite)
   cloud would be. Tests that use it leave it as they found it (they boot and delete their own
   servers, under their own names; a test that kills a compute restarts it and waits for it).
 - ``capacity_runs``: ``juice run`` of the accuracy spec (capacity for exactly K = 4 servers,
-  K + 1 concurrent boots, with 1 and with 2 schedulers): the results are only read, by the
-  capacity test and by the trace test that follows its No valid host through the logs.
+  K + 1 concurrent boots, with 2 schedulers; the 1-scheduler case runs on ``nova_cloud``): the
+  results are only read, by the capacity test and by the trace test that follows its No valid
+  host through the logs.
 
 A deployment that fails to come up fails every test that uses it, with the server's log tail
 (the ServiceError of ``up``), within the services' bounded waits.
@@ -16,6 +17,7 @@ A deployment that fails to come up fails every test that uses it, with the serve
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +54,9 @@ def nova_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NovaCloud]:
     from juice.services.nova_deploy import NovaDeployment, NovaStack
 
     tmp = tmp_path_factory.mktemp("novacloud")
-    ls = labspec.parse({"name": "nc" + tmp.name[-5:].replace("_", "")[:5], "sites": 2, "delay_ms": 1})
+    # a name of its own: the tmp directory's is the same in every pytest process ("novacloud0"),
+    # so a second suite on the machine (another clone's CI) found "ncloud0" already up
+    ls = labspec.parse({"name": "nc" + secrets.token_hex(3), "sites": 2, "delay_ms": 1})
     stack = NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=COMPUTE_NODES, vcpus=2,
                                               memory_mb=2048, disk_gb=20))
     with LocalLab.up(ls, ephemeral=True) as lab:
@@ -110,8 +114,9 @@ class CapacityRuns:
 @pytest.fixture(scope="session")
 def capacity_runs(tmp_path_factory: pytest.TempPathFactory) -> CapacityRuns:
     """2 nodes x 2 vCPUs and a 1-vCPU flavor: exactly K = 4 servers fit; 5 boot at once with
-    2 schedulers (the case where two schedulers could both place on the last room; one
-    scheduler is the easy case: one deployment instead of two keeps the suite's time)."""
+    2 schedulers (the case where two schedulers could both place on the last room; the
+    1-scheduler case runs on the shared ``nova_cloud``: one deployment instead of two keeps the
+    suite's time)."""
     reason = services_capable()
     if reason:
         pytest.skip(reason)
@@ -122,12 +127,9 @@ def capacity_runs(tmp_path_factory: pytest.TempPathFactory) -> CapacityRuns:
     spec = nova_spec(tmp, "acc", computes={"processes": 1, "nodes_per_process": 2, "vcpus": 2},
                      flavor={"vcpus": 1, "ram_mb": 256, "disk_gb": 1}, schedulers=[2],
                      scenarios=["boot_server"], runner={"times": 5, "concurrency": [5]},
-                     allow_over_capacity=True, poll_interval_s=0.5,
-                     # one placement worker: with two, two concurrent claims on the last room were
-                     # both accepted in 3 of ~8 suite runs (3 allocations on a 2-vCPU node; the
-                     # placement logs of 2026-11-27 02:54) — a race under study, not what this
-                     # accuracy check is about
-                     server={"placement_workers": 1})
+                     # placement with Juice's defaults (2 workers, allocation_conflict_retry_count
+                     # 1: with placement's 10, concurrent claims over-allocated; docs/server-settings.md)
+                     allow_over_capacity=True, poll_interval_s=0.5)
     exe = Path(sys.executable).parent / "juice"
     cp = subprocess.run([str(exe), "run", str(spec), "--no-report"], capture_output=True, text=True,
                         timeout=1200, stdin=subprocess.DEVNULL, check=False)

@@ -32,7 +32,7 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
-from juice.services.deviations import Deviation
+from juice.services.deviations import Deviation, dev
 from juice.services.keystone import VENV, Keystone, venv_versions
 from juice.services.nova_settings import placement_deviations
 from juice.services.os_api import Catalog, check_venv, gunicorn_argv, os_env, wait_http
@@ -45,10 +45,32 @@ USER = "placement"
 APP = "placement.wsgi.api:application"
 
 
+# [placement] allocation_conflict_retry_count: placement's server-side retries of an allocation
+# write after a resource-provider generation conflict (its default: 10). Juice runs 1 (no
+# server-side retry; the client gets 409 placement.concurrent_update and nova's report client
+# retries the claim in a new request), because placement 16 retries inside the same database
+# transaction, with nothing rolled back: under MariaDB's REPEATABLE READ the retry checks
+# capacity against the transaction's first snapshot (without the concurrent claim that caused
+# the conflict) while passing the generation check with a freshly read generation; under READ
+# COMMITTED the failed attempt's own uncommitted allocation makes the provider look already over
+# capacity and the claim passes as "no worse" ("... reduces existing overage from 3 to 3").
+# Either way a claim on a full provider is accepted (docs/server-settings.md,
+# benchmarks/placement_race.py).
+CONFLICT_RETRIES = 1
+CONFLICT_RETRIES_DEFAULT = 10
+CONFLICT_RETRIES_WHY = (
+    "placement retries a conflicting allocation write inside the same transaction, whose stale "
+    "snapshot (and own failed insert) lets a claim on a full provider through: with 2 workers, 3 "
+    "concurrent 1-VCPU claims on 2 VCPUs were all accepted in 21 of 160 rounds at 10, 0 of 100 at 1 "
+    "(benchmarks/placement_race.py); with 1 the 409 goes to nova, which retries")
+
+
 def render_placement_conf(*, db_url: str, auth_url: str, password: str, debug: bool = False,
-                          max_pool_size: int | None = None, max_overflow: int | None = None) -> str:
+                          max_pool_size: int | None = None, max_overflow: int | None = None,
+                          conflict_retries: int | None = CONFLICT_RETRIES) -> str:
     """placement.conf: the database, keystonemiddleware (service user ``placement``), logs on
-    stderr (gunicorn's log file captures them)."""
+    stderr (gunicorn's log file captures them), ``[placement] allocation_conflict_retry_count``
+    (None: placement's default; see CONFLICT_RETRIES)."""
     return "\n".join([
         "# rendered by juice",
         "[DEFAULT]",
@@ -58,6 +80,8 @@ def render_placement_conf(*, db_url: str, auth_url: str, password: str, debug: b
         "[api]",
         "auth_strategy = keystone",
         "",
+        *(["[placement]", f"allocation_conflict_retry_count = {conflict_retries}", ""]
+          if conflict_retries is not None else []),
         "[placement_database]",
         f"connection = {db_url}",
         *([f"max_pool_size = {max_pool_size}"] if max_pool_size is not None else []),
@@ -85,10 +109,13 @@ class Placement(Service):
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = 2, debug: bool = False,
                  max_pool_size: int | None = None, max_overflow: int | None = None,
-                 primary: Placement | None = None, db_site: int | None = None) -> None:
+                 primary: Placement | None = None, db_site: int | None = None,
+                 conflict_retries: int | None = CONFLICT_RETRIES) -> None:
         """``primary``: another Placement of the same deployment (this one then shares its
         database, service user and catalog entry: no db sync, no registration); ``db_site``: the
-        site whose database endpoint it writes through (default its own: Galera's local node)."""
+        site whose database endpoint it writes through (default its own: Galera's local node);
+        ``conflict_retries``: ``[placement] allocation_conflict_retry_count`` (None: placement's
+        default, 10, which over-allocates under concurrent claims: see CONFLICT_RETRIES)."""
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"placement.site: {site} is not a site of this lab (1..{len(lab.sites)})")
@@ -96,6 +123,7 @@ class Placement(Service):
             raise UserError(f"placement.workers: expected 1..64, got {workers}")
         self.db, self.ks, self.site, self.workers, self.debug = db, ks, site, workers, debug
         self.pool = (max_pool_size, max_overflow)
+        self.conflict_retries = conflict_retries
         self.primary, self.db_site = primary, site if db_site is None else db_site
         self._password: str = primary._password if primary is not None else secrets.token_urlsafe(24)
         self.server: Server | None = None
@@ -137,7 +165,7 @@ class Placement(Service):
         place.write(self.home / "placement.conf", render_placement_conf(
             db_url=ep.url() + "?charset=utf8mb4", auth_url=self.ks.auth_url(self.site),
             password=self._password, debug=self.debug, max_pool_size=self.pool[0],
-            max_overflow=self.pool[1]), mode=0o600)
+            max_overflow=self.pool[1], conflict_retries=self.conflict_retries), mode=0o600)
         if self.primary is not None:  # the primary synced the schema and registered the service
             self.timings["configure_s"] = time.monotonic() - t0
             return
@@ -223,7 +251,11 @@ class Placement(Service):
         return {"pid": pid, "workers": workers}
 
     def deviations(self) -> list[Deviation]:
-        return placement_deviations(self.workers, *self.pool)
+        out = placement_deviations(self.workers, *self.pool)
+        if self.conflict_retries is not None and self.conflict_retries != CONFLICT_RETRIES_DEFAULT:
+            out.append(dev("placement", "[placement] allocation_conflict_retry_count", self.conflict_retries,
+                           CONFLICT_RETRIES_DEFAULT, CONFLICT_RETRIES_WHY))
+        return out
 
     def records(self) -> list[ServerRecord]:
         if self.server is None:

@@ -1,7 +1,9 @@
 """The nova study for real (nova 34, placement, Keystone, RabbitMQ, MariaDB; simulated computes),
 through `juice plan/run/report/analyze`: runs, boots, Rally JSON, the services' logs with
 request ids, and nothing left. And an accuracy test like Intel's: capacity for exactly K
-servers, K+1 concurrent requests ⇒ exactly one failure (No valid host), with 2 schedulers.
+servers, K+1 concurrent requests ⇒ exactly one failure (No valid host), with 2 schedulers (a
+run of its own) and with 1 (on the suite's shared stack, tests/stacks.py), both with placement's
+two workers as Juice deploys them.
 The CLI run also carries issue 28's simulated spawn time (2 s in one build slot) and production
 shape (Debian's haproxy in front of two Keystones, placement and nova-api, a 3-node RabbitMQ
 cluster, two control sites), and issue 26's OSProfiler on the same boots (``profiler: redis``: a
@@ -17,17 +19,22 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from juice.lab import netns
+from juice.openstack.http import issue_token, request
+from juice.services.fake_openstack import IMAGE_ID
 from juice.trace import flow
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
-from tests.stacks import CapacityRuns, nova_spec
+from tests.stacks import CapacityRuns, NovaCloud, nova_spec
 from tests.studies.nova.test_hosts import RUN_FILES
 
 pytestmark = needs_lab
@@ -196,6 +203,79 @@ def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(capacity_runs: Capa
         for rp in cap["listed"]:
             vcpu = rp["inventories"]["VCPU"]
             assert (vcpu["total"], vcpu["allocation_ratio"], vcpu["reserved"]) == (2, 1.0, 0), rp
+
+
+TRAIT = "CUSTOM_JUICE_K_PLUS_ONE"
+
+
+def _placement_call(nc: NovaCloud, token: str, method: str, path: str, body: Any = None,
+                    ok: tuple[int, ...] = (200,)) -> Any:
+    dep = nc.dep
+    r = request(dep.lab, dep.placement.site, method, dep.placement.url() + path, body=body,
+                headers={"X-Auth-Token": token, "OpenStack-API-Version": "placement 1.6"})
+    assert r.status in ok, (method, path, r.status, r.body[:300])
+    return r.json() if r.body else None
+
+
+def _set_trait(nc: NovaCloud, token: str, rp: str, on: bool) -> None:
+    """Add (or remove) TRAIT on provider ``rp`` (a generation conflict with nova's own report
+    of the provider is retried)."""
+    for _ in range(5):
+        cur = _placement_call(nc, token, "GET", f"/resource_providers/{rp}/traits")
+        traits = (set(cur["traits"]) | {TRAIT}) if on else (set(cur["traits"]) - {TRAIT})
+        body = {"traits": sorted(traits), "resource_provider_generation": cur["resource_provider_generation"]}
+        got = _placement_call(nc, token, "PUT", f"/resource_providers/{rp}/traits", body, ok=(200, 409))
+        if got and "traits" in got:
+            return
+    raise AssertionError(f"traits of {rp}: 5 generation conflicts in a row")
+
+
+def test_capacity_k_and_k_plus_one_with_one_scheduler(nova_cloud: NovaCloud) -> None:
+    """The single-scheduler case, on the suite's shared stack (one scheduler, placement's two
+    workers as Juice deploys them): a flavor requiring a trait that only 2 of its 2-vCPU nodes
+    carry has room for exactly K = 4 servers of 1 vCPU; 5 booted at once ⇒ 4 ACTIVE, one ERROR
+    with No valid host, and placement's usage exactly 2 vCPUs on each of the 2 nodes."""
+    nc = nova_cloud
+    dep = nc.dep
+    token = issue_token(dep.lab, dep.ks.first, dep.ks.admin_credentials())
+    _placement_call(nc, token, "PUT", f"/traits/{TRAIT}", ok=(201, 204))
+    nodes = sorted(dep.computes.nodes("juice-c1"), key=lambda n: n["name"])[:2]
+    cli = dep.client(1)
+    flavor = cli.ensure_flavor("juice-kplus1", vcpus=1, ram_mb=256, disk_gb=1)
+    cli.call("POST", f"/flavors/{flavor}/os-extra_specs",
+             {"extra_specs": {f"trait:{TRAIT}": "required"}})
+    ids: list[str] = []
+    try:
+        for n in nodes:
+            _set_trait(nc, token, n["uuid"], on=True)
+        with ThreadPoolExecutor(5) as ex:  # 5 requests at once, each its own POST
+            ids = list(ex.map(lambda i: cli.boot(f"juice-kp1-{i}", flavor, IMAGE_ID), range(5)))
+        final: dict[str, dict[str, Any]] = {}
+        deadline = time.monotonic() + 240
+        while len(final) < len(ids):
+            assert time.monotonic() < deadline, {s: (cli.server(s) or {}).get("status") for s in ids}
+            for sid in ids:
+                srv = cli.server(sid)
+                if sid not in final and srv is not None and srv["status"] in ("ACTIVE", "ERROR"):
+                    final[sid] = srv
+            time.sleep(0.5)
+        usages = {n["name"]: _placement_call(nc, token, "GET", f"/resource_providers/{n['uuid']}/usages")
+                  ["usages"].get("VCPU", 0) for n in nodes}
+        status = Counter(s["status"] for s in final.values())
+        assert status == {"ACTIVE": 4, "ERROR": 1}, (status, usages)
+        (err,) = [s for s in final.values() if s["status"] == "ERROR"]
+        assert "No valid host" in err.get("fault", {}).get("message", ""), err.get("fault")
+        placed = Counter(s["OS-EXT-SRV-ATTR:hypervisor_hostname"] for s in final.values()
+                         if s["status"] == "ACTIVE")
+        assert placed == {n["name"]: 2 for n in nodes}, placed
+        assert usages == {n["name"]: 2 for n in nodes}, usages
+    finally:  # the stack is shared: leave no server, no trait behind
+        for sid in ids:
+            cli.delete(sid)
+        for sid in ids:
+            cli.wait_gone(sid, timeout=240)
+        for n in nodes:
+            _set_trait(nc, token, n["uuid"], on=False)
 
 
 # ---- kill -9 mid-boot: the next juice command removes everything ---------------------------
