@@ -89,3 +89,26 @@ def test_a_malformed_flag_value_is_one_line_naming_the_option() -> None:
     assert cp.returncode == 2
     lines = said_lines(cp.stderr)
     assert len(lines) == 1 and "--delay" in lines[0] and "juice lab up --help" in lines[0]
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    """click's completion (typer's --install-completion / --show-completion) answers for
+    commands, subcommands and options without running the command."""
+    import os
+
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(len(words.split(" ")) - 1),
+               "_JUICE_COMPLETE": "complete_bash"}
+        cp = subprocess.run([sys.executable, "-m", "juice.cli"], capture_output=True, text=True,
+                            timeout=60, check=False, env=env)
+        assert cp.returncode == 0, cp.stderr
+        return cp.stdout.split()
+
+    assert complete("juice ex") == ["export"]
+    assert "openmetrics" in complete("juice export ")
+    assert complete("juice sla --j") == ["--junit"]
+    # the shell named, not detected (typer's switch: detection needs a parent shell)
+    cp = subprocess.run([sys.executable, "-m", "juice.cli", "--show-completion", "zsh"],
+                        capture_output=True, text=True, timeout=60, check=False,
+                        env={**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+    assert cp.returncode == 0 and "compdef _juice_completion juice" in cp.stdout, cp.stderr
