@@ -29,19 +29,24 @@ def openmetrics(paths: list[Path] = PATHS,
                                                 "half a file) instead of printing."),
                 fmt: str = typer.Option("openmetrics", "--format", help="openmetrics (OpenMetrics "
                                         "1.0, ends with # EOF) or prometheus (text format 0.0.4, "
-                                        "for node_exporter's textfile collector).")) -> None:
+                                        "for node_exporter's textfile collector)."),
+                timestamps: bool = typer.Option(False, "--timestamps", help="Stamp every sample "
+                                                "with its run's start, for a backfill (promtool "
+                                                "tsdb create-blocks-from openmetrics); runs "
+                                                "without a start time are left out.")) -> None:
     """Write per-run summaries and resource-profile peaks as OpenMetrics / Prometheus text.
 
     juice export openmetrics results/quickstart --out juice.prom
     juice export openmetrics results/nova --format prometheus \\
         --out /var/lib/node_exporter/textfile/juice.prom
+    juice export openmetrics results/nightly --timestamps --out nightly.om   # promtool backfill
     """
     from juice.report.openmetrics import FORMATS, export
     from juice.util.atomic import write_text
 
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} (choose one of {', '.join(FORMATS)})")
-    text, runs = export(paths, fmt)
+    text, runs = export(paths, fmt, timestamps)
     if out is None:
         typer.echo(text, nl=False)
         return

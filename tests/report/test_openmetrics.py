@@ -26,6 +26,7 @@ VALUE = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0
 TYPES = {"counter", "gauge", "histogram", "gaugehistogram", "stateset", "info", "summary", "unknown",
          "untyped"}
 Series = dict[tuple[tuple[str, str], ...], float]
+STAMPS: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}  # the last parse's timestamps
 
 
 def _unescape(s: str, allowed: str) -> str:
@@ -74,6 +75,7 @@ def parse(text: str, openmetrics: bool) -> dict[str, tuple[str, str, Series]]:
         assert lines[-1] == "# EOF" and lines.count("# EOF") == 1
         lines = lines[:-1]
     fams: dict[str, tuple[str, str, Series]] = {}
+    STAMPS.clear()
     current = ""
     meta: dict[str, dict[str, str]] = {}
     for line in lines:
@@ -94,14 +96,17 @@ def parse(text: str, openmetrics: bool) -> dict[str, tuple[str, str, Series]]:
                 assert openmetrics and name.endswith("_" + rest)
             meta[name][kind] = rest
             continue
-        m = re.fullmatch(rf"({NAME})(?:\{{(.*)\}})? ({VALUE})", line)
+        stamp = r"-?[0-9]+(?:\.[0-9]+)?" if openmetrics else r"-?[0-9]+"  # s / integer ms
+        m = re.fullmatch(rf"({NAME})(?:\{{(.*)\}})? ({VALUE})(?: ({stamp}))?", line)
         assert m, f"bad sample line {line!r}"
-        name, body, value = m.groups()
+        name, body, value, at = m.groups()
         assert name == current and "TYPE" in meta.get(name, {}), f"{name}: sample outside its family"
         fam = fams.setdefault(name, (meta[name]["TYPE"], meta[name].get("HELP", ""), {}))
         key = tuple(_labels(body or ""))
         assert key not in fam[2], f"series repeated: {name}{key}"
         fam[2][key] = float(value.replace("Inf", "inf").replace("NaN", "nan"))
+        if at is not None:
+            STAMPS[(name, key)] = float(at) if openmetrics else float(at) / 1000.0
     return fams
 
 
@@ -167,6 +172,20 @@ def test_export_parses_and_holds_the_runs_values(tmp_path: Path, fmt: str) -> No
     rss = fams["juice_profile_rss_peak_bytes"][2]
     assert len(rss) == 1 and _one(rss, component="keystone") == 300e6
     assert (fmt == "openmetrics") == ("# UNIT juice_profile_rss_peak_bytes bytes" in out.read_text())
+
+
+def test_timestamps_stamp_every_sample_at_its_runs_start(tmp_path: Path) -> None:
+    from juice.report.openmetrics import started
+
+    want = {u.name: started(u) for u in units([OLD, RALLY_FILE])}
+    for fmt in ("openmetrics", "prometheus"):
+        cp = juice("export", "openmetrics", str(OLD), str(RALLY_FILE), "--timestamps", "--format", fmt)
+        assert cp.returncode == 0, cp.stderr
+        fams = parse(cp.stdout, fmt == "openmetrics")
+        n = sum(len(series) for _, _, series in fams.values())
+        assert n == len(STAMPS) > 0
+        for (_, key), at in STAMPS.items():
+            assert math.isclose(at, want[dict(key)["run"]] or math.nan, abs_tol=1e-3)
 
 
 def test_label_values_and_names_are_escaped_and_valid() -> None:

@@ -20,8 +20,9 @@ such parameter, which Prometheus reads as absent)::
     juice_profile_rss_peak_bytes{site, component, pid}     its peak resident memory
 
 The profile families come from a run's ``profile.parquet`` (``juice.profile``), read as rates
-by ``juice.profile.frames.utilisation``. No timestamps: the values are the run's, not the
-scrape's (a run's start is ``juice_run_start_timestamp_seconds``).
+by ``juice.profile.frames.utilisation``. No timestamps (a textfile collector refuses them; a
+run's start is ``juice_run_start_timestamp_seconds``), unless ``stamp``: every sample at its
+run's start, as ``promtool tsdb create-blocks-from openmetrics`` needs to backfill them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -51,6 +53,12 @@ class Family:
     help: str
     unit: str = ""
     samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    # per sample (same order), the time it is stamped with (epoch s), None: no timestamp
+    stamps: list[float | None] = field(default_factory=list)
+
+    def add(self, labels: dict[str, str], value: float, stamp: float | None = None) -> None:
+        self.samples.append((labels, value))
+        self.stamps.append(stamp)
 
 
 def label_name(key: str, prefix: str = "param_") -> str:
@@ -121,16 +129,25 @@ def _base_labels(units: Sequence[Unit]) -> list[dict[str, str]]:
     return out
 
 
-def _started(u: Unit) -> float | None:
-    v = u.meta.get("started_at")
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+def started(u: Unit) -> float | None:
+    """The run's start (epoch s): a Juice manifest's ``started_at``, a Rally ``created_at``."""
+    v = u.meta.get("started_at") or u.meta.get("created_at")
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            t = datetime.fromisoformat(v)
+        except ValueError:
+            return None
+        return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
+    return None
 
 
-def run_families(units: Sequence[Unit]) -> list[Family]:
-    """The per-run summary families of ``units``."""
+def run_families(units: Sequence[Unit], stamp: bool = False) -> list[Family]:
+    """The per-run summary families of ``units`` (``stamp``: each sample at its run's start)."""
     its = Family(f"{PREFIX}_run_iterations", "Iterations of the run (warm-up left out).")
     fails = Family(f"{PREFIX}_run_failures", "Iterations of the run that failed.")
-    started = Family(f"{PREFIX}_run_start_timestamp_seconds", "When the run started (epoch "
+    begun = Family(f"{PREFIX}_run_start_timestamp_seconds", "When the run started (epoch "
                      "seconds).", "seconds")
     count = Family(f"{PREFIX}_run_samples", "Samples kept of each measure "
                    "(juice.results.samples: iteration, atomic:<action>, call_s, ...).")
@@ -140,25 +157,26 @@ def run_families(units: Sequence[Unit]) -> list[Family]:
     measure = Family(f"{PREFIX}_run_measure", "The run's counts and shares (success_pct, lost, "
                      "duplicated, boot_success_pct).")
     for u, labels in zip(units, _base_labels(units), strict=True):
+        t = started(u)
+        at = t if stamp else None
         if u.iterations is not None:
-            its.samples.append((labels, float(len(u.iterations))))
-            fails.samples.append((labels, float(sum(1 for d in u.iterations if d.get("error")))))
-        t = _started(u)
+            its.add(labels, float(len(u.iterations)), at)
+            fails.add(labels, float(sum(1 for d in u.iterations if d.get("error"))), at)
         if t is not None:
-            started.samples.append((labels, t))
+            begun.add(labels, t, at)
         for name in sorted(u.samples):
             vals = u.samples[name]
             with_sample = {**labels, "sample": name}
-            count.samples.append((with_sample, float(len(vals))))
+            count.add(with_sample, float(len(vals)), at)
             if len(vals):
-                mean.samples.append((with_sample, float(np.mean(vals))))
-                p95.samples.append((with_sample, float(np.percentile(vals, 95))))
+                mean.add(with_sample, float(np.mean(vals)), at)
+                p95.add(with_sample, float(np.percentile(vals, 95)), at)
         for name in sorted(u.counts):
-            measure.samples.append(({**labels, "measure": name}, float(u.counts[name])))
-    return [its, fails, started, count, mean, p95, measure]
+            measure.add({**labels, "measure": name}, float(u.counts[name]), at)
+    return [its, fails, begun, count, mean, p95, measure]
 
 
-def profile_families(units: Sequence[Unit]) -> list[Family]:
+def profile_families(units: Sequence[Unit], stamp: bool = False) -> list[Family]:
     """Per-process CPU and RSS peaks of the units that have a ``profile.parquet``."""
     from juice.profile.frames import PROFILE_TABLE, load_profile, utilisation
 
@@ -173,6 +191,7 @@ def profile_families(units: Sequence[Unit]) -> list[Family]:
         if util.empty:
             continue
         util = util[util["pid"] > 0]
+        at = started(u) if stamp else None
         for fam, metric in ((cpu, "cpu_pct"), (rss, "rss_bytes")):
             sub = util[util["metric"].astype(str) == metric]
             if sub.empty:
@@ -180,8 +199,8 @@ def profile_families(units: Sequence[Unit]) -> list[Family]:
             peaks = sub.groupby(["site", "component", "pid"], observed=True)["value"].max()
             for key, v in peaks.items():
                 site, comp, pid = cast(tuple[Any, Any, Any], key)
-                fam.samples.append(({**labels, "site": str(int(site)), "component": str(comp),
-                                     "pid": str(int(pid))}, float(v)))
+                fam.add({**labels, "site": str(int(site)), "component": str(comp),
+                         "pid": str(int(pid))}, float(v), at)
     return [cpu, rss]
 
 
@@ -198,17 +217,24 @@ def render(families: Iterable[Family], fmt: str = "openmetrics") -> str:
         lines.append(f"# TYPE {fam.name} gauge")
         if fam.unit and fmt == "openmetrics":
             lines.append(f"# UNIT {fam.name} {fam.unit}")
-        for labels, value in fam.samples:
+        stamps = fam.stamps or [None] * len(fam.samples)
+        for (labels, value), at in zip(fam.samples, stamps, strict=True):
             body = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items())
-            lines.append(f"{fam.name}{{{body}}} {number(value)}" if body else f"{fam.name} {number(value)}")
+            line = f"{fam.name}{{{body}}} {number(value)}" if body else f"{fam.name} {number(value)}"
+            if at is not None:  # OpenMetrics: seconds; Prometheus 0.0.4: integer milliseconds
+                line += f" {at:.3f}" if fmt == "openmetrics" else f" {round(at * 1000)}"
+            lines.append(line)
     if fmt == "openmetrics":
         lines.append("# EOF")
     return "\n".join(lines) + "\n"
 
 
-def export(paths: Sequence[Path], fmt: str = "openmetrics") -> tuple[str, int]:
-    """(text, runs) of every run under ``paths`` (``juice.results.samples.units``)."""
+def export(paths: Sequence[Path], fmt: str = "openmetrics", stamp: bool = False) -> tuple[str, int]:
+    """(text, runs) of every run under ``paths`` (``juice.results.samples.units``); ``stamp``:
+    every sample at its run's start (for a backfill), the runs without a start left out."""
     from juice.results.samples import units
 
     found = units(paths)
-    return render([*run_families(found), *profile_families(found)], fmt), len(found)
+    if stamp:
+        found = [u for u in found if started(u) is not None]
+    return render([*run_families(found, stamp), *profile_families(found, stamp)], fmt), len(found)
