@@ -96,8 +96,10 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
     runs = _runs(tmp_path, "nv")
     assert len(runs) == 2
     for r in runs:
-        # what a run on hosts writes too (test_hosts)
-        assert {p.name for p in r.iterdir()} == RUN_FILES | {"osprofiler.json", "haproxy-stats.json"}
+        # what a run on hosts writes too (test_hosts), and the tidy table (actions.parquet) the
+        # report's shared sections cached from its iterations
+        assert {p.name for p in r.iterdir()} == RUN_FILES | {"osprofiler.json", "haproxy-stats.json",
+                                                             "actions.parquet"}
         man = json.loads((r / "manifest.json").read_text())
         assert man["lab"]["provider"] == "local" and man["versions"]["nova"].startswith("34.")
         boots = pd.read_parquet(r / "boots.parquet")
