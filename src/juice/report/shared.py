@@ -33,6 +33,7 @@ import pandas as pd
 
 from juice.contract import ReportInput
 
+NOVA_LOGS = ("nova*", "juice-conductor*", "juice-api*")  # a run the tracer can read
 SERVER_ERRORS = "server-errors.json"  # a run's servers' WARNING/ERROR lines (juice.trace.logerrors)
 
 
@@ -202,7 +203,9 @@ def traces(runs: StudyRuns) -> list[str]:
     """Request tracing of the runs that kept nova's services' logs (``juice.trace.report``)."""
     from juice.trace.report import trace_sections, traced
 
-    dirs = [d for d in runs.dirs if any((d / "logs").glob("nova*"))]
+    # nova's services' logs: juice-api, juice-conductor, juice-sched-*, juice-c* (or nova-* from
+    # an existing cloud)
+    dirs = [d for d in runs.dirs if any(any((d / "logs").glob(p)) for p in NOVA_LOGS)]
     if not dirs:
         return []
     return trace_sections(dirs, traced(dirs))
