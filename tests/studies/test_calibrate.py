@@ -7,23 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from juice import studies
 from tests.conftest import Juice
 from tests.studies.toy import Toy
-
-
-@pytest.fixture
-def toy() -> Iterator[Toy]:
-    study = Toy()
-    studies.register(study)
-    yield study
-    studies.unregister(study.name)
 
 
 @pytest.mark.root

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,6 @@ from tests.studies.toy import Toy
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "juice"
 GENERIC = ["cli_run.py", "cli_analyze.py", "runner/sweep.py", "report/html.py"]
-
-
-@pytest.fixture
-def toy() -> Iterator[Toy]:
-    study = Toy()
-    studies.register(study)
-    yield study
-    studies.unregister(study.name)
 
 
 def test_registry_knows_the_built_in_studies() -> None:

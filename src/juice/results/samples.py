@@ -134,7 +134,7 @@ def run_unit(run_dir: Path) -> Unit:
             unit.samples["call_s"] = _arr(m["rtt_s"].dropna())
         if "oneway_s" in m:
             unit.samples["oneway_s"] = _arr(m["oneway_s"].dropna())
-        summ = _json(run_dir / "summary.json")
+        summ = json_object(run_dir / "summary.json")
         for src, dst in (("lost", "lost"), ("duplicates", "duplicated")):
             if isinstance(summ.get(src), int | float):
                 unit.counts[dst] = float(summ[src])
@@ -153,7 +153,8 @@ def run_unit(run_dir: Path) -> Unit:
     return unit
 
 
-def _json(path: Path) -> dict[str, Any]:
+def json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; {} when it is missing, unreadable or not an object."""
     try:
         d = json.loads(path.read_text())
     except (OSError, ValueError):

@@ -21,10 +21,10 @@ is "not checked", never "held".
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from juice.results.samples import json_object
 
 CLASSES = {"VCPU": "vcpus", "MEMORY_MB": "ram_mb", "DISK_GB": "disk_gb"}
 
@@ -37,17 +37,9 @@ class Invariants:
     why_not: str = ""  # when nothing could be checked
 
 
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        d = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return d if isinstance(d, dict) else {}
-
-
 def check(run_dir: Path) -> Invariants:
     inv = Invariants(run_dir.name)
-    pl = _json(run_dir / "placement.json")
+    pl = json_object(run_dir / "placement.json")
     listed = pl.get("listed")
     if not pl or "error" in pl or not isinstance(listed, list):
         inv.why_not = pl.get("error", "no placement.json (a run of an earlier version)") if pl else \
@@ -73,7 +65,7 @@ def check(run_dir: Path) -> Invariants:
                 inv.broken.append(f"{rp.get('name')} {cls}: {u:g} used of {cap:g} "
                                   f"(total {i.get('total')}, reserved {i.get('reserved')}, "
                                   f"ratio {i.get('allocation_ratio')})")
-    man = _json(run_dir / "manifest.json")
+    man = json_object(run_dir / "manifest.json")
     flavor = (man.get("spec") or {}).get("flavor") if isinstance(man.get("spec"), dict) else None
     running = man.get("running_vms")
     if int(pl.get("providers", len(listed))) == len(listed) and isinstance(running, int) \
