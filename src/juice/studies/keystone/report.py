@@ -184,17 +184,6 @@ ROLES = ("keystone", "database")
 GROUPS = ("rdbms", "sites", "delay_ms", "cache")
 
 
-def _windows(df: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """run -> (first iteration start, last iteration end), epoch s: the drivers' window."""
-    if "timestamp" not in df.columns or df.empty:
-        return {}
-    t = pd.DataFrame({"run": df["run"].astype(str), "start": df["timestamp"].astype(float),
-                      "end": df["timestamp"].astype(float) + df["iteration_duration_s"].astype(float)})
-    w = t.groupby("run").agg(start=("start", "min"), end=("end", "max"))
-    return {str(r): (float(a), float(b)) for r, a, b in w.itertuples(name=None)
-            if np.isfinite(a) and np.isfinite(b)}
-
-
 def site_cpu_table(data: Any, windows: Mapping[str, tuple[float, float]]) -> pd.DataFrame:
     """Keystone and database CPU (% of one core, all their processes) per site, light vs high
     load: the mean over the drivers' window and the peak sample, averaged (mean) / maxed (peak)
@@ -242,7 +231,9 @@ def _site_cpu(mine: Sequence[Path], df: pd.DataFrame) -> list[str]:
     data = profile_report.read(mine)
     if data is None:
         return []
-    table = site_cpu_table(data, _windows(df))
+    from juice.report.shared import windows
+
+    table = site_cpu_table(data, windows(df))
     body: list[str] = []
     if not table.empty:
         body += ["<h3>Keystone and database CPU per site, light vs high load</h3>",
