@@ -306,3 +306,22 @@ def notes_html(extra: Sequence[str], notes: Sequence[str]) -> str:
         parts.append("<p class=note><b>Pooled though they may differ:</b> "
                      + " ".join(escape(n) for n in notes) + "</p>")
     return "".join(parts)
+
+
+def attach(df: pd.DataFrame, mans: Sequence[Mapping[str, Any]], cands: Sequence[Mapping[str, Any]],
+           base: Sequence[str]) -> pd.DataFrame:
+    """``df`` (one row per run, in ``mans``' order) with a column for every recorded field of
+    ``cands`` beyond ``base`` that tells its runs apart (hashable values: lists as their JSON
+    text), listed in ``df.attrs["config_extra"]``, and the runs pooled though they may differ
+    in ``df.attrs["config_notes"]``."""
+    extra = key_fields(list(cands), [b for b in base if b in df.columns])
+    for f in extra:
+        df[f] = [norm(c.get(f)) for c in cands]
+    df.attrs["config_extra"] = extra
+    df.attrs["config_notes"] = unrecorded(list(mans), list(cands), [*base, *extra], list(df["run"]))
+    return df
+
+
+def extra_of(df: pd.DataFrame) -> list[str]:
+    """The recorded fields beyond a study's own key that tell ``df``'s runs apart (``attach``)."""
+    return [f for f in df.attrs.get("config_extra", []) if f in df.columns]

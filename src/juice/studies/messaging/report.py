@@ -61,17 +61,10 @@ def load(paths: Sequence[Path]) -> pd.DataFrame:
     if df.empty:
         return df
     cands = [configkey.fields(m, SECTIONS) for m in mans]
-    extra = configkey.key_fields(cands, [k for k in KEYS if k in df.columns])
-    for f in extra:  # hashable values (lists as their JSON text), so every grouping can use them
-        df[f] = [configkey.norm(c.get(f)) for c in cands]
-    df.attrs["config_extra"] = extra
-    df.attrs["config_notes"] = configkey.unrecorded(mans, cands, [*KEYS, *extra], list(df["run"]))
-    return df
+    return configkey.attach(df, mans, cands, KEYS)
 
 
-def extra(df: pd.DataFrame) -> list[str]:
-    """The recorded fields beyond KEYS that tell ``df``'s runs apart (see ``load``)."""
-    return [f for f in df.attrs.get("config_extra", []) if f in df.columns]
+extra = configkey.extra_of  # the recorded fields beyond KEYS that tell the runs apart
 
 
 def _with(row: pd.Series | dict[str, object], cols: Sequence[str]) -> str:  # type: ignore[type-arg]

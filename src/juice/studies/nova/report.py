@@ -80,17 +80,10 @@ def keyed(df: pd.DataFrame, mans: Sequence[dict[str, Any]]) -> pd.DataFrame:
         layout = {k: v for k, v in regime.columns(m).items() if k in LAYOUT}
         rest = {k: v for k, v in configkey.fields(m, SECTIONS).items() if k not in layout}
         cands.append({**layout, **rest})
-    extra = configkey.key_fields(cands, [b for b in BASE if b in df.columns])
-    for f in extra:  # hashable values (lists as their JSON text), so every grouping can use them
-        df[f] = [configkey.norm(c.get(f)) for c in cands]
-    df.attrs["config_extra"] = extra
-    df.attrs["config_notes"] = configkey.unrecorded(mans, cands, [*BASE, *extra], list(df["run"]))
-    return df
+    return configkey.attach(df, mans, cands, BASE)
 
 
-def extra(df: pd.DataFrame) -> list[str]:
-    """The recorded fields beyond CONFIG that tell ``df``'s runs apart (see ``keyed``)."""
-    return [f for f in df.attrs.get("config_extra", []) if f in df.columns]
+extra = configkey.extra_of  # the recorded fields beyond CONFIG that tell the runs apart
 
 
 def _preloaded_note(df: pd.DataFrame) -> str:
