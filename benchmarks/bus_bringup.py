@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from juice.lab import LocalLab, spec
-from juice.services.nats import Nats
-from juice.services.rabbitmq import RabbitMQ
+from juice.services.buses.nats import Nats
+from juice.services.buses.rabbitmq import RabbitMQ
 
 
 def rss_mb(pid: int | None) -> float:

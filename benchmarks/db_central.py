@@ -22,9 +22,9 @@ from typing import Any
 from juice.lab import LocalLab, spec
 from juice.lab import setns as client
 from juice.services import deploy
-from juice.services import mariadb as mdb
-from juice.services import postgres as pg
-from juice.services.postgres import Postgres
+from juice.services.databases import mariadb as mdb
+from juice.services.databases import postgres as pg
+from juice.services.databases.postgres import Postgres
 
 
 def p50(xs: list[float]) -> float:

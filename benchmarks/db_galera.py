@@ -20,8 +20,8 @@ from typing import Any
 from juice.lab import LocalLab, spec
 from juice.lab import setns as client
 from juice.services import deploy
-from juice.services import mariadb as mdb
-from juice.services.galera import Galera
+from juice.services.databases import mariadb as mdb
+from juice.services.databases.galera import Galera
 
 
 def commit_latency(lab: LocalLab, db: Galera, site: int, n: int, table: str) -> list[float]:

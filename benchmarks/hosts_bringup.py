@@ -59,8 +59,8 @@ def _quiet(_: str) -> None:
 
 
 def keystone(lab: Lab) -> list[Any]:
-    from juice.services.galera import Galera
-    from juice.services.keystone import Keystone, KeystoneOptions
+    from juice.services.databases.galera import Galera
+    from juice.services.openstack.keystone import Keystone, KeystoneOptions
 
     db = Galera(lab, _quiet)
     db.up(timeout=600)
@@ -74,7 +74,7 @@ def keystone(lab: Lab) -> list[Any]:
 
 
 def messaging(lab: Lab) -> list[Any]:
-    from juice.services.rabbitmq import RabbitMQ
+    from juice.services.buses.rabbitmq import RabbitMQ
 
     mq = RabbitMQ(lab, _quiet, nodes=list(lab.sites), cluster=True)
     mq.up(timeout=600)
@@ -82,7 +82,7 @@ def messaging(lab: Lab) -> list[Any]:
 
 
 def scheduler_db(lab: Lab) -> list[Any]:
-    from juice.services.mariadb import MariaDBCentral
+    from juice.services.databases.mariadb import MariaDBCentral
 
     db = MariaDBCentral(lab, _quiet, site=1)
     db.up(timeout=300)
@@ -90,8 +90,8 @@ def scheduler_db(lab: Lab) -> list[Any]:
 
 
 def nova(lab: Lab) -> list[Any]:
-    from juice.services.nova_conf import ComputeOptions
-    from juice.services.nova_deploy import NovaDeployment, NovaStack
+    from juice.services.openstack.nova_conf import ComputeOptions
+    from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 
     computes = ComputeOptions(sites=tuple(s for s in lab.sites if s != 1) or (1,), nodes_per_process=5)
     return [NovaDeployment(lab, _quiet, NovaStack(computes=computes)).up(timeout=1200)]

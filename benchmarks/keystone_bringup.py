@@ -19,7 +19,7 @@ import time
 from juice.lab import LocalLab, spec
 from juice.openstack.http import issue_token, validate_token
 from juice.services import registry
-from juice.services.keystone import Keystone, KeystoneOptions
+from juice.services.openstack.keystone import Keystone, KeystoneOptions
 
 
 def one(sites: int, delay: float, rounds: int, workers: int) -> dict[str, object]:

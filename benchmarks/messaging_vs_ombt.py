@@ -54,9 +54,9 @@ import numpy as np
 
 from juice.errors import ServiceError
 from juice.lab import LocalLab, spec
+from juice.services.buses.rabbitmq import RabbitMQ
+from juice.services.buses.rabbitmq import version as rabbitmq_version
 from juice.services.process import Server, spawn, stop_all
-from juice.services.rabbitmq import RabbitMQ
-from juice.services.rabbitmq import version as rabbitmq_version
 from juice.studies.messaging import agents as ag
 from juice.studies.messaging import buses, metrics
 from juice.studies.messaging.spec import Bus

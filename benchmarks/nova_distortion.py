@@ -55,8 +55,8 @@ from juice.lab import LocalLab
 from juice.lab import spec as labspec
 from juice.load.drivers import run_drivers
 from juice.load.iterations import iteration_rows
-from juice.services.nova_conf import ComputeOptions, NovaOptions, spread
-from juice.services.nova_deploy import NovaDeployment, NovaStack
+from juice.services.openstack.nova_conf import ComputeOptions, NovaOptions, spread
+from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 from juice.studies.nova import metrics
 
 OUT = Path(__file__).resolve().parent / "results" / "nova_distortion.json"

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from juice.lab import LocalLab, spec
-from juice.services.nova_compute import NovaComputes
-from juice.services.nova_conf import ComputeOptions, spread
-from juice.services.nova_deploy import NovaDeployment, NovaStack
+from juice.services.openstack.nova_compute import NovaComputes
+from juice.services.openstack.nova_conf import ComputeOptions, spread
+from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 
 MB = 1024 * 1024
 

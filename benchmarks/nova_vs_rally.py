@@ -59,9 +59,9 @@ from juice.lab import spec as labspec
 from juice.load.drivers import DriverJob, run_drivers
 from juice.load.rally_json import write_rally
 from juice.load.runner import RunnerSpec
-from juice.services.fake_openstack import IMAGE_ID
-from juice.services.nova_conf import ComputeOptions, NovaOptions, spread
-from juice.services.nova_deploy import NovaDeployment, NovaStack
+from juice.services.openstack.fake_openstack import IMAGE_ID
+from juice.services.openstack.nova_conf import ComputeOptions, NovaOptions, spread
+from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 from juice.studies.nova import metrics
 
 RALLY = Path(os.environ.get("JUICE_CACHE", "/var/cache/juice")) / "rally" / "bin" / "rally"
@@ -69,7 +69,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "nova_vs_rally.json"
 SCENARIO = "NovaServers.boot_server"
 FLAVOR_NAME = "juice-small"   # 1 vCPU, 512 MB, 1 GB (the image is 1 GiB: Rally's image_valid_on_flavor)
-IMAGE_NAME = "juice-fake-image"   # fake-glance's one image (juice.services.fake_openstack.image)
+IMAGE_NAME = "juice-fake-image"   # fake-glance's one image (juice.services.openstack.fake_openstack.image)
 QS = (("min", 0.0), ("median", 0.5), ("p90", 0.9), ("p95", 0.95), ("max", 1.0))
 
 

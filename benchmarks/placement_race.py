@@ -39,8 +39,8 @@ from juice.lab import LocalLab, spec
 from juice.lab.place import http_request
 from juice.openstack.http import issue_token, request
 from juice.services import registry
-from juice.services.keystone import Keystone, KeystoneOptions
-from juice.services.placement import Placement
+from juice.services.openstack.keystone import Keystone, KeystoneOptions
+from juice.services.openstack.placement import Placement
 
 MV = "placement 1.28"  # consumer generations (what nova's scheduler sends: 1.36)
 RETRY = b"Retrying allocations write on resource provider generation conflict"
@@ -149,9 +149,9 @@ def _rounds(lab: Any, ks: Keystone, pl: Placement, rounds: int, concurrent: int,
 def run_nova(rounds: int, conflict_retries: int | None, name: str) -> dict[str, Any]:
     from concurrent.futures import ThreadPoolExecutor
 
-    from juice.services.fake_openstack import IMAGE_ID
-    from juice.services.nova_conf import ComputeOptions
-    from juice.services.nova_deploy import NovaDeployment, NovaStack
+    from juice.services.openstack.fake_openstack import IMAGE_ID
+    from juice.services.openstack.nova_conf import ComputeOptions
+    from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 
     ls = spec.parse({"name": name, "sites": 2, "delay_ms": 1})
     stack = NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=2, vcpus=2, memory_mb=2048,
@@ -201,7 +201,7 @@ def main() -> None:
     ap.add_argument("--no-debug", action="store_true", help="placement without debug logs")
     ap.add_argument("--conflict-retries", type=int, default=None,
                     help="[placement] allocation_conflict_retry_count (default: placement's own, 10, "
-                         "which over-allocates; Juice runs 1: services/placement.py)")
+                         "which over-allocates; Juice runs 1: services/openstack/placement.py)")
     ap.add_argument("--keep", type=Path, help="copy placement's log and MariaDB's general log here")
     ap.add_argument("--nova", action="store_true", help="through nova: K+1 concurrent boots per round")
     ap.add_argument("--name", default="plrace")

@@ -34,7 +34,7 @@ from juice.lab import LocalLab, spec
 from juice.load.drivers import DriverJob, run_drivers
 from juice.load.runner import RunnerSpec
 from juice.services import registry
-from juice.services.keystone import Keystone, KeystoneOptions
+from juice.services.openstack.keystone import Keystone, KeystoneOptions
 from juice.studies.keystone.drive import keystone_env
 
 RALLY = Path(os.environ.get("JUICE_CACHE", "/var/cache/juice")) / "rally" / "bin" / "rally"

@@ -154,7 +154,7 @@ def main() -> None:
         print(f"synthesised {args.runs} runs x {args.iterations} iterations "
               f"({2 * args.runs * args.iterations:,} rows) in {time.perf_counter() - s:.1f} s")
         out = root / "report.html"
-        code = ("import sys, typer; from juice import cli_analyze; app = typer.Typer(); "
+        code = ("import sys, typer; from juice.cli import analyze as cli_analyze; app = typer.Typer(); "
                 "app.command('x', hidden=True)(lambda: None); cli_analyze.register(app); "
                 "app(sys.argv[1:])")
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)

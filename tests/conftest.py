@@ -57,11 +57,11 @@ Juice = Callable[..., tuple[int, str, str]]
 
 @pytest.fixture
 def juice(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[Juice]:
-    """``juice(*args) -> (exit code, stdout, stderr)`` through ``juice.cli.main``: no leftover
+    """``juice(*args) -> (exit code, stdout, stderr)`` through ``juice.cli.app``: no leftover
     sweep (it needs root and is not under test), signal handlers restored afterwards."""
     import typer.main
 
-    from juice import cli
+    from juice.cli import app as cli
 
     monkeypatch.setattr(cli, "_sweep_leftovers", lambda: None)
     # the click command built once, not at every call (6 ms each; the mutation tests make

@@ -35,7 +35,7 @@ COMPUTE_NODES = 20
 class NovaCloud:
     """The shared stack: ``dep`` (a NovaDeployment), where it is published, its admin."""
 
-    dep: Any               # juice.services.nova_deploy.NovaDeployment
+    dep: Any               # juice.services.openstack.nova_deploy.NovaDeployment
     tmp: Path              # a directory for the tests' own files
     clouds: Path           # clouds.yaml with the one cloud "mycloud" (not a Juice lab to a run)
     auth: dict[str, Any]   # that cloud's auth section (admin)
@@ -49,9 +49,9 @@ def nova_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NovaCloud]:
         pytest.skip(reason)
     from juice.lab import LocalLab
     from juice.lab import spec as labspec
-    from juice.services import keystone_publish as pub
-    from juice.services.nova_conf import ComputeOptions
-    from juice.services.nova_deploy import NovaDeployment, NovaStack
+    from juice.services.openstack import keystone_publish as pub
+    from juice.services.openstack.nova_conf import ComputeOptions
+    from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 
     tmp = tmp_path_factory.mktemp("novacloud")
     # a name of its own: the tmp directory's is the same in every pytest process ("novacloud0"),

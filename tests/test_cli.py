@@ -29,7 +29,7 @@ def _tree() -> dict[tuple[str, ...], Any]:
     import click
     import typer.main
 
-    from juice import cli
+    from juice.cli import app as cli
 
     cli._register()
     out: dict[tuple[str, ...], Any] = {}

@@ -245,10 +245,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("juice.contract",),  # the study contract: below everything that drives a study
     ("juice.runner", "juice.profile", "juice.faults", "juice.trace", "juice.report"),
     ("juice.studies", "juice.driver"),
-    ("juice.cli", "juice.cli_analyze", "juice.cli_common", "juice.cli_db", "juice.cli_hosts",
-     "juice.cli_keystone", "juice.cli_lab", "juice.cli_run", "juice.cli_trace", "juice.cli_sla",
-     "juice.cli_compare", "juice.cli_trend", "juice.cli_calibrate", "juice.cli_schema",
-     "juice.cli_export"),
+    ("juice.cli",),  # the `juice` command: a package, one module per verb group
 )
 
 

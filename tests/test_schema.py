@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from juice import studies
-from juice.cli_schema import combined_schema, files, study_schema
+from juice.cli.schema import combined_schema, files, study_schema
 from juice.spec.base import read_yaml
 
 ROOT = Path(__file__).parents[1]

@@ -25,7 +25,7 @@ import sys
 import time
 
 from juice.load.drivers import run_drivers
-from juice.services.keystone import DB_NAME
+from juice.services.openstack.keystone import DB_NAME
 from juice.services.servercounters import ServerCounters, derived
 from juice.studies.keystone import drive, run
 from juice.studies.keystone.matrix import expand
@@ -35,7 +35,7 @@ deployments, plan = int(sys.argv[1]), sys.argv[2]
 warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 6
 rdbms = sys.argv[4] if len(sys.argv) > 4 else "mariadb"
 # Optional 5th argument: "prewarm" (the default: Juice's pre-warm through every worker's first
-# full garbage collection, juice.services.keystone_warm) or "cold" (keystone.prewarm false: the
+# full garbage collection, juice.services.openstack.keystone_warm) or "cold" (keystone.prewarm false: the
 # first requests after deploying are the run's). Either way the Keystone log has a line per full
 # collection (pid, ms), returned per run as "gc".
 mode = sys.argv[5] if len(sys.argv) > 5 else "prewarm"

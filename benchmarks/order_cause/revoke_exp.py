@@ -18,7 +18,7 @@ import sys
 import time
 
 from juice.load.drivers import run_drivers
-from juice.services.keystone import DB_NAME
+from juice.services.openstack.keystone import DB_NAME
 from juice.services.servercounters import ServerCounters, derived
 from juice.studies.keystone import drive, run
 from juice.studies.keystone.matrix import expand

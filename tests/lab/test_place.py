@@ -96,7 +96,7 @@ def test_a_server_that_exits_fails_the_wait_with_its_log(lab: object) -> None:
 
 
 def test_mariadb_is_the_same_service_at_either_place(lab: object) -> None:
-    from juice.services.mariadb import MariaDBCentral
+    from juice.services.databases.mariadb import MariaDBCentral
 
     db = MariaDBCentral(lab, site=2)  # type: ignore[arg-type]
     try:
@@ -114,8 +114,8 @@ def test_mariadb_is_the_same_service_at_either_place(lab: object) -> None:
 
 
 def test_memcached_and_redis_are_the_same_services_at_either_place(lab: object) -> None:
-    from juice.services.memcached import Memcached
-    from juice.services.redis import Redis
+    from juice.services.caches.memcached import Memcached
+    from juice.services.caches.redis import Redis
 
     mc = Memcached(lab, sites=[2])  # type: ignore[arg-type]
     rd = Redis(lab, site=2, maxmemory_mb=16)  # type: ignore[arg-type]
@@ -132,8 +132,8 @@ def test_memcached_and_redis_are_the_same_services_at_either_place(lab: object) 
 
 
 def test_the_buses_are_the_same_services_at_either_place(lab: object) -> None:
-    from juice.services.nats import Nats
-    from juice.services.rabbitmq import RabbitMQ
+    from juice.services.buses.nats import Nats
+    from juice.services.buses.rabbitmq import RabbitMQ
 
     nats = Nats(lab, sites=[1, 2], topology="gateways")  # type: ignore[arg-type]
     mq = RabbitMQ(lab, nodes=[2])  # type: ignore[arg-type]
@@ -154,10 +154,10 @@ def test_keystone_placement_and_the_fakes_are_the_same_services_at_either_place(
     its recorded pid (workers included) and none is left. nova's own services run on both kinds
     of place in tests/services/test_nova.py (namespaces) and tests/studies/nova/test_hosts.py
     (SSH hosts: the study, boots, logs fetched and traced)."""
-    from juice.services.fake_openstack import IMAGE_ID, FakeServices
-    from juice.services.keystone import Keystone, KeystoneOptions
-    from juice.services.mariadb import MariaDBCentral
-    from juice.services.placement import Placement
+    from juice.services.databases.mariadb import MariaDBCentral
+    from juice.services.openstack.fake_openstack import IMAGE_ID, FakeServices
+    from juice.services.openstack.keystone import Keystone, KeystoneOptions
+    from juice.services.openstack.placement import Placement
     from juice.services.process import children
 
     db = MariaDBCentral(lab, site=1)  # type: ignore[arg-type]

@@ -85,7 +85,7 @@ def plain_ssh(h: StaticHost, tmp: Path, command: str) -> str:
 def ssh_hosts(
     n: int, tmp: Path, progress: Any = lambda _: None
 ) -> Iterator[tuple[LocalLab, list[StaticHost]]]:
-    from juice.services.keystone_publish import start_forwarder
+    from juice.services.openstack.keystone_publish import start_forwarder
     from juice.services.process import port_open, spawn
 
     tmp.mkdir(parents=True, exist_ok=True)

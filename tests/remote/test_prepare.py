@@ -1,4 +1,4 @@
-"""`juice hosts prepare SPEC` (juice.remote.prepare, juice.cli_hosts).
+"""`juice hosts prepare SPEC` (juice.remote.prepare, juice.cli.hosts).
 
 - Fast (no server, no root): the errors (no provider, kind local, an unreachable host on a
   loopback port nobody listens on), the commands as built, and the whole pipeline through a
@@ -31,7 +31,7 @@ from typing import TypeVar
 import pytest
 import yaml
 
-from juice.cli_hosts import clone_dir
+from juice.cli.hosts import clone_dir
 from juice.lab.provider import StaticHost
 from juice.paths import cache_dir
 from juice.remote import prepare as prep

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from juice import cli_analyze
+from juice.cli import analyze as cli_analyze
 from juice.errors import UserError
 from tests.results.fake_runs import OPS, fake_params, write_fake_run
 

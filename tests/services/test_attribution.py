@@ -1,4 +1,4 @@
-"""Statement attribution's pure parts (``juice.services.attribution``): the kind, table and
+"""Statement attribution's pure parts (``juice.services.databases.attribution``): the kind, table and
 SET columns of normalized statements as MariaDB's digests and pg_stat_statements print them,
 and a window's rows from two snapshots. The real servers are exercised by
 tests/studies/keystone/test_write_attribution.py."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from juice.services.attribution import Row, Window, rows_of, target
+from juice.services.databases.attribution import Row, Window, rows_of, target
 
 # MariaDB digest texts (backquotes, spaces around dots and operators, "?" for values)
 MARIADB = [

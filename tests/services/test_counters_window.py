@@ -1,4 +1,4 @@
-"""The statement-counter window when the database refuses the probe (juice.services.counters):
+"""The statement-counter window when the database refuses the probe (juice.services.databases.counters):
 a server at its max_connections is part of what a run may measure, so the window is left
 unmeasured with the reason, and the block it wraps (the load) still runs. Pure: the snapshots
 are scripted; the real servers are read by the Keystone study's runs."""
@@ -6,7 +6,7 @@ are scripted; the real servers are read by the Keystone study's runs."""
 from __future__ import annotations
 
 from juice.errors import ServiceError
-from juice.services.counters import Probe
+from juice.services.databases.counters import Probe
 
 
 class Scripted(Probe):

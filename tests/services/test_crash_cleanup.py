@@ -26,7 +26,7 @@ def test_killed_run_with_mariadb_leaves_nothing() -> None:
     name = "k" + secrets.token_hex(3)
     code = ("import time\n"
             "from juice.lab import LocalLab, spec\n"
-            "from juice.services.mariadb import MariaDBCentral\n"
+            "from juice.services.databases.mariadb import MariaDBCentral\n"
             f"lab = LocalLab.up(spec.parse({{'name': '{name}', 'sites': 2, 'delay_ms': 1}}),"
             " ephemeral=True)\n"
             "MariaDBCentral(lab).up()\n"

@@ -16,11 +16,12 @@ import pytest
 from juice.errors import UserError
 from juice.lab import LocalLab
 from juice.lab import setns as client
-from juice.services import counters, deploy
-from juice.services import mariadb as mdb
-from juice.services import postgres as pg
-from juice.services.galera import Galera
-from juice.services.postgres import Postgres
+from juice.services import deploy
+from juice.services.databases import counters
+from juice.services.databases import mariadb as mdb
+from juice.services.databases import postgres as pg
+from juice.services.databases.galera import Galera
+from juice.services.databases.postgres import Postgres
 from tests.services.conftest import needs_lab
 
 pytestmark = needs_lab

@@ -15,23 +15,23 @@ import pytest
 from juice.errors import UserError
 from juice.report import deviations as report_devs
 from juice.services import deviations as devs
-from juice.services.cockroach import Cockroach
+from juice.services.buses.rabbitmq import deviations as rabbit_deviations
+from juice.services.caches.memcached import Memcached
+from juice.services.caches.memcached import server_args as memcached_args
+from juice.services.caches.redis import Redis
+from juice.services.databases.cockroach import Cockroach
+from juice.services.databases.galera import GaleraOptions, galera_deviations
+from juice.services.databases.mariadb import ServerOptions, check_max_connections, server_args
+from juice.services.databases.mariadb import deviations as mariadb_deviations
+from juice.services.databases.postgres import PgOptions
+from juice.services.databases.postgres import deviations as pg_deviations
+from juice.services.databases.postgres import render_conf as pg_conf
 from juice.services.deviations import JUICE, SOURCES, SPEC, Deviation
-from juice.services.galera import GaleraOptions, galera_deviations
-from juice.services.keystone import KeystoneOptions, render_conf
-from juice.services.keystone_settings import keystone_deviations
-from juice.services.mariadb import ServerOptions, check_max_connections, server_args
-from juice.services.mariadb import deviations as mariadb_deviations
-from juice.services.memcached import Memcached
-from juice.services.memcached import server_args as memcached_args
-from juice.services.nova_conf import ComputeOptions, ConfContext, NovaOptions, render_nova_conf
-from juice.services.nova_deploy import NovaStack
-from juice.services.nova_settings import compute_deviations, db_connections, nova_deviations
-from juice.services.postgres import PgOptions
-from juice.services.postgres import deviations as pg_deviations
-from juice.services.postgres import render_conf as pg_conf
-from juice.services.rabbitmq import deviations as rabbit_deviations
-from juice.services.redis import Redis
+from juice.services.openstack.keystone import KeystoneOptions, render_conf
+from juice.services.openstack.keystone_settings import keystone_deviations
+from juice.services.openstack.nova_conf import ComputeOptions, ConfContext, NovaOptions, render_nova_conf
+from juice.services.openstack.nova_deploy import NovaStack
+from juice.services.openstack.nova_settings import compute_deviations, db_connections, nova_deviations
 from tests.services.conftest import FakeSites
 
 HOME = Path("/lab/s1/mariadb")

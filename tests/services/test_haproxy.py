@@ -18,7 +18,7 @@ import pytest
 from juice.errors import ServiceError, UserError
 from juice.lab import LocalLab, spec
 from juice.lab.setns import in_site
-from juice.services.haproxy import (
+from juice.services.balancers.haproxy import (
     FRONT_OFFSET,
     HAPROXY,
     Backend,

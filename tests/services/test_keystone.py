@@ -9,18 +9,19 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from juice.cli_keystone import keystone_app
-from juice.cli_keystone import load_record as load_ks_record
+from juice.cli.keystone import keystone_app
+from juice.cli.keystone import load_record as load_ks_record
 from juice.errors import ServiceError, UserError
 from juice.lab import LocalLab, netns, spec
 from juice.lab.place import ThisHost
 from juice.openstack.creds import AdminCredentials, read_openrc, render_openrc
 from juice.openstack.http import issue_token, validate_token
-from juice.services import counters, registry
-from juice.services import keystone as ksmod
+from juice.services import registry
 from juice.services.base import Endpoint, Endpoints, ServerRecord, Service, wait_for
-from juice.services.keystone import Keystone, KeystoneOptions, children_of, render_conf
-from juice.services.memcached import Memcached
+from juice.services.caches.memcached import Memcached
+from juice.services.databases import counters
+from juice.services.openstack import keystone as ksmod
+from juice.services.openstack.keystone import Keystone, KeystoneOptions, children_of, render_conf
 from juice.util import proc
 from tests.services.conftest import needs_lab
 

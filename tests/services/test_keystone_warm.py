@@ -1,4 +1,4 @@
-"""The pre-warm's loop and the log it reads (juice.services.keystone_warm), without a server: the
+"""The pre-warm's loop and the log it reads (juice.services.openstack.keystone_warm), without a server: the
 place is a stand-in whose Keystone log gains a worker's full-collection line after a number of
 request batches. The real server's side is in tests/services/test_keystone.py."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from juice.cli_keystone import _prewarm_sites
+from juice.cli.keystone import _prewarm_sites
 from juice.errors import UserError
 from juice.lab.place import Result
-from juice.services import keystone_warm as kw
-from juice.services.keystone import WSGI_SHIM
+from juice.services.openstack import keystone_warm as kw
+from juice.services.openstack.keystone import WSGI_SHIM
 
 
 class FakeKeystonePlace:

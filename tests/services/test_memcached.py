@@ -11,7 +11,7 @@ import pytest
 from juice.errors import ServiceError
 from juice.lab import LocalLab, spec
 from juice.lab.setns import in_site
-from juice.services.memcached import Memcached, server_args
+from juice.services.caches.memcached import Memcached, server_args
 from juice.util import proc
 from tests.services.conftest import FakeSites, needs_lab
 

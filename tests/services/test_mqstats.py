@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from juice.services import mqstats
-from juice.services.rabbitmq import Node, plan_nodes, render_conf
+from juice.services.buses import mqstats
+from juice.services.buses.rabbitmq import Node, plan_nodes, render_conf
 
 METRICS = """# TYPE rabbitmq_global_messages_received_total counter
 rabbitmq_global_messages_received_total{protocol="amqp091"} 120

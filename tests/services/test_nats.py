@@ -15,7 +15,7 @@ import pytest
 from juice.errors import ServiceError
 from juice.lab import LocalLab
 from juice.services.base import from_site
-from juice.services.nats import Nats, expected, formed, plan, render_config, version
+from juice.services.buses.nats import Nats, expected, formed, plan, render_config, version
 from juice.util import proc
 from tests.services.conftest import needs_lab
 

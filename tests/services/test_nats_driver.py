@@ -21,7 +21,7 @@ import pytest
 
 from juice.lab import LocalLab
 from juice.paths import cache_dir
-from juice.services.nats import Nats
+from juice.services.buses.nats import Nats
 from tests.services.conftest import needs_lab
 
 MESSAGING = cache_dir() / "messaging"

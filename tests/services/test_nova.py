@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from juice.services.fake_openstack import IMAGE_ID
+from juice.services.openstack.fake_openstack import IMAGE_ID
 from juice.util import proc
 from tests.services.conftest import needs_lab
 from tests.stacks import COMPUTE_NODES, NovaCloud

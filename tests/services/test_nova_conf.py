@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from juice.errors import UserError
-from juice.services import fake_openstack as fakes
-from juice.services.nova_conf import (
+from juice.services.openstack import fake_openstack as fakes
+from juice.services.openstack.nova_conf import (
     DRIVER,
     ComputeOptions,
     ConfContext,
@@ -22,7 +22,7 @@ from juice.services.nova_conf import (
     service_id,
     spread,
 )
-from juice.services.placement import render_placement_conf
+from juice.services.openstack.placement import render_placement_conf
 
 CTX = ConfContext(transport_url="rabbit://juice:juice@10.210.1.2:5672/",
                   api_db_url="mysql+pymysql://juice:juice@10.210.1.2:3306/nova_api?charset=utf8mb4",
@@ -190,7 +190,7 @@ def test_failing_nodes_are_the_first_k_of_each_process_and_json_logs_are_an_opti
 def test_osprofiler_is_off_as_shipped_and_on_in_every_role_when_asked() -> None:
     from dataclasses import replace
 
-    from juice.services.nova_settings import nova_deviations
+    from juice.services.openstack.nova_settings import nova_deviations
 
     for role in ("api", "conductor", "scheduler", "compute"):
         assert not parse(render_nova_conf(role, CTX, NovaOptions(), host="h")).has_section("profiler")
@@ -207,7 +207,7 @@ def test_osprofiler_is_off_as_shipped_and_on_in_every_role_when_asked() -> None:
 
 
 def test_fork_isolation_makes_one_service_per_node() -> None:
-    from juice.services.nova_conf import render_node_of
+    from juice.services.openstack.nova_conf import render_node_of
 
     shared = ComputeOptions(sites=(2, 3), nodes_per_process=3, failing_nodes=1)
     assert shared.service_hosts() == [("juice-c1", 2), ("juice-c2", 3)]

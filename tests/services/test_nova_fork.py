@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 import time
 
-from juice.services.fake_openstack import IMAGE_ID
+from juice.services.openstack.fake_openstack import IMAGE_ID
 from juice.util import proc
 from tests.services.conftest import needs_lab
 
@@ -34,8 +34,8 @@ def gone(pids: list[int], timeout: float = 15.0) -> list[int]:
 def test_forked_nodes_are_each_their_own_nova_compute() -> None:
     from juice.lab import LocalLab, netns
     from juice.lab import spec as labspec
-    from juice.services.nova_conf import ComputeOptions
-    from juice.services.nova_deploy import NovaDeployment, NovaStack
+    from juice.services.openstack.nova_conf import ComputeOptions
+    from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 
     ls = labspec.parse({"name": "nf" + secrets.token_hex(3), "sites": 2, "delay_ms": 0})
     comp = ComputeOptions(sites=(2,), nodes_per_process=NODES, vcpus=2, memory_mb=2048, disk_gb=20,

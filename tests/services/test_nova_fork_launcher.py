@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from juice.services.nova_compute import read_pids
+from juice.services.openstack.nova_compute import read_pids
 
 FORK_PY = Path(__file__).resolve().parents[2] / "plugins" / "juice-nova" / "src" / "juice_nova" / "fork.py"
 

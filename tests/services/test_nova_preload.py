@@ -1,4 +1,4 @@
-"""Preload as rows (juice.services.nova_preload): the statements and the node choice without a
+"""Preload as rows (juice.services.openstack.nova_preload): the statements and the node choice without a
 server; then for real on the suite's shared nova stack (tests/stacks.py: 20 nodes x 2 vCPUs),
 filled to capacity with clones of one booted server, which nova then treats as its own: a
 restarted compute adopts them, listed, counted by the resource trackers, refusing one more boot,
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from juice.errors import ServiceError
-from juice.services.nova_preload import CELL, TABLES, Node, clone_sql, place_servers
+from juice.services.openstack.nova_preload import CELL, TABLES, Node, clone_sql, place_servers
 from tests.services.conftest import needs_lab
 from tests.stacks import COMPUTE_NODES, NovaCloud
 
@@ -64,8 +64,8 @@ def test_servers_spread_by_free_ram_and_only_where_they_fit() -> None:
 @needs_lab[1]
 @needs_lab[2]
 def test_cloned_servers_are_novas_own(nova_cloud: NovaCloud) -> None:
-    from juice.services.fake_openstack import IMAGE_ID
-    from juice.services.nova_preload import Preloader
+    from juice.services.openstack.fake_openstack import IMAGE_ID
+    from juice.services.openstack.nova_preload import Preloader
 
     dep = nova_cloud.dep
     cli = dep.client(1)

@@ -16,7 +16,7 @@ import pytest
 
 from juice.lab import LocalLab, spec
 from juice.paths import cache_dir
-from juice.services.rabbitmq import RabbitMQ
+from juice.services.buses.rabbitmq import RabbitMQ
 from tests.services.conftest import needs_lab
 
 MESSAGING = cache_dir() / "messaging"

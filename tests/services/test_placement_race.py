@@ -11,7 +11,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from juice.services.placement import CONFLICT_RETRIES, render_placement_conf
+from juice.services.openstack.placement import CONFLICT_RETRIES, render_placement_conf
 from tests.services.conftest import FakeSites, needs_lab
 
 
@@ -27,7 +27,7 @@ def test_juice_runs_placement_without_server_side_allocation_retries() -> None:
 
 
 def test_the_setting_is_a_recorded_deviation_with_its_reason() -> None:
-    from juice.services.placement import Placement
+    from juice.services.openstack.placement import Placement
 
     pl = Placement(FakeSites(), object(), object())  # type: ignore[arg-type]
     (d,) = [d for d in pl.deviations() if "allocation_conflict_retry_count" in d.option]
@@ -52,8 +52,8 @@ def _bench() -> ModuleType:
 def test_concurrent_claims_over_allocate_with_placements_retries_not_with_juices(lab_name: str) -> None:
     from juice.lab import LocalLab, spec
     from juice.services import registry
-    from juice.services.keystone import Keystone, KeystoneOptions
-    from juice.services.placement import Placement
+    from juice.services.openstack.keystone import Keystone, KeystoneOptions
+    from juice.services.openstack.placement import Placement
 
     bench = _bench()
     ls = spec.parse({"name": lab_name, "sites": 1, "delay_ms": 0})

@@ -11,8 +11,7 @@ import pytest
 
 from juice.errors import ServiceError
 from juice.lab import LocalLab, spec
-from juice.services.keystone import VENV
-from juice.services.rabbitmq import (
+from juice.services.buses.rabbitmq import (
     RabbitMQ,
     node_env,
     oslo_options,
@@ -20,6 +19,7 @@ from juice.services.rabbitmq import (
     render_conf,
     render_policies,
 )
+from juice.services.openstack.keystone import VENV
 from juice.util import proc
 from tests.services.conftest import needs_lab
 

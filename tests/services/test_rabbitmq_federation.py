@@ -20,8 +20,8 @@ import pytest
 
 from juice.errors import ServiceError
 from juice.lab import LocalLab, spec
-from juice.services.rabbitmq import plan_nodes, render_plugins
-from juice.services.rabbitmq_federation import (
+from juice.services.buses.rabbitmq import plan_nodes, render_plugins
+from juice.services.buses.rabbitmq_federation import (
     MESSAGING_PY,
     QUEUE_PATTERN,
     RabbitFederation,

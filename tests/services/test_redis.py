@@ -10,7 +10,7 @@ import pytest
 from juice.errors import ServiceError
 from juice.lab import LocalLab, spec
 from juice.lab.setns import in_site
-from juice.services.redis import Redis, command, parse_info, server_args
+from juice.services.caches.redis import Redis, command, parse_info, server_args
 from juice.util import proc
 from tests.services.conftest import FakeSites, needs_lab
 

@@ -8,7 +8,7 @@ import pytest
 
 from juice.errors import ServiceError, UserError
 from juice.lab.place import ThisHost
-from juice.services import cockroach, counters, galera, mariadb, postgres
+from juice.services.databases import cockroach, counters, galera, mariadb, postgres
 from juice.services.registry import BUSES, build, load_record, record
 
 
@@ -105,9 +105,9 @@ def test_build_rejects_bad_input() -> None:
 
 
 def test_build_buses_nothing_started(tmp_path: Path) -> None:
-    from juice.services.nats import Nats
-    from juice.services.rabbitmq import RabbitMQ
-    from juice.services.rabbitmq_federation import RabbitFederation
+    from juice.services.buses.nats import Nats
+    from juice.services.buses.rabbitmq import RabbitMQ
+    from juice.services.buses.rabbitmq_federation import RabbitFederation
 
     fake = _FakeSites()
     fake.workdir = tmp_path  # type: ignore[misc]

@@ -1,4 +1,4 @@
-"""Simulated waits (juice.services.simwait): reproducible draws, bounds, the seed004 table,
+"""Simulated waits (juice.services.openstack.simwait): reproducible draws, bounds, the seed004 table,
 validation; the fake server's stages and its threaded, waiting, failing answers."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from juice.services import fake_server, simwait
-from juice.services.nova_conf import ComputeOptions, render_nodes
+from juice.services.openstack import fake_server, simwait
+from juice.services.openstack.nova_conf import ComputeOptions, render_nodes
 
 KEYS = [f"instance-{i}" for i in range(400)]
 

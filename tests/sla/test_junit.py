@@ -8,7 +8,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from juice.cli_sla import load_criteria
+from juice.cli.sla import load_criteria
 from juice.results.samples import units
 from juice.sla.judge import judge
 from juice.sla.junit import Judged, to_text

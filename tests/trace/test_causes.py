@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from juice.errors import ServiceError
-from juice.services import dbevents
+from juice.services.databases import dbevents
 from juice.trace import causes
 from juice.trace.report import trace_sections
 from juice.trace.tables import trace

@@ -21,7 +21,15 @@ import pytest
 import yaml
 
 from juice.errors import ServiceError
-from juice.services.jaeger import OTLP_HTTP_PORT, QUERY_HTTP_PORT, STORE, binary, chunks, config, ensure_built
+from juice.services.tracing.jaeger import (
+    OTLP_HTTP_PORT,
+    QUERY_HTTP_PORT,
+    STORE,
+    binary,
+    chunks,
+    config,
+    ensure_built,
+)
 from juice.trace.jaeger import extent, search_link
 from juice.trace.otlp import document
 from juice.trace.tables import trace
@@ -155,7 +163,7 @@ class _HostLab:
 
 def test_configure_at_a_host_ships_the_binary_once_and_writes_the_config(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from juice.services.jaeger import Jaeger
+    from juice.services.tracing.jaeger import Jaeger
 
     monkeypatch.setenv("JUICE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "cache" / "bin").mkdir(parents=True)

@@ -8,7 +8,7 @@ server (over its unix socket: no network namespace, no WAN), one cheap query per
 Metrics (cumulative: rates come from differences, see ``juice.profile.frames``):
 
 - ``db_reads`` / ``db_writes``: statements this server executed, the counters of
-  ``juice.services.counters`` taken per server. MariaDB/Galera: ``Com_select`` and the write
+  ``juice.services.databases.counters`` taken per server. MariaDB/Galera: ``Com_select`` and the write
   ``Com_*`` (``MYSQL_WRITES``). On Galera a node's ``Com_*`` writes include the write-sets it
   APPLIED for other nodes (its own work, which is what a resource profile shows; the
   client-only counts of a run are the manifest's ``rwratio``). PostgreSQL:
@@ -31,7 +31,7 @@ import time
 from typing import Any, Protocol
 
 from juice.services.base import ServerRecord
-from juice.services.counters import MYSQL_READS, MYSQL_WRITES
+from juice.services.databases.counters import MYSQL_READS, MYSQL_WRITES
 
 TIMEOUT_S = 2
 RETRY_S = 5.0

@@ -70,16 +70,16 @@ def _build_bus(lab: Sites, kind: str, progress: Progress, opts: dict[str, Any]) 
         if key in opts and opts[key] is not None:
             opts[key] = _site_list(kind, key, opts[key])
     if kind == "rabbitmq":
-        from juice.services.rabbitmq import RabbitMQ
+        from juice.services.buses.rabbitmq import RabbitMQ
 
         return RabbitMQ(lab, progress, **opts)
     if kind == "rabbitmq-federation":
-        from juice.services.rabbitmq_federation import RabbitFederation
+        from juice.services.buses.rabbitmq_federation import RabbitFederation
 
         if isinstance(opts.get("topics"), str):
             opts["topics"] = [t for t in opts["topics"].split(",") if t]
         return RabbitFederation(lab, progress, **opts)
-    from juice.services.nats import Nats
+    from juice.services.buses.nats import Nats
 
     return Nats(lab, progress, **opts)
 
@@ -87,10 +87,10 @@ def _build_bus(lab: Sites, kind: str, progress: Progress, opts: dict[str, Any]) 
 def build(lab: Sites, kind: str, progress: Progress = quiet, **opts: Any) -> Service:
     """The service object for ``kind`` (a database or a bus; nothing started). UserError on an
     unknown kind/option, ServiceError on a bad option value."""
-    from juice.services.cockroach import Cockroach
-    from juice.services.galera import Galera, GaleraOptions
-    from juice.services.mariadb import MariaDBCentral
-    from juice.services.postgres import PgOptions, Postgres
+    from juice.services.databases.cockroach import Cockroach
+    from juice.services.databases.galera import Galera, GaleraOptions
+    from juice.services.databases.mariadb import MariaDBCentral
+    from juice.services.databases.postgres import PgOptions, Postgres
 
     try:
         if kind == "mariadb":

@@ -26,13 +26,13 @@ Flat names, one source per prefix, every value an int (a missing counter is left
   (``TABLES``), read from one server.
 - ``keystone.*``: ``full_gcs`` and ``full_gc_ms``, the full garbage collections of every
   Keystone worker and their pauses, summed over sites, from the Keystone logs (a fresh
-  worker's first one is a ~0.1-0.2 s pause: ``juice.services.keystone_warm``).
+  worker's first one is a ~0.1-0.2 s pause: ``juice.services.openstack.keystone_warm``).
 - ``host.*`` (this machine, where the drivers run; on a local lab also every server):
   ``cpu_busy_jiffies`` / ``cpu_total_jiffies`` of ``/proc/stat`` (busy = all but idle and
   iowait) and ``load1_x100`` (the 1-minute load average × 100). On a shared machine the other
   users' load is part of what a run measures: ``host_cpu_busy`` says how busy it was.
 
-The snapshots are taken OUTSIDE the statement-counter window (``juice.services.counters``): the
+The snapshots are taken OUTSIDE the statement-counter window (``juice.services.databases.counters``): the
 probe's own ``SELECT COUNT(*)`` would otherwise count as the run's reads. Reading them is best
 effort: a source that fails is left out of the snapshot (``errors`` says which).
 """
@@ -194,9 +194,9 @@ class ServerCounters:
     def for_deployment(cls, db: Service, memcached: Any = None, schema: str = "keystone",
                        keystone: Any = None) -> ServerCounters:
         """``keystone``: anything with ``gc_counters() -> dict[str, int]`` (``Keystone``)."""
-        from juice.services.galera import Galera
-        from juice.services.mariadb import MariaDBCentral
-        from juice.services.postgres import Postgres
+        from juice.services.databases.galera import Galera
+        from juice.services.databases.mariadb import MariaDBCentral
+        from juice.services.databases.postgres import Postgres
 
         kw: dict[str, Any] = {"memcached": memcached, "schema": schema, "keystone": keystone}
         if isinstance(db, MariaDBCentral):

@@ -2,7 +2,7 @@
 
     show(doc, keep_s=None, announce=print)   # lab up → Jaeger → load → forwarder → wait → all down
 
-A one-site ephemeral lab is made, Jaeger (``juice.services.jaeger``) started in its site, the
+A one-site ephemeral lab is made, Jaeger (``juice.services.tracing.jaeger``) started in its site, the
 OTLP/JSON document (``juice.trace.otlp``) POSTed to its OTLP/HTTP receiver, and the load
 checked through the query API (as many ``nova`` traces as boots). A loopback forwarder then
 makes the query service (UI and API) reachable at ``http://127.0.0.1:<port>`` on this host, and
@@ -66,8 +66,8 @@ def show(doc: Mapping[str, Any], *, keep_s: float | None = None, ui_assets: Path
     was loaded and where it was served."""
     from juice.lab import spec as labspec
     from juice.lab.local import LocalLab, require_root
-    from juice.services.jaeger import QUERY_HTTP_PORT, Jaeger, ensure_built
-    from juice.services.keystone_publish import start_forwarder
+    from juice.services.openstack.keystone_publish import start_forwarder
+    from juice.services.tracing.jaeger import QUERY_HTTP_PORT, Jaeger, ensure_built
 
     n, window = extent(doc)
     if n == 0:

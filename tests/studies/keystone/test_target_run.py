@@ -193,7 +193,7 @@ def test_a_read_only_database_url_gives_statement_counters(cloud: dict[str, Any]
     """The user hands Juice a database URL (here: the lab's MariaDB published on loopback, as
     Keystone's own account): %reads/%writes around each run, the URL never in the results."""
     from juice.lab import LocalLab
-    from juice.services.keystone_publish import start_forwarder
+    from juice.services.openstack.keystone_publish import start_forwarder
 
     lab = LocalLab.get(cloud["name"])
     conf = (lab.workdir / "s1" / "keystone" / "keystone.conf").read_text()
@@ -241,7 +241,7 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
     reached through a loopback forwarder, root by a throwaway key): each run gets a
     profile.parquet of its Keystone and MariaDB processes, sampled there through /proc."""
     from juice.lab import LocalLab
-    from juice.services.keystone_publish import start_forwarder
+    from juice.services.openstack.keystone_publish import start_forwarder
     from juice.services.process import port_open, spawn
 
     lab = LocalLab.get(cloud["name"])

@@ -14,7 +14,7 @@ import yaml
 from juice.errors import UserError
 from juice.openstack import keystone as ksclient
 from juice.openstack.creds import AdminCredentials
-from juice.services import keystone_publish as pub
+from juice.services.openstack import keystone_publish as pub
 from juice.spec.target import Target, resolve
 from juice.studies.keystone import catalog, dryrun, safety
 from juice.studies.keystone.matrix import expand

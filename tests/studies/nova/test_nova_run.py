@@ -30,7 +30,7 @@ import pandas as pd
 
 from juice.lab import netns
 from juice.openstack.http import issue_token, request
-from juice.services.fake_openstack import IMAGE_ID
+from juice.services.openstack.fake_openstack import IMAGE_ID
 from juice.trace import flow
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from juice.openstack.keystone import Credentials, KeystoneClient
-from juice.services.fake_openstack import IMAGE_ID
+from juice.services.openstack.fake_openstack import IMAGE_ID
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
 from tests.stacks import NovaCloud

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from juice.errors import UserError
-from juice.services.nova_deploy import NovaDeployment, NovaStack
+from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 from juice.studies.nova.points import expand
 from juice.studies.nova.spec import parse
 from juice.studies.nova.study import _stack, roles

@@ -6,7 +6,7 @@ keeps FakeDriver's instance handling (spawn is immediate: no image, no disk, no 
 changes what a study needs:
 
 - the nodes come from ``<state_path>/juice-nodes.json``, written by Juice (``render_nodes`` in
-  ``juice.services.nova_conf``)::
+  ``juice.services.openstack.nova_conf``)::
 
       {"host": "juice-c1", "nodes": [{"name": "juice-c1-n0000", "uuid": "...", "vcpus": 2,
                                       "memory_mb": 2048, "disk_gb": 20}, ...]}
@@ -23,7 +23,7 @@ changes what a study needs:
   per (instance, node) the way ``failing_nodes`` does (nova reschedules);
 - a simulated hypervisor keeps its guests: an instance that nova's database places on one of
   this process's nodes (ACTIVE or stopped) but that the driver does not hold — booted before
-  this process restarted, or preloaded as rows (``juice.services.nova_preload``) — is adopted
+  this process restarted, or preloaded as rows (``juice.services.openstack.nova_preload``) — is adopted
   (running or shut off, its resources counted) the first time nova asks about it, as a real
   hypervisor would still be running it. FakeDriver alone answers "not found", and nova's power
   sync then marks the instance NOSTATE.
@@ -61,7 +61,7 @@ def _simwait() -> Any:
     try:
         from juice_nova import simwait  # type: ignore[attr-defined]
     except ImportError:
-        from juice.services import simwait
+        from juice.services.openstack import simwait
     return simwait
 
 

@@ -22,8 +22,9 @@ from juice.load.progress import ProgressUI, RichProgress
 from juice.load.rally_json import write_rally
 from juice.load.runner import RunnerSpec
 from juice.results.store import RunDir
-from juice.services import attribution, counters, servercounters
+from juice.services import servercounters
 from juice.services.base import Progress, Service
+from juice.services.databases import attribution, counters
 from juice.services.logslice import Logs, Marks, copy_slices, log_sizes
 from juice.sla.criteria import Sla
 from juice.sla.stop import stop_rule, stopped
@@ -82,7 +83,7 @@ def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: P
         progress(f"no statement counters for {p.rdbms} ({e}); %reads/%writes not measured")
         probe = None
     faults = FaultRunner(p.faults, target, progress) if p.faults and target is not None else None
-    from juice.services.keystone import DB_NAME
+    from juice.services.openstack.keystone import DB_NAME
 
     attr = None
     if p.write_attribution:

@@ -49,7 +49,7 @@ class Deployment:
 
     lab: Lab
     db: Service
-    ks: Any  # juice.services.keystone.Keystone
+    ks: Any  # juice.services.openstack.keystone.Keystone
     wan: str | None = None
     wan_report: dict[str, Any] = field(default_factory=dict)
 
@@ -59,7 +59,7 @@ def deployment(lab: Lab, p: RunPoint, exp: Experiment, progress: Progress) -> It
     """The database and a Keystone in every site, in a local lab or on the provider's hosts
     alike (the services run at the lab's places)."""
     from juice.services import registry
-    from juice.services.keystone import Keystone, KeystoneOptions
+    from juice.services.openstack.keystone import Keystone, KeystoneOptions
 
     progress(f"deploying {p.rdbms} for {p.sites} sites")
     t0 = time.monotonic()

@@ -219,15 +219,16 @@ class KeystoneAxis(Strict):
     password_hash_rounds: Annotated[PositiveInt, Interval(ge=4, le=14)] = Field(
         default=4, description="bcrypt cost, 4..14")
     write_attribution: StrictBool = Field(
-        default=False, description="statements per run by kind and table (juice.services.attribution); "
-        "on MariaDB/Galera it turns performance_schema ON, a deviation from the server's defaults")
+        default=False, description="statements per run by kind and table "
+        "(juice.services.databases.attribution); on MariaDB/Galera it turns performance_schema ON, "
+        "a deviation from the server's defaults")
     max_pool_size: Annotated[PositiveInt, Le(1000)] | None = Field(
         default=None, description="[database] max_pool_size of each worker (unset: oslo.db's 5)")
     max_overflow: Annotated[int, Interval(ge=-1, le=1000)] | None = Field(
         default=None, description="[database] max_overflow of each worker (unset: oslo.db's 50)")
     prewarm: StrictBool = Field(
         default=True, description="after deploying, requests until every Keystone worker had its first "
-        "full garbage collection, a one-time ~0.1-0.2 s pause (juice.services.keystone_warm)")
+        "full garbage collection, a one-time ~0.1-0.2 s pause (juice.services.openstack.keystone_warm)")
 
     def server(self) -> dict[str, Any]:
         """The pool options set (run keys hash them; unset ones are left out)."""

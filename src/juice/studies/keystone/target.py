@@ -48,7 +48,7 @@ from juice.openstack.cloud import (
     tcp_rtt,
 )
 from juice.openstack.keystone import KeystoneClient, KeystoneError
-from juice.services.counters import target_probe
+from juice.services.databases.counters import target_probe
 from juice.spec.target import Credentials, Target, resolve
 
 Progress = Callable[[str], None]

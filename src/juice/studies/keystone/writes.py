@@ -1,5 +1,5 @@
 """Writes by table in the Keystone report: the manifests' ``write_attribution`` (runs made with
-``keystone.write_attribution``, ``juice.services.attribution``) as a table under %reads/%writes,
+``keystone.write_attribution``, ``juice.services.databases.attribution``) as a table under %reads/%writes,
 and a comparison with the seed's totals.
 
 Seed 000 (Keystone of devstack stable/pike on MariaDB, ``Com_*`` counters) gives only each

@@ -24,7 +24,7 @@ from juice.studies.messaging.spec import Bus
 # [oslo_messaging_rabbit] options per queue flavour (oslo.messaging 18.3.1 option names).
 FLAVOUR_OPTIONS: dict[str, dict[str, str]] = {
     "classic": {},
-    "mirrored": {},   # a broker policy (ha-mode: all), see juice.services.rabbitmq
+    "mirrored": {},   # a broker policy (ha-mode: all), see juice.services.buses.rabbitmq
     "quorum": {"rabbit_quorum_queue": "true"},
     "quorum-transient": {"rabbit_quorum_queue": "true", "rabbit_transient_quorum_queue": "true"},
     "queue-manager": {"use_queue_manager": "true"},
@@ -48,17 +48,17 @@ def build(lab: Lab, bus: Bus, progress: Progress, topics: Sequence[str] = ()) ->
     broker_flavour = "mirrored" if bus.queues == "mirrored" else \
         "quorum" if "rabbit_quorum_queue" in FLAVOUR_OPTIONS[bus.queues] else "classic"
     if bus.kind == "rabbitmq":
-        from juice.services.rabbitmq import RabbitMQ
+        from juice.services.buses.rabbitmq import RabbitMQ
 
         return RabbitMQ(lab, progress, nodes=node_sites(bus, sites), cluster=True, queues=broker_flavour)
     if bus.kind == "rabbitmq-federation":
-        from juice.services.rabbitmq_federation import RabbitFederation
+        from juice.services.buses.rabbitmq_federation import RabbitFederation
 
         fed: Service = RabbitFederation(lab, progress, sites=list(lab.sites), topics=list(topics),
                                         queues=broker_flavour)
         return fed
     if bus.kind == "nats":
-        from juice.services.nats import Nats
+        from juice.services.buses.nats import Nats
 
         return Nats(lab, progress, sites=list(lab.sites), topology=bus.topology)
     raise UserError(f"buses: unknown kind {bus.kind!r}")

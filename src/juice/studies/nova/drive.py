@@ -18,7 +18,7 @@ from juice.studies.nova import metrics
 
 PRELOAD_METHODS = {"api": "booted through the API (multi-create batches of 50)",
                    "rows": "one booted through the API, the others cloned from it as database rows "
-                           "and placement allocations (juice.services.nova_preload)"}
+                           "and placement allocations (juice.services.openstack.nova_preload)"}
 
 
 def _s(x: float | None) -> str:

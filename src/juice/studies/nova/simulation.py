@@ -9,7 +9,7 @@ accepts, what the deployment gets and what the manifest and the report state.
 ``POST /v2.0/ports``; the spec refuses it while the lab's boots use ``networks: none`` (nova
 creates no port: nothing would wait).
 
-Distributions and draws are ``juice.services.simwait`` (the same file runs in the fake driver
+Distributions and draws are ``juice.services.openstack.simwait`` (the same file runs in the fake driver
 and the fake servers). ``seed`` of a distribution defaults to the spec's ``seed``.
 """
 
@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from annotated_types import Ge, Le
 from pydantic import AfterValidator, Field
 
-from juice.services import simwait
+from juice.services.openstack import simwait
 from juice.spec.base import FiniteFloat, Strict
 
 KINDS = {"spawn": "spawn_time", "image_fetch": "image_fetch_s", "port_create": "port_create_s"}

@@ -310,7 +310,7 @@ class NovaSpec(TargetStudySpec[NovaSla]):
     preload_method: Literal["api", "rows"] = Field(default="api", description=(
         "api: preloaded VMs are booted through nova's API (~3 VMs/s here); rows: one is booted, the "
         "others are cloned from it as the database rows and placement allocations the API would "
-        "write (juice.services.nova_preload; ~20,000 in minutes)"))
+        "write (juice.services.openstack.nova_preload; ~20,000 in minutes)"))
     computes: Computes = Field(default_factory=Computes)
     server: ServerOptions = Field(default_factory=ServerOptions, description=(
         "server options under their upstream names (docs/server-settings.md)"))

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from juice.load.api import Scenario
-    from juice.services.nova_deploy import NovaDeployment
+    from juice.services.openstack.nova_deploy import NovaDeployment
 
 WORKLOAD = "nova"
 PRELOAD_PREFIX = "juice-preload"
@@ -64,8 +64,8 @@ class Deployment:
 
 
 def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
-    from juice.services.nova_conf import ComputeOptions, NovaOptions, spread
-    from juice.services.nova_deploy import NovaStack
+    from juice.services.openstack.nova_conf import ComputeOptions, NovaOptions, spread
+    from juice.services.openstack.nova_deploy import NovaStack
     from juice.studies.nova.simulation import fake_simulation
     from juice.studies.nova.topology import stack_shape
 
@@ -108,7 +108,7 @@ def osprofiler_traces(run: Run[NovaSpec, NovaPoint], stack: NovaDeployment) -> N
     into ``osprofiler.json`` (written atomically with the run)."""
     import pandas as pd
 
-    from juice.services.osprofiler import read_traces
+    from juice.services.tracing.osprofiler import read_traces
 
     boots = pd.read_parquet(run.rd.file("boots.parquet"))
     ids = [t for t in boots.get("trace_id", pd.Series(dtype=object)) if isinstance(t, str)]
@@ -127,7 +127,7 @@ VERSIONED = ("nova", "openstack-placement", "keystone", "oslo.messaging")
 def versions(lab: Lab, spec: NovaSpec) -> dict[str, str]:
     """The OpenStack versions of the venv where the controllers run (asked there: on hosts,
     each host's own venv)."""
-    from juice.services.keystone import venv_versions
+    from juice.services.openstack.keystone import venv_versions
 
     return venv_versions(lab.place(spec.controllers_site), list(VERSIONED))
 
@@ -215,13 +215,13 @@ def grow_preload(dep: Deployment, want: int, progress: Progress, method: str = "
                  timeout_s: float = 3600.0) -> None:
     """VMs (the admin's, named ``juice-preload-*``) until ``want`` are ACTIVE. ``api``: each
     booted through the API in multi-create batches (each went through the scheduler); ``rows``:
-    the first booted so, the others cloned from it (``juice.services.nova_preload``)."""
+    the first booted so, the others cloned from it (``juice.services.openstack.nova_preload``)."""
     if want <= dep.running:
         return
     t0 = time.monotonic()
     progress(f"preload: {want - dep.running} VMs to add ({dep.running} running; {method})")
     if method == "rows":
-        from juice.services.nova_preload import Preloader
+        from juice.services.openstack.nova_preload import Preloader
 
         if dep.running == 0:
             _boot_batch(dep, 1, t0, timeout_s)
@@ -240,7 +240,7 @@ def grow_preload(dep: Deployment, want: int, progress: Progress, method: str = "
 def _boot_batch(dep: Deployment, n: int, t0: float, timeout_s: float) -> None:
     """Boot ``n`` preload VMs in one multi-create request and wait until they are ACTIVE (only
     this batch is listed: a name prefix, so that 20,000 running do not slow the poll)."""
-    from juice.services.fake_openstack import IMAGE_ID
+    from juice.services.openstack.fake_openstack import IMAGE_ID
 
     cli = dep.stack.client(1)
     name = f"{PRELOAD_PREFIX}-{dep.running:06d}"
@@ -287,7 +287,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
     @contextmanager
     def deployment(self, spec: NovaSpec, lab: Lab | None, points: Sequence[NovaPoint],
                    progress: Progress) -> Iterator[Any]:
-        from juice.services.nova_deploy import NovaDeployment
+        from juice.services.openstack.nova_deploy import NovaDeployment
 
         if spec.target is not None:
             from juice.studies.nova import target
@@ -319,8 +319,9 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                 run, sites, env, site=1, at=ThisHost(sites.workdir), logs=[], probe=dep.probe,
                 running=None, facts={}))
             return
-        from juice.services import counters, dbevents, mqstats
-        from juice.services.fake_openstack import IMAGE_ID
+        from juice.services.buses import mqstats
+        from juice.services.databases import counters, dbevents
+        from juice.services.openstack.fake_openstack import IMAGE_ID
 
         grow_preload(dep, p.preload, run.progress, spec.preload_method)
         ks, site = dep.stack.ks, spec.driver_site
@@ -348,7 +349,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         lb = dep.stack.lb
         sampler = None
         if lb is not None:
-            from juice.services.haproxy import ConnSampler
+            from juice.services.balancers.haproxy import ConnSampler
 
             lb.command("clear counters all")  # the run's own maxima and totals (haproxy-stats.json)
             sampler = ConnSampler(lb).__enter__()  # the global maxconn: CurrConns every second
@@ -397,7 +398,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
                 **({"maxconn": point.haproxy_maxconn} if point.haproxy_maxconn is not None else {})}
 
     def estimate_s(self, point: NovaPoint) -> float:
-        from juice.services import simwait
+        from juice.services.openstack import simwait
 
         per_boot = 1.5 + 0.02 * point.schedulers  # measured order of magnitude on 2 cores
         # SIMULATED waits hold a boot (and its build slot) for their mean: spawn on the node,

@@ -25,7 +25,7 @@ from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
 from juice.openstack import cloud
 from juice.openstack.keystone import KeystoneClient, KeystoneError
-from juice.services.counters import target_probe
+from juice.services.databases.counters import target_probe
 from juice.spec.target import Credentials, resolve
 from juice.studies.nova.points import NovaPoint
 from juice.studies.nova.scenarios import NovaApi, NovaError, delete_by_prefix

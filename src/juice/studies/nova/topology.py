@@ -104,7 +104,7 @@ def check(topology: Topology, haproxy: HAProxyOptions | None, sites: int, contro
 def stack_shape(topology: Topology, haproxy: HAProxyOptions | None, controllers_site: int,
                 schedulers: int, maxconn: int | None) -> dict[str, Any]:
     """The ``NovaStack`` fields (and NovaOptions' role sites, under ``nova``) of this shape."""
-    from juice.services.nova_conf import spread
+    from juice.services.openstack.nova_conf import spread
 
     ctl = list(topology.control_sites or [controllers_site])
     home = ctl[0]

@@ -47,11 +47,11 @@ class BackendSession:
     def __enter__(self) -> BackendSession:
         b = self.backend
         if b == "memcached":
-            from juice.services.memcached import Memcached
+            from juice.services.caches.memcached import Memcached
 
             self.svc = Memcached(self.lab, self.progress, sites=[1], memory_mb=CACHE_MB).up()
         elif b == "redis":
-            from juice.services.redis import Redis
+            from juice.services.caches.redis import Redis
 
             self.svc = Redis(self.lab, self.progress, site=1, maxmemory_mb=CACHE_MB).up()
         else:

@@ -1,0 +1,4 @@
+"""``python -m juice.cli``."""
+from juice.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""Load balancers in front of HTTP services: haproxy, with its own log read back."""

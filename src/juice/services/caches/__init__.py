@@ -1,0 +1,1 @@
+"""The caches Juice deploys beside OpenStack services: memcached and Redis."""

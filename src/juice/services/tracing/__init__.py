@@ -1,0 +1,1 @@
+"""Trace collectors: Jaeger (OTLP) and OSProfiler's traces read back from Redis."""
