@@ -22,7 +22,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pandas as pd
 from pydantic import Field
@@ -33,18 +33,26 @@ from juice.lab import LocalLab
 from juice.lab import spec as labspec
 from juice.report.tables import table_html
 from juice.results.store import counted
-from juice.spec.base import NAME_RE, Strict
+from juice.sla.criteria import Sla
+from juice.spec.study import StudySpec
 from juice.spec.warmup import SweepRunner
 from juice.util.validation import validate
 
 
-class ToySpec(Strict):
+class ToySpec(StudySpec[Sla]):
+    """The frame (``juice.spec.study.StudySpec``) gives name, description, seed, repetitions,
+    sla, provider and the ``wan: {delay_ms: [...]}`` section; the toy declares only its own."""
+
+    WAN_INTO: ClassVar[str | None] = "delay_ms"  # wan: {delay_ms: [...]} lands in delay_ms
+
     workload: Literal["toy"]
-    name: str = Field(pattern=NAME_RE)
     delay_ms: list[float] = Field(min_length=1)
     count: int = Field(default=3, ge=1, le=20)
-    repetitions: int = Field(default=1, ge=1, le=5)
+    repetitions: int = Field(default=1, ge=1, le=5)  # the frame's field, bounded lower
     runner: SweepRunner = Field(default_factory=SweepRunner)  # the sweep's options (warmup_runs)
+
+    def lab_sites(self) -> int | None:
+        return 2
 
 
 @dataclass(frozen=True)
