@@ -215,3 +215,57 @@ def test_the_parser_refuses_what_the_formats_forbid() -> None:
                 "# TYPE a gauge\na 1 2 3\n# EOF\n"):                       # junk after the value
         with pytest.raises(AssertionError):
             parse(bad, True)
+
+
+def test_served_export_follows_the_results_as_runs_arrive(tmp_path: Path) -> None:
+    """``--serve``: each scrape renders the results as stored then (a run copied in appears at the
+    next render), parses strictly, and carries the server's own families."""
+    import threading
+    import urllib.request
+
+    from juice.report.omserve import Renderer, server
+
+    runs = sorted(p for p in OLD.iterdir() if (p / "manifest.json").is_file())
+    assert len(runs) >= 2
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copytree(runs[0], results / runs[0].name)
+    httpd = server(Renderer([results], "openmetrics", min_interval_s=0.0), "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            assert r.headers["Content-Type"].startswith("application/openmetrics-text")
+            first = parse(r.read().decode(), True)
+        assert {dict(k)["run"] for k in first["juice_run_iterations"][2]} == {runs[0].name}
+        assert list(first["juice_export_runs"][2].values()) == [1.0]
+        shutil.copytree(runs[1], results / runs[1].name)
+        with urllib.request.urlopen(url, timeout=30) as r:
+            second = parse(r.read().decode(), True)
+        assert {dict(k)["run"] for k in second["juice_run_iterations"][2]} == {runs[0].name, runs[1].name}
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url.replace("/metrics", "/other"), timeout=30)
+        assert e.value.code == 404
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_served_export_renders_at_most_every_interval(tmp_path: Path) -> None:
+    from juice.report.omserve import Renderer
+
+    now = [0.0]
+    r = Renderer([OLD], "prometheus", min_interval_s=5.0, clock=lambda: now[0])
+    text = r.text()
+    assert r.text() == text and r.renders == 1
+    now[0] = 5.0
+    r.text()
+    assert r.renders == 2
+    assert "juice_export_runs " in text and "# EOF" not in text
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:9464", "example.org:80", "99999"])
+def test_serve_refuses_what_is_not_a_loopback_port(address: str) -> None:
+    cp = juice("export", "openmetrics", str(OLD), "--serve", address)
+    assert cp.returncode == 2, cp.stderr
+    assert "--serve" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1, cp.stderr

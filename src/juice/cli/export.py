@@ -33,22 +33,52 @@ def openmetrics(paths: list[Path] = PATHS,
                 timestamps: bool = typer.Option(False, "--timestamps", help="Stamp every sample "
                                                 "with its run's start, for a backfill (promtool "
                                                 "tsdb create-blocks-from openmetrics); runs "
-                                                "without a start time are left out.")) -> None:
+                                                "without a start time are left out."),
+                serve: str | None = typer.Option(None, "--serve", metavar="[HOST:]PORT",
+                                                 help="Serve /metrics on a loopback address "
+                                                 "until Ctrl-C, re-read from the results at each "
+                                                 "scrape (at most every 5 s): a sweep in progress "
+                                                 "shows up run by run.")) -> None:
     """Write per-run summaries and resource-profile peaks as OpenMetrics / Prometheus text.
 
     juice export openmetrics results/quickstart --out juice.prom
     juice export openmetrics results/nova --format prometheus \\
         --out /var/lib/node_exporter/textfile/juice.prom
     juice export openmetrics results/nightly --timestamps --out nightly.om   # promtool backfill
+    juice export openmetrics results/nova --serve 9464   # a Prometheus scrapes 127.0.0.1:9464
     """
     from juice.report.openmetrics import FORMATS, export
     from juice.util.atomic import write_text
 
     if fmt not in FORMATS:
         raise UserError(f"--format: {fmt!r} (choose one of {', '.join(FORMATS)})")
+    if serve is not None:
+        if out is not None or timestamps:
+            raise UserError("--serve: not with --out or --timestamps (a scrape stamps samples itself)")
+        _serve(paths, fmt, serve)
+        return
     text, runs = export(paths, fmt, timestamps)
     if out is None:
         typer.echo(text, nl=False)
         return
     write_text(out, text)
     typer.echo(f"{runs} runs: {out}")
+
+
+def _serve(paths: list[Path], fmt: str, address: str) -> None:
+    """Serve the export on ``address`` until Ctrl-C (``juice.report.omserve``)."""
+    from juice.report.omserve import Renderer, parse_address, server
+
+    host, port = parse_address(address)
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise UserError(f"{missing[0]}: not found (give a results directory, a run directory or a "
+                        "Rally JSON file)")
+    httpd = server(Renderer(paths, fmt), host, port)
+    typer.echo(f"serving http://{host}:{httpd.server_address[1]}/metrics (Ctrl-C to stop)", err=True)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
