@@ -31,12 +31,12 @@ import platform
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from juice.analysis.runlevel import Spread, spread_of, stat_of
 from juice.compare.metadata import FAILURE, config_of, values_of
 from juice.errors import UserError
 from juice.results.samples import Unit
+from juice.util.jsontypes import JSONObject, as_object, get_in
 
 FORMAT = 1
 STATS = ("mean", "p95")
@@ -110,7 +110,7 @@ class Store:
     """The calibration entries of one host, in one JSON file."""
 
     path: Path
-    host: dict[str, Any]
+    host: JSONObject
     entries: list[Entry]
 
     @classmethod
@@ -126,7 +126,7 @@ class Store:
         except (OSError, ValueError, TypeError, AttributeError) as e:
             raise UserError(f"{path}: unreadable calibration ({e}); remove it and run juice calibrate "
                             "again") from None
-        return cls(path, dict(doc.get("host") or {"hostname": name}), entries)
+        return cls(path, as_object(doc.get("host")) or {"hostname": name}, entries)
 
     def add(self, new: Iterable[Entry]) -> None:
         new = list(new)
@@ -192,6 +192,5 @@ def spread_for(store: Store | None, units: Sequence[Unit], metric: str, stat: st
 
 def host_of(units: Iterable[Unit]) -> str | None:
     """The host the runs were measured on (their manifests' ``host.hostname``), when one."""
-    names = {str((u.meta.get("host") or {}).get("hostname")) for u in units
-             if isinstance(u.meta.get("host"), Mapping) and (u.meta.get("host") or {}).get("hostname")}
+    names = {str(h) for u in units if (h := get_in(u.meta, "host", "hostname"))}
     return next(iter(names)) if len(names) == 1 else None

@@ -27,13 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from juice.analysis.runlevel import LEVEL, UNKNOWN, difference, stat_of
 from juice.compare.calibration import Store, spread_for
-from juice.results.samples import Unit
+from juice.results.samples import F64, Unit
 
 STATS = ("mean", "p95")
 MIN_VALUES = 2
@@ -58,11 +58,11 @@ class Delta:
     runs_base: int = 0
     runs: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
 
 
-def pooled(units: Sequence[Unit], metric: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def pooled(units: Sequence[Unit], metric: str) -> tuple[F64, npt.NDArray[np.int64]]:
     """(values, cluster code per value) of ``metric`` over a side's units."""
     vals, codes = [], []
     for i, u in enumerate(units):
@@ -75,7 +75,7 @@ def pooled(units: Sequence[Unit], metric: str) -> tuple[np.ndarray[Any, Any], np
     return np.concatenate(vals), np.concatenate(codes)
 
 
-def p_value(diff: np.ndarray[Any, Any]) -> float:
+def p_value(diff: F64) -> float:
     if np.isnan(diff).any():
         return float("nan")
     return min(1.0, 2 * min(float(np.mean(diff <= 0)), float(np.mean(diff >= 0))))

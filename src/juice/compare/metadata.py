@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -27,7 +26,7 @@ IGNORED = {"params.run_id", "params.repetition", "params.seed", "params.source",
            "params.study", "deployment.ports", "host.hostname"}
 
 
-def _flat(d: Any, prefix: str) -> dict[str, str]:
+def _flat(d: object, prefix: str) -> dict[str, str]:
     if isinstance(d, Mapping):
         out: dict[str, str] = {}
         for k, v in d.items():

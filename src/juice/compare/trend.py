@@ -37,7 +37,6 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -53,7 +52,7 @@ from juice.results.samples import F64, Unit
 STATS = ("mean", "p95")
 
 
-def _clean(d: dict[str, Any]) -> dict[str, Any]:
+def _clean(d: dict[str, object]) -> dict[str, object]:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
 
@@ -114,7 +113,7 @@ class Series:
         """(metric, stat) pairs in the order first seen."""
         return list(dict.fromkeys((p.metric, p.stat) for p in self.points))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"config": self.config, "label": self.label,
                 "runs": [{**asdict(r), "when": r.when} for r in self.runs],
                 "points": [_clean(asdict(p)) for p in self.points],

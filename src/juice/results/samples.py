@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from juice.errors import UserError
 from juice.results.store import WARMUP_SUFFIX, counted
+from juice.util.jsontypes import JSONObject, JSONValue, as_float, as_objects
 
 F64 = npt.NDArray[np.float64]
 MAX_DEPTH = 4  # results root -> study -> ... -> run directory
@@ -54,27 +55,28 @@ class Unit:
     name: str
     path: Path  # the run directory, or the Rally file
     kind: str  # "juice" | "rally"
-    iterations: list[dict[str, Any]] | None = None  # Rally data[] entries, start order
+    iterations: list[JSONObject] | None = None  # Rally data[] entries, start order
     samples: dict[str, F64] = field(default_factory=dict)
     counts: dict[str, float] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)  # params, versions, host, spec, started_at
-    rally_sla: dict[str, Any] | None = None  # a Rally workload's own `sla` config
-    rally_results: list[dict[str, Any]] | None = None  # ... and Rally's verdicts on it
+    meta: JSONObject = field(default_factory=dict)  # params, versions, host, spec, started_at
+    rally_sla: JSONObject | None = None  # a Rally workload's own `sla` config
+    rally_results: list[JSONObject] | None = None  # ... and Rally's verdicts on it
 
     @property
     def workload(self) -> str:
         return str(self.meta.get("workload") or "rally")
 
 
-def _arr(values: Iterable[Any]) -> F64:
-    a: F64 = np.asarray([float(v) for v in values if v is not None], dtype=np.float64)
+def _arr(values: Iterable[object]) -> F64:
+    a: F64 = np.asarray([float(v) for v in values if v is not None],  # type: ignore[arg-type]
+                        dtype=np.float64)
     out: F64 = a[np.isfinite(a)]
     return out
 
 
-def from_iterations(unit: Unit, iterations: list[dict[str, Any]]) -> Unit:
+def from_iterations(unit: Unit, iterations: list[JSONObject]) -> Unit:
     """Fill ``unit``'s iterations, their samples and ``success_pct``."""
-    its = sorted(iterations, key=lambda d: float(d.get("timestamp") or 0.0))
+    its = sorted(iterations, key=lambda d: as_float(d.get("timestamp")) or 0.0)
     unit.iterations = its
     ok = [d for d in its if not d.get("error")]
     unit.samples["iteration"] = _arr(d.get("duration") for d in ok)
@@ -83,12 +85,12 @@ def from_iterations(unit: Unit, iterations: list[dict[str, Any]]) -> Unit:
         acts = d.get("atomic_actions") or []
         if isinstance(acts, Mapping):  # legacy {name: seconds}
             for name, s in acts.items():
-                atomics.setdefault(str(name), []).append(float(s))
+                atomics.setdefault(str(name), []).append(as_float(s) or 0.0)
             continue
-        for a in acts:
-            if isinstance(a, Mapping) and a.get("finished_at") is not None:
+        for a in acts if isinstance(acts, list) else []:
+            if isinstance(a, Mapping) and (end := as_float(a.get("finished_at"))) is not None:
                 atomics.setdefault(str(a.get("name")), []).append(
-                    float(a["finished_at"]) - float(a.get("started_at") or 0.0))
+                    end - (as_float(a.get("started_at")) or 0.0))
     for name, vals in atomics.items():
         unit.samples[f"atomic:{name}"] = _arr(vals)
     if its:
@@ -96,8 +98,8 @@ def from_iterations(unit: Unit, iterations: list[dict[str, Any]]) -> Unit:
     return unit
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
+def _read_jsonl(path: Path) -> list[JSONObject]:
+    out: list[JSONObject] = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue
@@ -134,10 +136,10 @@ def run_unit(run_dir: Path) -> Unit:
             unit.samples["call_s"] = _arr(m["rtt_s"].dropna())
         if "oneway_s" in m:
             unit.samples["oneway_s"] = _arr(m["oneway_s"].dropna())
-        summ = json_object(run_dir / "summary.json")
+        summ = read_object(run_dir / "summary.json")
         for src, dst in (("lost", "lost"), ("duplicates", "duplicated")):
-            if isinstance(summ.get(src), int | float):
-                unit.counts[dst] = float(summ[src])
+            if (n := as_float(summ.get(src))) is not None:
+                unit.counts[dst] = n
     if (run_dir / "boots.parquet").exists():
         b = pd.read_parquet(run_dir / "boots.parquet")
         ok = b[b["ok"].astype(bool)] if "ok" in b else b
@@ -153,7 +155,7 @@ def run_unit(run_dir: Path) -> Unit:
     return unit
 
 
-def json_object(path: Path) -> dict[str, Any]:
+def read_object(path: Path) -> JSONObject:
     """The JSON object in ``path``; {} when it is missing, unreadable or not an object."""
     try:
         d = json.loads(path.read_text())
@@ -162,8 +164,14 @@ def json_object(path: Path) -> dict[str, Any]:
     return d if isinstance(d, dict) else {}
 
 
-def _rally_params(scenario: Any, runner: Mapping[str, Any], runner_type: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"scenario": scenario, "runner": runner_type}
+def json_object(path: Path) -> dict[str, Any]:
+    """``read_object`` for callers that read fields without narrowing them (the studies'
+    readers of their own files, whose shape they wrote): the fields untyped."""
+    return read_object(path)
+
+
+def _rally_params(scenario: JSONValue, runner: Mapping[str, JSONValue], runner_type: JSONValue) -> JSONObject:
+    out: JSONObject = {"scenario": scenario, "runner": runner_type}
     for k, v in runner.items():
         if k != "type" and isinstance(v, int | float | str):
             out[f"runner.{k}"] = v
@@ -176,7 +184,7 @@ def rally_units(path: Path) -> list[Unit]:
     from juice.results import rally_import
 
     doc = rally_import.read(path)
-    found: list[tuple[str, dict[str, Any], Any, Any, Any, Any]] = []
+    found: list[tuple[str, JSONObject, JSONValue, JSONValue, JSONValue, JSONValue]] = []
     if isinstance(doc, dict) and isinstance(doc.get("tasks"), list):
         for ti, task in enumerate(doc["tasks"]):
             for si, sub in enumerate(task.get("subtasks") or []):
@@ -209,7 +217,7 @@ def rally_units(path: Path) -> list[Unit]:
         unit = Unit(run, path, "rally", meta={"workload": "rally", "params": params,
                                               "created_at": created},
                     rally_sla=sla if isinstance(sla, dict) else None,
-                    rally_results=results if isinstance(results, list) else None)
+                    rally_results=as_objects(results) if isinstance(results, list) else None)
         out.append(from_iterations(unit, raw))
     return out
 
