@@ -6,6 +6,11 @@
 #   bash scripts/bare.sh check          copy this clone into a throwaway copy of it, run
 #                                       scripts/setup.sh there as root (what .ci/run does)
 #   bash scripts/bare.sh run -- CMD...  the same, running CMD instead (e.g. bash scripts/quickstart.sh)
+#   bash scripts/bare.sh hostlayer      make (or reuse) the test hosts' layer over the image (python3
+#                                       and libfaketime from Debian); print its path
+#   bash scripts/bare.sh host DIR LOWER[:LOWER...]
+#                                       run one test host in the foreground (tests/testhosts.py
+#                                       starts it inside a lab site's network namespace): see host()
 #
 # The image: `debootstrap bookworm` (Debian's required and important packages) plus sshd, git
 # and ca-certificates, and only what a user behind a proxy would configure on such a machine:
@@ -37,7 +42,7 @@ die() { echo "bare.sh: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot, namespaces); rerun with sudo"
 mkdir -p "$base"
 cmd=${1:-}
-[ -n "$cmd" ] || die "usage: bash scripts/bare.sh image|check|run -- CMD..."
+[ -n "$cmd" ] || die "usage: bash scripts/bare.sh image|check|run -- CMD...|hostlayer|host DIR LOWERS"
 shift
 
 # What the image is made of; a change remakes it.
@@ -141,6 +146,85 @@ run_in_image() {
       LANG=C.UTF-8 TERM=dumb CI="${CI:-}" "${pass[@]}" "$@"
 }
 
+# The test hosts' layer (tests/testhosts.py): the image plus what a host needs before Juice
+# prepares it (python3 for the host agent, libfaketime for a clock of its own), installed from
+# Debian's packages in a chroot over the image; only the overlay's upper directory is kept,
+# in $JUICE_CACHE/bare/layers/host-<key> (key: this recipe and the image's date), ~50 MB.
+hostlayer_recipe() { sed -n '/^make_hostlayer()/,/^}/p' "$0"; }
+hostlayer_path() {
+  echo "$base/layers/host-$( { hostlayer_recipe; cat "$img/.juice-made" "$img/.juice-recipe"; } \
+    | sha256sum | cut -c1-16)"
+}
+make_hostlayer() {
+  local out=$1 tmp=$base/layers/.tmp.$$
+  rm -rf "$tmp"; mkdir -p "$tmp/upper" "$tmp/work" "$tmp/root"
+  log "making the test hosts' layer (python3, libfaketime from Debian) over $img"
+  unshare --mount --propagation private -- bash -euc '
+    img=$1 tmp=$2 root=$2/root
+    mount -t overlay overlay -o "lowerdir=$img,upperdir=$tmp/upper,workdir=$tmp/work" "$root"
+    mount -t proc proc "$root/proc"; mount --rbind /dev "$root/dev"; mount -t tmpfs tmpfs "$root/tmp"
+    mount --bind /etc/resolv.conf "$root/etc/resolv.conf"
+    export DEBIAN_FRONTEND=noninteractive
+    chroot "$root" sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+      python3 libfaketime iproute2 procps >/dev/null && apt-get clean && rm -rf /var/lib/apt/lists/*"
+  ' hostlayer "$img" "$tmp" > "$base/hostlayer.log" 2>&1 \
+    || { tail -20 "$base/hostlayer.log" >&2; rm -rf "$tmp"; die "the host layer failed (log: $base/hostlayer.log)"; }
+  date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp/upper/.juice-layer-made"
+  rm -rf "$out"; mv "$tmp/upper" "$out"; rm -rf "$tmp"
+  log "host layer ready: $out ($(du -sh "$out" | cut -f1))"
+}
+ensure_hostlayer() {
+  ensure_image   # holds the lock (fd 9) from here on
+  local out; out=$(hostlayer_path)
+  mkdir -p "$base/layers"
+  [ -f "$out/.juice-layer-made" ] || make_hostlayer "$out"
+  # layers of an older recipe or image: unused by anyone now (the lock is held)
+  local d
+  for d in "$base"/layers/host-*; do [ "$d" = "$out" ] || [ ! -d "$d" ] || rm -rf "$d"; done
+  echo "$out"
+}
+
+# host DIR LOWERS: one test host, in the foreground, in the network namespace it was started
+# in. DIR holds upper/ (what the caller put there: sshd's config and keys, the clock's
+# /etc/ld.so.preload and /etc/faketimerc), work/ and root/; LOWERS is overlayfs's lowerdir
+# (colon-separated, top first). In new mount and PID namespaces: the overlay mounted on
+# DIR/root, its own /proc (this PID namespace's), /sys, /dev, tmpfs /run and /tmp, then
+# pivot_root into it (nothing of this machine's file system stays reachable) and sshd -D as
+# the namespace's first process. --kill-child: when unshare (the caller's recorded pid) ends,
+# sshd is killed, and with it every process of the host (the kernel ends a PID namespace
+# with its first process); the mounts go with the last process of the mount namespace.
+host() {
+  local dir=$1 lowers=$2
+  [ -d "$dir/upper" ] && [ -d "$dir/work" ] && [ -d "$dir/root" ] || die "host: $dir needs upper/, work/ and root/"
+  exec unshare --mount --pid --fork --kill-child --propagation private -- bash -euc '
+    dir=$1 lowers=$2 root=$1/root
+    mount -t overlay juice-host -o "lowerdir=$lowers,upperdir=$dir/upper,workdir=$dir/work" "$root"
+    mount -t proc proc "$root/proc"
+    mount -t sysfs sysfs "$root/sys"
+    # a /dev of its own: the usual devices, its own pts, shm (libfaketime keeps its state
+    # there) and mqueue
+    mount -t tmpfs -o mode=755,nosuid juice-dev "$root/dev"
+    for d in null zero full random urandom tty; do
+      touch "$root/dev/$d"; mount --bind "/dev/$d" "$root/dev/$d"
+    done
+    mkdir -p "$root/dev/pts" "$root/dev/shm"
+    mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$root/dev/pts"
+    ln -s pts/ptmx "$root/dev/ptmx"
+    mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
+    ln -s /proc/self/fd "$root/dev/fd"
+    ln -s /proc/self/fd/0 "$root/dev/stdin"; ln -s /proc/self/fd/1 "$root/dev/stdout"; ln -s /proc/self/fd/2 "$root/dev/stderr"
+    mount -t tmpfs tmpfs "$root/run"
+    mount -t tmpfs tmpfs "$root/tmp"
+    mkdir -p "$root/run/sshd" "$root/.juice-oldroot"
+    cd "$root"
+    pivot_root . .juice-oldroot
+    umount -l /.juice-oldroot
+    rmdir /.juice-oldroot
+    exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+      FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_SKIP_CMDS=sshd /usr/sbin/sshd -D -e -f /etc/ssh/juice_sshd_config
+  ' host "$dir" "$lowers"
+}
+
 # The inputs a check's result depends on.
 check_inputs() {
   {
@@ -150,8 +234,12 @@ check_inputs() {
   } | sha256sum | cut -d' ' -f1
 }
 
+[ "$cmd" = host ] && { host "$@"; }
 sweep_runs
 case $cmd in
+  hostlayer)
+    ensure_hostlayer
+    ;;
   image)
     ensure_image
     echo "$img"
@@ -184,5 +272,5 @@ case $cmd in
     ensure_image
     run_in_image "$@"
     ;;
-  *) die "unknown command '$cmd': use image, check or run" ;;
+  *) die "unknown command '$cmd': use image, check, run, hostlayer or host" ;;
 esac

@@ -1,0 +1,402 @@
+"""Test hosts that are separate where it matters: each has its own root filesystem, processes,
+clock and sshd, and sits in a lab site's network namespace (the WAN emulated between sites is
+between hosts).
+
+    with test_hosts(3, tmp, offsets=[0.0, +3.0, -2.0]) as (lab, hosts):   # hosts: StaticHost
+        ...                                        # site k = hosts[k-1], reached over ssh only
+
+A host (``scripts/bare.sh host``, started here inside the site's namespace):
+- root filesystem: an overlay of read-only layers (top first) — the prepared layer (below, when
+  ``prepared=True``), the hosts' layer (``bare.sh hostlayer``: python3, libfaketime, iproute2,
+  procps from Debian) and the bare Debian 12 image (``bare.sh image``: debootstrap + sshd, git,
+  ca-certificates) — with its upper and work directories in HOSTS_DIR/<run>/h<k>, removed
+  after. pivot_root into it: nothing of this machine's file system is reachable (not its
+  /var/cache/juice, not this clone); /dev, /run, /tmp, /dev/shm of its own;
+- its own mount and PID namespaces, its own sshd (port 22 on the site's address) as the PID
+  namespace's first process;
+- its own clock: every process started over ssh runs with libfaketime (sshd's ``SetEnv
+  LD_PRELOAD=libfaketime.so.1``) reading ``/etc/faketimerc`` (the host's offset, e.g. "+3s"):
+  time.time(), clock_gettime(CLOCK_REALTIME), gettimeofday, date all shifted by the offset.
+  CLOCK_MONOTONIC is NOT shifted (``FAKETIME_DONT_FAKE_MONOTONIC=1``): a real host's monotonic
+  clock is never comparable across hosts anyway, and a shifted one would move the absolute
+  deadlines that glibc's waits take on it (sem_clockwait is not intercepted by libfaketime
+  0.9.10: a wait would last the offset longer, or not at all). sshd itself is not faked:
+  libfaketime's shared-memory clean-up is an unlink(), which sshd's seccomp sandbox kills
+  (SIGSYS) — hence SetEnv rather than /etc/ld.so.preload. Go binaries (the WAN delayer) read
+  the real clock through the vDSO: they only measure durations. A process whose environment is
+  cleared (``env -i``) on the host would run on the real clock.
+
+Stopping: the recorded pid (``unshare --kill-child``, SIGKILL: unshare ignores SIGTERM) takes
+the host's sshd with it, and the kernel ends every process of the PID namespace with it; the
+mounts go with the mount namespace; then the directory is removed. On success, failure and
+Ctrl-C (the ``with``), at a crash of the test process (the hosts' unshare gets SIGKILL as its
+parent dies: PR_SET_PDEATHSIG), and swept at the next start (a run directory whose owner pid
+is gone: its recorded pids killed, its directory removed). The lab is a ``uniform_lab``
+(``juice-`` names, swept by Juice itself).
+
+``prepared=True``: the hosts also have what ``juice hosts prepare`` installs (Debian packages,
+the venvs in /var/cache/juice, the native helpers, this clone at its own path), from a cached
+layer made ONCE per key (the inputs of scripts/setup.sh: its scripts, the locks, native/, the
+pyproject files, and this clone's path) by running ``juice hosts prepare`` (the CLI) on a build
+host (the same kind of host, in this machine's network namespace, so setup.sh reaches the
+registries as this machine does); each fixture then brings the hosts' copy of the clone up to
+date with ``juice.remote.prepare`` (only the files that differ are sent, usually none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from juice.lab import LocalLab
+from juice.lab.local import uniform_lab
+from juice.lab.provider import StaticHost
+from juice.util import proc
+
+CLONE = Path(__file__).resolve().parents[1]
+BARE = CLONE / "scripts" / "bare.sh"
+CACHE = Path(os.environ.get("JUICE_CACHE", "/var/cache/juice"))
+LAYERS = CACHE / "bare" / "layers"
+HOSTS_DIR = Path("/var/tmp/juice-testhosts")  # run directories (upper/work per host), swept
+FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+START_TIMEOUT_S = 30.0
+PREPARE_TIMEOUT_MIN = 30
+
+
+def available() -> str | None:
+    """None when test hosts can be made here, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (namespaces, overlay mounts)"
+    for tool in ("unshare", "debootstrap", "ssh", "ssh-keygen"):
+        if shutil.which(tool) is None and not (tool == "debootstrap" and _image_made()):
+            return f"{tool} not found (scripts/setup.sh installs it)"
+    return None
+
+
+def _image_made() -> bool:
+    return (CACHE / "bare" / "bookworm" / ".juice-made").exists()
+
+
+def _bare(cmd: str, timeout: float = 1800) -> Path:
+    cp = subprocess.run(["bash", str(BARE), cmd], capture_output=True, text=True, timeout=timeout,
+                        stdin=subprocess.DEVNULL, check=False)
+    if cp.returncode != 0:
+        raise RuntimeError(f"bash scripts/bare.sh {cmd} failed: {cp.stderr[-2000:]}")
+    return Path(cp.stdout.strip().splitlines()[-1])
+
+
+def base_layers() -> list[str]:
+    """The hosts' layer and the image (made and cached by bare.sh on first use)."""
+    layer = _bare("hostlayer")
+    return [str(layer), str(CACHE / "bare" / "bookworm")]
+
+
+# ---- one host ---------------------------------------------------------------------------------
+
+def offset_text(offset_s: float) -> str:
+    """libfaketime's relative offset: "+3s", "-2.5s", "+0s"."""
+    return f"{offset_s:+g}s"
+
+
+def _write_root(upper: Path, *, listen: str, port: int, keys: Path, offset_s: float | None) -> None:
+    """What the host's root gets on top of its layers: sshd's config and keys, the clock."""
+    (upper / "etc" / "ssh").mkdir(parents=True, exist_ok=True)
+    (upper / "root" / ".ssh").mkdir(parents=True, exist_ok=True, mode=0o700)
+    shutil.copyfile(keys / "host", upper / "etc" / "ssh" / "juice_host_key")
+    os.chmod(upper / "etc" / "ssh" / "juice_host_key", 0o600)
+    shutil.copyfile(keys / "client.pub", upper / "root" / ".ssh" / "authorized_keys")
+    conf = (f"Port {port}\nListenAddress {listen}\nHostKey /etc/ssh/juice_host_key\nPidFile none\n"
+            "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nMaxStartups 100:30:200\nMaxSessions 100\n")
+    if offset_s is not None:
+        conf += f"SetEnv LD_PRELOAD={FAKETIME} FAKETIME_DONT_FAKE_MONOTONIC=1\n"
+        (upper / "etc" / "faketimerc").write_text(offset_text(offset_s) + "\n")
+    (upper / "etc" / "ssh" / "juice_sshd_config").write_text(conf)
+
+
+def _die_with_parent() -> None:  # preexec_fn: SIGKILL when the test process dies
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Running:
+    """One started host: its directory and the recorded pid (unshare) with its start time."""
+
+    dir: Path
+    pid: int
+    start: int | None
+    popen: subprocess.Popen[bytes] | None = None
+
+
+def start_host(dir: Path, lowers: Sequence[str], argv_prefix: Sequence[str] = ()) -> Running:
+    """``bare.sh host`` in the background (``argv_prefix``: e.g. ``ip netns exec NS``)."""
+    for d in ("upper", "work", "root"):
+        (dir / d).mkdir(parents=True, exist_ok=True)
+    log = open(dir / "host.log", "ab")  # noqa: SIM115 (the child holds it)
+    try:
+        p = subprocess.Popen([*argv_prefix, "bash", str(BARE), "host", str(dir), ":".join(lowers)],
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                             preexec_fn=_die_with_parent)
+    finally:
+        log.close()
+    return Running(dir, p.pid, proc.start_time(p.pid), p)
+
+
+def stop_host(r: Running) -> None:
+    """SIGKILL to the recorded pid (if it is still that process); wait for it."""
+    if proc.alive(r.pid, r.start):
+        with contextlib.suppress(OSError):
+            os.kill(r.pid, signal.SIGKILL)
+    if r.popen is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            r.popen.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while proc.alive(r.pid, r.start) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _remove(d: Path) -> None:
+    """rm -rf, retried briefly: the overlay is unmounted when the host's last process is gone."""
+    for _ in range(50):
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            return
+        time.sleep(0.1)
+    shutil.rmtree(d)
+
+
+def keys(tmp: Path) -> None:
+    for key in ("host", "client"):
+        if not (tmp / key).exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"juice-test-{key}",
+                            "-f", str(tmp / key)], check=True, timeout=30)
+
+
+# ---- run directories: recorded, swept ---------------------------------------------------------
+
+def _run_dir(name: str) -> Path:
+    HOSTS_DIR.mkdir(parents=True, exist_ok=True)
+    d = HOSTS_DIR / f"juice-{name}-{os.getpid()}"
+    d.mkdir()
+    _save(d, [])
+    return d
+
+
+def _save(d: Path, hosts: list[Running]) -> None:
+    tmp = d / ".state.json.tmp"
+    tmp.write_text(json.dumps({"owner": [os.getpid(), proc.start_time(os.getpid())],
+                               "hosts": [[r.pid, r.start] for r in hosts]}))
+    os.replace(tmp, d / "state.json")
+
+
+def sweep() -> list[str]:
+    """Remove the run directories (and kill the hosts) of test processes that are gone."""
+    removed = []
+    if not HOSTS_DIR.is_dir():
+        return removed
+    for d in HOSTS_DIR.glob("juice-*"):
+        try:
+            st = json.loads((d / "state.json").read_text())
+            owner = st["owner"]
+        except (OSError, ValueError, KeyError):
+            if time.time() - d.stat().st_mtime < 60:  # being made right now
+                continue
+            st, owner = {"hosts": []}, [0, None]
+        if owner[0] and proc.alive(int(owner[0]), owner[1]):
+            continue
+        for pid, start in st.get("hosts", []):
+            stop_host(Running(d, int(pid), start))
+        _remove(d)
+        removed.append(d.name)
+    return removed
+
+
+# ---- the prepared layer ---------------------------------------------------------------------
+
+def prepared_key() -> str:
+    """What the prepared state depends on: scripts/setup.sh's inputs (the scripts, the locks,
+    native/, the pyproject files, as bare.sh's check has them), this clone's path, the layers."""
+    files = subprocess.run(["git", "-C", str(CLONE), "ls-files", "-z", "--cached", "--others",
+                            "--exclude-standard", "scripts", "native", "pyproject.toml", "plugins"],
+                           capture_output=True, check=True, timeout=60).stdout.split(b"\0")
+    h = hashlib.sha256(str(CLONE).encode() + b"\0" + ":".join(base_layers()).encode())
+    for f in sorted(x for x in files if x):
+        name = f.decode(errors="surrogateescape")
+        if name.startswith("plugins/") and not name.endswith("pyproject.toml"):
+            continue
+        p = CLONE / name
+        if p.is_file():
+            h.update(f + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(addr: str, port: int, running: Running, timeout: float = START_TIMEOUT_S,
+               ns: str | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ns is None:
+            with socket.socket() as s:
+                s.settimeout(0.5)
+                if s.connect_ex((addr, port)) == 0:
+                    return
+        else:
+            cp = subprocess.run(["ip", "netns", "exec", ns, "bash", "-c", f"exec 3<>/dev/tcp/{addr}/{port}"],
+                                capture_output=True, timeout=10, check=False)
+            if cp.returncode == 0:
+                return
+        if not proc.alive(running.pid, running.start):
+            break
+        time.sleep(0.05)
+    log = (running.dir / "host.log").read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"test host in {running.dir}: sshd not listening on {addr}:{port} ({log})")
+
+
+def prepared_layer(progress: Any = lambda _: None) -> Path:
+    """The layer with what ``juice hosts prepare`` installs; made once per ``prepared_key``."""
+    key = prepared_key()
+    out = LAYERS / f"prepared-{key}"
+    LAYERS.mkdir(parents=True, exist_ok=True)
+    with open(LAYERS / ".prepared.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; the others wait and reuse it
+        if (out / ".juice-prepared").exists():
+            return out
+        _build_prepared(out, key, progress)
+    return out
+
+
+def _build_prepared(out: Path, key: str, progress: Any) -> None:
+    sweep()
+    lowers = base_layers()
+    d = _run_dir(f"build-{key}")
+    tmp = d / "keys"
+    tmp.mkdir()
+    keys(tmp)
+    port = _free_port()
+    _write_root(d / "h1" / "upper", listen="127.0.0.1", port=port, keys=tmp, offset_s=None)
+    t0 = time.monotonic()
+    r = start_host(d / "h1", lowers)
+    _save(d, [r])
+    try:
+        _wait_port("127.0.0.1", port, r)
+        spec = tmp / "prepare.yaml"
+        spec.write_text(json.dumps({"name": "prep", "provider": {"kind": "enoslib", "static": {"hosts": [
+            {"address": "127.0.0.1", "port": port, "user": "root", "key_file": str(tmp / "client")}]}}}))
+        progress(f"test hosts: preparing a host with `juice hosts prepare` for the prepared layer {key}")
+        cp = subprocess.run([sys.executable, "-m", "juice.cli", "hosts", "prepare", str(spec), "--log-dir",
+                             str(d / "logs"), "--timeout", str(PREPARE_TIMEOUT_MIN)], capture_output=True,
+                            text=True, timeout=PREPARE_TIMEOUT_MIN * 60 + 300, stdin=subprocess.DEVNULL,
+                            check=False)
+        logs = sorted((d / "logs").glob("*/host-1.log"))
+        if cp.returncode != 0:
+            tail = logs[-1].read_text(errors="replace")[-3000:] if logs else ""
+            raise RuntimeError(f"juice hosts prepare failed on the build host (exit {cp.returncode}): "
+                               f"{cp.stderr[-2000:]}\n{tail}")
+        took = time.monotonic() - t0
+    finally:
+        stop_host(r)
+    upper = d / "h1" / "upper"
+    # what is the build host's own, not the prepared state's
+    for p in ("etc/ssh/juice_sshd_config", "etc/ssh/juice_host_key", "root/.ssh", "var/tmp/juice-host"):
+        q = upper / p
+        if q.is_dir() and not q.is_symlink():
+            shutil.rmtree(q)
+        elif q.exists() or q.is_symlink():
+            q.unlink()
+    (upper / ".juice-prepared").write_text(json.dumps({"key": key, "seconds": round(took, 1),
+                                                       "made": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                             time.gmtime())}))
+    if logs:
+        shutil.copyfile(logs[-1], upper / ".juice-prepare.log")
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(upper, out)
+    _remove(d)
+    # layers of other keys of this clone's path are stale: another clone's are left alone
+    progress(f"test hosts: prepared layer {out} made in {took:.0f} s")
+
+
+# ---- the fixture --------------------------------------------------------------------------------
+
+@contextmanager
+def test_hosts(n: int, tmp: Path, offsets: Sequence[float] | None = None, *, prepared: bool = False,
+               delay_ms: float = 0.0, progress: Any = lambda _: None,
+               ) -> Iterator[tuple[LocalLab, list[StaticHost]]]:
+    """``n`` hosts in the sites of a fresh local lab (``delay_ms`` one-way between them), host k
+    with clock offset ``offsets[k-1]`` seconds (default: all 0, still faked: its own clock)."""
+    from juice.services.openstack.keystone_publish import start_forwarder
+
+    offs = list(offsets) if offsets is not None else [0.0] * n
+    assert len(offs) == n
+    tmp.mkdir(parents=True, exist_ok=True)
+    keys(tmp)
+    sweep()
+    lowers = base_layers()
+    if prepared:
+        lowers = [str(prepared_layer(progress)), *lowers]
+    run = _run_dir("hosts")
+    started: list[Running] = []
+    with ExitStack() as stack:
+        stack.callback(_remove, run)
+        lab = stack.enter_context(uniform_lab("th", n, delay_ms, progress))
+        stack.callback(lambda: [stop_host(r) for r in started])  # before the lab goes
+        for k in lab.sites:
+            hd = run / f"h{k}"
+            _write_root(hd / "upper", listen=lab.site_ip(k), port=22, keys=tmp, offset_s=offs[k - 1])
+            started.append(start_host(hd, lowers, ["ip", "netns", "exec", lab.site_ns(k)]))
+            _save(run, started)
+        hosts = []
+        for k, r in zip(lab.sites, started, strict=True):
+            _wait_port(lab.site_ip(k), 22, r, ns=lab.site_ns(k))
+            fwd, port = start_forwarder(lab, k, 22, tmp)
+            stack.callback(fwd.stop, 2.0)
+            hosts.append(StaticHost(address="127.0.0.1", port=port, user="root", key_file=str(tmp / "client"),
+                                    wan_address=lab.site_ip(k)))
+        if prepared:
+            sync_clone(hosts, tmp / "sync")
+        yield lab, hosts
+
+
+def sync_clone(hosts: Sequence[StaticHost], run_dir: Path) -> list[int]:
+    """This clone's tracked files that differ from the prepared layer's copy, to every host
+    (``juice.remote.prepare``'s copy step; the command run after it: ``true``)."""
+    from juice.paths import cache_dir
+    from juice.remote import prepare as prep
+
+    ctx = prep.Context(source=CLONE, run_dir=run_dir, cache=cache_dir(), files=prep.tracked_files(CLONE),
+                       command="true")
+    outs = prep.prepare_all([prep.Target(k, h) for k, h in enumerate(hosts, 1)], ctx)
+    bad = [o for o in outs if not o.ok]
+    if bad:
+        raise RuntimeError(f"bringing the hosts' clone up to date failed: {bad[0].target.name}: "
+                           f"{bad[0].step}: {bad[0].why} ({bad[0].tail()})")
+    return [o.sent for o in outs]
+
+
+def ssh(h: StaticHost, tmp: Path, command: str, timeout: float = 60) -> str:
+    """One command on a test host by plain ssh (what a user would check by hand)."""
+    cp = subprocess.run(["ssh", "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+                         "-o", f"UserKnownHostsFile={tmp / 'known_hosts'}", "-o", "LogLevel=ERROR",
+                         "-p", str(h.port), "-l", h.user, "-i", str(h.key_file), h.address, command],
+                        capture_output=True, text=True, timeout=timeout, check=False)
+    assert cp.returncode == 0, cp.stderr
+    return cp.stdout
