@@ -4,16 +4,20 @@ request batches. The real server's side is in tests/services/test_keystone.py.""
 
 from __future__ import annotations
 
+import gc
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
+from juice import onhost
 from juice.cli.keystone import _prewarm_sites
 from juice.errors import UserError
 from juice.lab.place import Result
+from juice.onhost import gc_probe
 from juice.services.openstack import keystone_warm as kw
-from juice.services.openstack.keystone import WSGI_SHIM
+from juice.services.openstack.keystone import GC_PROBE, WSGI_SHIM
 
 
 class FakeKeystonePlace:
@@ -47,9 +51,18 @@ def test_the_log_lines_are_parsed_per_worker_in_order() -> None:
     assert kw.full_collections(b"") == {}
 
 
-def test_the_shim_logs_full_collections_only() -> None:
-    assert WSGI_SHIM.endswith(kw.GC_PROBE) and "keystone.wsgi.api import application" in WSGI_SHIM
-    assert 'info["generation"] != 2' in kw.GC_PROBE
+def test_the_shim_installs_the_probe_whose_lines_are_read_back() -> None:
+    assert "keystone.wsgi.api import application" in WSGI_SHIM and "install()" in WSGI_SHIM
+    assert onhost.source("gc_probe") == GC_PROBE
+    out = io.StringIO()
+    hook = gc_probe.install(out)
+    try:
+        gc.collect(0)
+        gc.collect()
+    finally:
+        gc.callbacks.remove(hook)
+    (pauses,) = kw.full_collections(out.getvalue().encode()).values()  # one worker, this one
+    assert len(pauses) == 1 and pauses[0] >= 0
 
 
 def test_prewarm_sends_batches_until_every_worker_had_its_first_full_collection() -> None:
@@ -60,7 +73,8 @@ def test_prewarm_sends_batches_until_every_worker_had_its_first_full_collection(
     assert w.requests == 3 * (kw.BATCH + 1) and w.errors == 3
     # two threads per worker, so that concurrent requests reach each of them
     assert place.argv[0][:2] == ["py", "-c"]
-    assert place.argv[0][3:] == ["http://10.0.0.2:5000/v3", str(kw.BATCH), "4"]
+    assert place.argv[0][2] == onhost.source("keystone_api")
+    assert place.argv[0][3:] == ["prewarm", "http://10.0.0.2:5000/v3", str(kw.BATCH), "4"]
     assert w.to_dict()["site"] == 2
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
+from juice import onhost
 from juice.lab.setns import in_site
 from juice.lab.spec import LabSpec
 from juice.util import atomic, proc
@@ -235,21 +236,10 @@ def reap(child: subprocess.Popen[bytes] | None) -> None:
         child.wait(timeout=5)
 
 
-# An HTTP GET made AT a place (a monitoring API's JSON, larger than ``Place.http``'s head):
-# the body on stdout, exit 1 with the error on stderr.
-GET_PY = """import sys, urllib.request
-try:
-    with urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])) as r:
-        sys.stdout.buffer.write(r.read(64 << 20))
-except Exception as e:
-    sys.exit(f"GET {sys.argv[1]}: {type(e).__name__}: {e}")
-"""
-
-
 def http_get(place: Place, url: str, timeout: float = 5.0) -> str:
-    """The body of ``GET url`` made from inside ``place`` (the host's python3); OSError when
-    it fails (unreachable, refused, an HTTP error)."""
-    r = place.run(["python3", "-c", GET_PY, url, str(timeout)], timeout=timeout + 10)
+    """The body of ``GET url`` made from inside ``place`` (the host's python3:
+    ``juice.onhost.http_get``); OSError when it fails (unreachable, refused, an HTTP error)."""
+    r = place.run(["python3", "-c", onhost.source("http_get"), url, str(timeout)], timeout=timeout + 10)
     if not r.ok:
         why = (r.err or r.out).strip().splitlines()
         raise OSError(why[-1] if why else f"GET {url} failed")

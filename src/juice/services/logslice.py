@@ -21,14 +21,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from juice import onhost
 from juice.errors import ServiceError
 from juice.lab.place import Place
-from juice.services import onhost
 
 Logs = Sequence[tuple[Place, Path]]
 Marks = dict[tuple[str, str], int]   # (place label, path) -> size in bytes
 
-LOGFILES_PY = onhost.source("logfiles")  # juice.services.onhost.logfiles: sizes, slices
+LOGFILES_PY = onhost.source("logfiles")  # juice.onhost.logfiles: sizes, slices
 
 
 def _by_place(logs: Logs) -> dict[str, tuple[Place, list[Path]]]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from juice import onhost
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
@@ -180,19 +181,7 @@ def version(place: Place | None = None) -> str:
 
 
 # One command on the stats socket, as a program the place runs (argv: socket, command)
-SOCKET_PY = """import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(5)
-s.connect(sys.argv[1])
-s.sendall((sys.argv[2] + "\\n").encode())
-buf = b""
-for _ in range(100000):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-sys.stdout.write(buf.decode(errors="replace"))
-"""
+UNIX_SOCKET_PY = onhost.source("unix_socket")
 
 
 class ConnSampler:
@@ -354,7 +343,7 @@ class HAProxy(Service):
 
     def command(self, cmd: str) -> str:
         """One command on the stats socket (``show stat``, ``show info``), from haproxy's site."""
-        r = self.place.run(["python3", "-c", SOCKET_PY, str(self.socket), cmd], timeout=15)
+        r = self.place.run(["python3", "-c", UNIX_SOCKET_PY, str(self.socket), cmd], timeout=15)
         if not r.ok:
             why = (r.err or r.out).strip().splitlines()
             raise ServiceError(f"haproxy {cmd!r}: {why[-1] if why else 'no answer'}")

@@ -34,7 +34,7 @@ The brokers are ``juice.services.buses.rabbitmq.RabbitMQ`` nodes with ``cluster=
   routed there into the control exchange again: the broker holding that server's queue
   delivers it, the others drop it (max-hops 1: never forwarded further). Directed calls and
   casts thus need no pre-declaration;
-- pre-declared shared topics (``declare``; ``DECLARE``, run with the messaging venv's
+- pre-declared shared topics (``declare``; ``juice.onhost.amqp_declare``, run with the messaging venv's
   py-amqp): the control exchange (topic, durable False, auto_delete False) and, per topic,
   queue ``<topic>`` (durable False, auto_delete False, no arguments: EXACTLY what oslo
   declares with its defaults, so its own declarations do not fail) bound with routing key
@@ -83,6 +83,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from juice import onhost
 from juice.errors import ServiceError
 from juice.paths import cache_dir
 from juice.services.base import Progress, Sites, quiet
@@ -106,23 +107,7 @@ EXCHANGE_PATTERN = r"(_fanout|^juice\.remote)$"
 MESSAGING_PY = cache_dir() / "messaging" / "bin" / "python"
 
 # argv: HOST:PORT SPEC_JSON. Declares what render_declare lists; prints the queues declared.
-DECLARE = r"""
-import json, sys, amqp
-host, spec = sys.argv[1], json.loads(sys.argv[2])
-c = amqp.Connection(host=host, userid=spec["user"], password=spec["password"], virtual_host="/",
-                    connect_timeout=10)
-c.connect()
-ch = c.channel()
-x = spec["exchange"]
-ch.exchange_declare(x, "topic", durable=spec["durable"], auto_delete=False)
-ch.exchange_declare(spec["remote"], "fanout", durable=False, auto_delete=False)
-ch.exchange_bind(destination=x, source=spec["remote"], routing_key="")
-for q in spec["queues"]:
-    ch.queue_declare(q, durable=spec["durable"], auto_delete=False, arguments=spec["arguments"])
-    ch.queue_bind(q, x, routing_key=q)
-c.close()
-print(json.dumps(spec["queues"]))
-"""
+DECLARE = onhost.source("amqp_declare")
 
 
 def upstream_name(node: Node) -> str:
@@ -165,9 +150,10 @@ def render_policies(control_exchange: str = CONTROL_EXCHANGE) -> list[list[str]]
 
 def render_declare(topics: Sequence[str], queues: str = "classic",
                    control_exchange: str = CONTROL_EXCHANGE) -> dict[str, Any]:
-    """What ``DECLARE`` gets: oslo.messaging 18.3.1's own declarations of a topic consumer with
-    its defaults (amqp_durable_queues = False; ``quorum``: rabbit_quorum_queue = True, which
-    makes the queue AND the control exchange durable and adds x-queue-type)."""
+    """What ``juice.onhost.amqp_declare`` gets: oslo.messaging 18.3.1's own declarations of a
+    topic consumer with its defaults (amqp_durable_queues = False; ``quorum``:
+    rabbit_quorum_queue = True, which makes the queue AND the control exchange durable and adds
+    x-queue-type)."""
     oslo_options(queues)  # validates the flavour
     if queues == "mirrored":
         raise ServiceError("queues: mirrored needs a cluster; federated brokers are independent")

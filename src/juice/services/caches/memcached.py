@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from juice import onhost
 from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
@@ -71,24 +72,7 @@ def version() -> str:
 
 
 # ``stats`` over the text protocol, as a program the place runs (from inside the site)
-STATS_PY = """import json, socket, sys
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
-s.sendall(b"stats\\r\\n")
-buf = b""
-for _ in range(1000):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-    if buf.endswith(b"END\\r\\n"):
-        break
-out = {}
-for line in buf.decode(errors="replace").splitlines():
-    parts = line.split()
-    if len(parts) == 3 and parts[0] == "STAT":
-        out[parts[1]] = parts[2]
-print(json.dumps(out))
-"""
+STATS_PY = onhost.source("memcached_stats")
 
 
 class Memcached(Service):

@@ -41,6 +41,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from juice import onhost
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.creds import ADMIN_PROJECT, AdminCredentials, render_openrc
@@ -54,7 +55,7 @@ from juice.services.deviations import Deviation
 from juice.services.openstack.keystone_settings import CACHE_BACKEND as CACHE_BACKEND
 from juice.services.openstack.keystone_settings import GUNICORN_GRACE, GUNICORN_TIMEOUT, keystone_deviations
 from juice.services.openstack.keystone_settings import KeystoneOptions as KeystoneOptions
-from juice.services.openstack.keystone_warm import GC_PROBE, SiteWarm, full_collections, prewarm
+from juice.services.openstack.keystone_warm import SiteWarm, full_collections, prewarm
 from juice.services.process import Server, children, port_open, spawn, stop_all
 from juice.services.toolbatch import Step, run_batch
 from juice.util import atomic
@@ -64,56 +65,17 @@ PORT = 5000
 DB_NAME = "keystone"
 ADMIN_USER = "admin"
 APP = "juice_keystone_wsgi:application"
-# The WSGI module gunicorn loads: oslo.config parses sys.argv when Keystone initializes, and
-# a worker inherits gunicorn's command line, so the shim empties it first (config comes from
-# OS_KEYSTONE_CONFIG_DIR).
-WSGI_SHIM = """import sys
-
-sys.argv = sys.argv[:1]
-from keystone.wsgi.api import application  # noqa: E402,F401
-""" + GC_PROBE  # each full garbage collection of a worker, logged (services.keystone_warm)
+# The WSGI module gunicorn loads (juice.onhost.keystone_wsgi: it empties sys.argv before Keystone
+# reads it), and beside it what it imports: each full garbage collection of a worker, logged
+# (juice.onhost.gc_probe; services.openstack.keystone_warm reads the lines).
+WSGI_SHIM = onhost.source("keystone_wsgi")
+GC_PROBE = onhost.source("gc_probe")
 
 
 MANAGE_COMMANDS = ("db_sync", "fernet_setup", "credential_setup", "bootstrap")
 # Region<k> and its identity endpoints, through the API (argv: site 1's /v3, [[region, url]...];
 # the admin in OS_USERNAME/OS_PASSWORD/OS_PROJECT_NAME); idempotent, 4 regions at a time.
-REGIONS_PY = """import json, os, sys, urllib.error, urllib.request
-from concurrent.futures import ThreadPoolExecutor
-base, want = sys.argv[1], json.loads(sys.argv[2])
-def call(method, path, body=None, token=None, ok=(200,)):
-    hdr = {"Content-Type": "application/json", **({"X-Auth-Token": token} if token else {})}
-    req = urllib.request.Request(base + path, method=method, headers=hdr,
-                                 data=json.dumps(body).encode() if body is not None else None)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            status, headers, data = r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        status, headers, data = e.code, e.headers, e.read()
-    if status not in ok:
-        sys.exit(f"keystone {method} {path}: {status} {data[:200]!r}")
-    return headers, (json.loads(data) if data else {})
-auth = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-    "name": os.environ["OS_USERNAME"], "domain": {"id": "default"}, "password": os.environ["OS_PASSWORD"]}}},
-    "scope": {"project": {"name": os.environ["OS_PROJECT_NAME"], "domain": {"id": "default"}}}}}
-token = call("POST", "/auth/tokens", auth, ok=(201,))[0]["X-Subject-Token"]
-services = call("GET", "/services?type=identity", token=token)[1]["services"]
-if not services:
-    sys.exit("bootstrap created no identity service")
-sid = services[0]["id"]
-regions = {r["id"] for r in call("GET", "/regions", token=token)[1]["regions"]}
-have = {(e["region_id"], e["interface"])
-        for e in call("GET", f"/endpoints?service_id={sid}", token=token)[1]["endpoints"]}
-def add(item):
-    reg, url = item
-    if reg not in regions:
-        call("POST", "/regions", {"region": {"id": reg}}, token, ok=(201,))
-    for iface in ("public", "internal", "admin"):
-        if (reg, iface) not in have:
-            call("POST", "/endpoints", {"endpoint": {"service_id": sid, "interface": iface,
-                                                    "region_id": reg, "url": url}}, token, ok=(201,))
-with ThreadPoolExecutor(max_workers=4) as ex:
-    list(ex.map(add, want))
-"""
+REGIONS_PY = onhost.source("keystone_api")
 
 
 # ---- options, credentials, rendering (pure) ----------------------------------------------
@@ -193,21 +155,14 @@ def dist_version(name: str) -> str:
     return "unknown"
 
 
-VERSIONS_PY = """import importlib.metadata as m, json, sys
-out = {}
-for n in sys.argv[1:]:
-    try:
-        out[n] = m.version(n)
-    except m.PackageNotFoundError:
-        out[n] = "unknown"
-print(json.dumps(out))
-"""
+# each distribution's version, asked of the venv's Python (juice.onhost.dists)
+VERSIONS_PY = onhost.source("dists")
 
 
 def venv_versions(place: Place, names: list[str]) -> dict[str, str]:
     """Versions of distributions in the OpenStack venv AT ``place`` (where the servers run;
     names as pip spells them), asked of that venv's Python; "unknown" when it cannot say."""
-    r = place.run([str(VENV / "bin" / "python"), "-c", VERSIONS_PY, *names], timeout=60)
+    r = place.run([str(VENV / "bin" / "python"), "-c", VERSIONS_PY, "versions", *names], timeout=60)
     try:
         got = json.loads(r.out) if r.ok else {}
     except ValueError:
@@ -331,6 +286,7 @@ class Keystone(Service):
                     place.mkdir(base / d)
                     place.run(["chmod", "700", str(base / d)])
                 place.write(base / "juice_keystone_wsgi.py", WSGI_SHIM)
+                place.write(base / "juice_gc_probe.py", GC_PROBE)
         if self.memcached is not None:
             self.memcached.configure()
         for s in self.ks_sites:
@@ -499,7 +455,7 @@ class Keystone(Service):
 
     def gc_counters(self) -> dict[str, int]:
         """Full garbage collections of every site's workers so far and their total pause (ms),
-        from the sites' logs (``keystone_warm.GC_PROBE``): ``servercounters``' ``keystone.*``."""
+        from the sites' logs (``juice.onhost.gc_probe``): ``servercounters``' ``keystone.*``."""
         n, ms = 0, 0.0
         for s in self.ks_sites:
             for pauses in full_collections(self.lab.place(s).read(self.log(s), max_bytes=64 << 20)
@@ -537,11 +493,12 @@ class Keystone(Service):
 
     def _register_regions(self) -> None:
         """Region<k> + public/internal/admin identity endpoints for every site (idempotent),
-        through the API from site 1 (``REGIONS_PY``, run with the OpenStack venv's Python)."""
+        through the API from site 1 (``juice.onhost.keystone_api``, run with the OpenStack venv's Python)."""
         creds = self.admin_credentials()
         want = [[self.region(s), self.auth_url(s)] for s in self.ks_sites]
         r = self.lab.place(self.first).run(
-            [str(VENV / "bin" / "python3"), "-c", REGIONS_PY, self.server_url(self.first), json.dumps(want)],
+            [str(VENV / "bin" / "python3"), "-c", REGIONS_PY, "regions", self.server_url(self.first),
+             json.dumps(want)],
             timeout=300, env={"OS_USERNAME": creds.username, "OS_PASSWORD": creds.password,
                               "OS_PROJECT_NAME": creds.project_name})
         if not r.ok:

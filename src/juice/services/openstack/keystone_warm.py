@@ -11,8 +11,8 @@ the next 100 iterations), so only a deployment's first run paid it.
 
 What this module adds to the worker (through the WSGI shim) and to the deployment:
 
-- ``GC_PROBE``: a ``gc.callbacks`` hook that logs each full collection (``juice-gc pid=...
-  gen=2 ms=...``) into the site's Keystone log. It changes nothing the collector does; its
+- ``juice.onhost.gc_probe``: a ``gc.callbacks`` hook that logs each full collection
+  (``juice-gc pid=... gen=2 ms=...``) into the site's Keystone log. It changes nothing the collector does; its
   cost is one Python call per collection.
 - ``prewarm``: right after the deployment answers, requests that need no password hash
   (re-scoped tokens, token validation, listings) go to every Keystone server until each of its
@@ -29,63 +29,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from juice import onhost
 from juice.lab.place import Place
 
-# Appended to the WSGI shim, after Keystone is imported.
-GC_PROBE = """
-import gc as _gc, os as _os, sys as _sys, time as _time
-_gc_t0 = [0.0]
-def _juice_gc(phase, info):
-    if info["generation"] != 2:
-        return
-    if phase == "start":
-        _gc_t0[0] = _time.perf_counter()
-    else:
-        print(f"juice-gc pid={_os.getpid()} gen=2 collected={info['collected']} "
-              f"ms={1000 * (_time.perf_counter() - _gc_t0[0]):.1f}", file=_sys.stderr, flush=True)
-_gc.callbacks.append(_juice_gc)
-print(f"juice-gc pid={_os.getpid()} start objects={len(_gc.get_objects())}", file=_sys.stderr, flush=True)
-"""
-
+# the lines of juice.onhost.gc_probe (in the site's Keystone log)
 LINE = re.compile(rb"juice-gc pid=(\d+) gen=2 collected=\d+ ms=([0-9.]+)")
 
 # One batch of requests against one Keystone server (argv: its /v3 URL, requests, threads; the
-# admin in OS_USERNAME/OS_PASSWORD/OS_PROJECT_NAME). One password authentication per batch;
-# then token re-scoping, validation and listings, none of which hashes a password. Prints
-# {"requests": n, "errors": n}.
-PREWARM_PY = """import json, os, sys, urllib.error, urllib.request
-from concurrent.futures import ThreadPoolExecutor
-base, n, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def call(method, path, body=None, token=None, subject=None):
-    hdr = {"Content-Type": "application/json", **({"X-Auth-Token": token} if token else {}),
-           **({"X-Subject-Token": subject} if subject else {})}
-    req = urllib.request.Request(base + path, method=method, headers=hdr,
-                                 data=json.dumps(body).encode() if body is not None else None)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, r.headers
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers
-scope = {"project": {"name": os.environ["OS_PROJECT_NAME"], "domain": {"id": "default"}}}
-st, h = call("POST", "/auth/tokens", {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-    "name": os.environ["OS_USERNAME"], "domain": {"id": "default"}, "password": os.environ["OS_PASSWORD"]}}},
-    "scope": scope}})
-if st != 201:
-    sys.exit(f"keystone POST /auth/tokens: {st}")
-admin = h["X-Subject-Token"]
-def one(i):
-    k = i % 4
-    if k == 0:
-        st, _ = call("POST", "/auth/tokens", {"auth": {"identity": {"methods": ["token"],
-                     "token": {"id": admin}}, "scope": scope}})
-        return st == 201
-    if k == 1:
-        return call("GET", "/auth/tokens", token=admin, subject=admin)[0] == 200
-    return call("GET", "/projects" if k == 2 else "/users", token=admin)[0] == 200
-with ThreadPoolExecutor(max_workers=threads) as ex:
-    ok = list(ex.map(one, range(n)))
-print(json.dumps({"requests": n + 1, "errors": ok.count(False)}))
-"""
+# admin in OS_USERNAME/OS_PASSWORD/OS_PROJECT_NAME): juice.onhost.keystone_api's prewarm, which
+# prints {"requests": n, "errors": n}.
+PREWARM_PY = onhost.source("keystone_api")
 
 BATCH = 20          # requests per batch (~0.5 s on one idle worker here)
 MAX_BATCHES = 80    # at most 1,600 requests per server
@@ -134,7 +87,8 @@ def prewarm(place: Place, url: str, log: Path, workers: list[int], env: dict[str
         if len(w.first_full_gc_ms) == len(w.workers) or time.monotonic() - t0 > MAX_S:
             break
         left = max(5.0, MAX_S - (time.monotonic() - t0))
-        r = place.run([python, "-c", PREWARM_PY, url, str(BATCH), str(threads)], timeout=left, env=env)
+        r = place.run([python, "-c", PREWARM_PY, "prewarm", url, str(BATCH), str(threads)],
+                      timeout=left, env=env)
         try:
             got = json.loads(r.out.strip().splitlines()[-1]) if r.ok else {}
         except (ValueError, IndexError):

@@ -22,34 +22,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from juice import onhost
 from juice.errors import ServiceError
 from juice.lab.place import Place
+from juice.onhost.osprofiler_reader import FORMAT as FORMAT  # the document's revision
 from juice.services.openstack.os_api import os_env, venv_bin
 
-FORMAT = 1  # the document's revision (1: notifications per trace id)
-
 # runs in the OpenStack venv: connection, output path, trace ids...
-READER = r"""
-import json, sys
-from importlib.metadata import version
-from oslo_config import cfg
-from osprofiler import opts
-from osprofiler.drivers import base
-opts.set_defaults(cfg.CONF)
-conn, out, ids = sys.argv[1], sys.argv[2], sys.argv[3:]
-drv = base.get_driver(conn)
-traces = {}
-for tid in ids:
-    key = getattr(drv, "namespace_opt", "osprofiler_opt:") + tid
-    traces[tid] = [json.loads(x) for x in reversed(drv.db.lrange(key, 0, -1))]
-    drv.db.delete(key)
-doc = {"format": FORMAT, "backend": drv.get_name(), "osprofiler": version("osprofiler"), "traces": traces}
-with open(out + ".tmp", "w") as f:
-    json.dump(doc, f)
-import os
-os.replace(out + ".tmp", out)
-print(sum(len(v) for v in traces.values()))
-""".replace("FORMAT", str(FORMAT))
+READER = onhost.source("osprofiler_reader")
 
 
 def read_traces(place: Place, connection: str, trace_ids: Sequence[str], home: Path,

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from juice import onhost
 from juice.contract import Progress
 from juice.errors import JuiceError, ServiceError, UserError
 from juice.lab.place import Lab, Place
@@ -54,11 +55,7 @@ def agent_env() -> dict[str, str]:
 
 # What the agents need at a place: the venv's interpreter, Juice's agent module, oslo.messaging
 # (its version is the answer). Imports nothing heavy: a fraction of a second.
-VENV_PROBE = """import importlib.metadata as m, importlib.util as u, sys
-if u.find_spec("juice_messaging.agent") is None:
-    sys.exit("no module juice_messaging.agent")
-print(m.version("oslo.messaging"))
-"""
+VENV_PROBE = onhost.source("dists")  # juice.onhost.dists: require MODULE DIST
 
 
 def check_venv(lab: Lab, sites: Sequence[int]) -> str:
@@ -69,7 +66,8 @@ def check_venv(lab: Lab, sites: Sequence[int]) -> str:
     version = "unknown"
     for site in sites:
         place = lab.place(site)
-        r = place.run([str(py), "-c", VENV_PROBE], timeout=60, env=agent_env())
+        r = place.run([str(py), "-c", VENV_PROBE, "require", "juice_messaging.agent", "oslo.messaging"],
+                      timeout=60, env=agent_env())
         if not r.ok:
             why = (r.err or r.out).strip().splitlines()
             fix = "scripts/setup.sh" if place.shared_disk else "`juice hosts prepare SPEC` (SPEC: this spec)"

@@ -1,4 +1,4 @@
-"""The programs services run at a place (``juice.services.onhost``), run here."""
+"""The log files program run at a place (``juice.onhost.logfiles``), run here."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from juice.services import onhost
-from juice.services.onhost import logfiles
+from juice import onhost
+from juice.onhost import logfiles
 
 
 def test_log_sizes_and_slices(tmp_path: Path) -> None:
