@@ -34,7 +34,7 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable, Sequence
 from itertools import groupby
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 ORDERS = ("as-written", "shuffled", "interleaved")
 Order = Literal["as-written", "shuffled", "interleaved"]
@@ -45,26 +45,26 @@ ORDER_DOC = ("as-written | shuffled | interleaved: the order of the runs inside 
 P = TypeVar("P")
 
 
-def mode_of(spec: Any) -> str:
+def mode_of(spec: object) -> str:
     """The spec's ``runner.order``; ``as-written`` for a spec without that field."""
     return str(getattr(getattr(spec, "runner", None), "order", None) or "as-written")
 
 
-def seed_of(spec: Any) -> int:
+def seed_of(spec: object) -> int:
     s = getattr(spec, "seed", 0)
     return int(s) if isinstance(s, int) else 0
 
 
-def _block(p: Any) -> Hashable:
+def _block(p: object) -> Hashable:
     return getattr(p, "block_key", None)
 
 
-def _rep(p: Any) -> int:
+def _rep(p: object) -> int:
     r = getattr(p, "repetition", 0)
     return int(r) if isinstance(r, int) else 0
 
 
-def _rng(seed: int, *key: Any) -> random.Random:
+def _rng(seed: int, *key: object) -> random.Random:
     return random.Random(f"juice-order:{seed}:{key!r}")
 
 
@@ -89,7 +89,7 @@ def _interleaved(points: Sequence[P], rng: random.Random) -> list[P]:
     return out
 
 
-def _ident(p: Any) -> str:
+def _ident(p: object) -> str:
     """A point without its repetition: what passes of ``interleaved`` revisit."""
     key = getattr(p, "point_key", None)
     return str(key) if key is not None else repr((getattr(p, "lab_key", None),
@@ -112,6 +112,6 @@ def arrange(points: Sequence[P], mode: str, seed: int) -> list[P]:
     return out
 
 
-def deployment_id(p: Any) -> str:
+def deployment_id(p: object) -> str:
     """The deployment a point runs in, as text (stored with the run's order)."""
     return repr((getattr(p, "lab_key", None), getattr(p, "deployment_key", None)))

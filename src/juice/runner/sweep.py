@@ -46,20 +46,22 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Generic
 
-from juice.contract import Point, Run, Study
+from juice.contract import P, Point, Run, S, Study
 from juice.errors import JuiceError, UserError
 from juice.lab.place import Lab
+from juice.load.progress import ProgressUI
 from juice.profile import clocks, sampler
 from juice.results.store import WARMUP_SUFFIX, RunDir, counted
 from juice.runner import order, warmup
 from juice.services import deviations
+from juice.util.jsontypes import JSONObject
 
 Progress = Callable[[str], None]
 
 
-def completed(study: Study[Any, Any], study_dir: Path) -> dict[str, Path]:
+def completed(study: Study[S, P], study_dir: Path) -> dict[str, Path]:
     """run key -> directory, for every complete run of ``study`` under ``study_dir`` (warm-up
     runs are never one: by their name or their manifest's ``warmup_run``)."""
     out: dict[str, Path] = {}
@@ -81,9 +83,9 @@ def completed(study: Study[Any, Any], study_dir: Path) -> dict[str, Path]:
     return out
 
 
-def _child_workloads(d: Path) -> list[dict[str, Any]]:
+def _child_workloads(d: Path) -> list[JSONObject]:
     """The manifests of ``d``'s run directories (complete or failed: any child with one)."""
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     if not d.is_dir():
         return out
     for m in sorted(d.glob("*/manifest.json")):
@@ -96,13 +98,13 @@ def _child_workloads(d: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _others(study: Study[Any, Any], manifests: Sequence[Mapping[str, Any]]) -> set[str]:
+def _others(study: Study[S, P], manifests: Sequence[Mapping[str, object]]) -> set[str]:
     """The other studies whose runs ``manifests`` are (by their ``workload``)."""
     return {str(m["workload"]) for m in manifests if isinstance(m.get("workload"), str)
             and m["workload"] != study.name and study.key_of(m) is None}
 
 
-def results_for(study: Study[Any, Any], root: Path) -> tuple[Path, str | None]:
+def results_for(study: Study[S, P], root: Path) -> tuple[Path, str | None]:
     """Where ``--results ROOT`` puts ``study``'s runs, and a line saying so when it is not ROOT:
     ROOT itself when it holds this study's runs (every earlier layout) or no other study's
     (a fresh directory); ``ROOT/<study>/`` when that already holds them, or when ROOT holds
@@ -121,7 +123,7 @@ def results_for(study: Study[Any, Any], root: Path) -> tuple[Path, str | None]:
     return root, None
 
 
-def report_paths(study: Study[Any, Any], study_dir: Path) -> list[Path]:
+def report_paths(study: Study[S, P], study_dir: Path) -> list[Path]:
     """What ``study``'s report in ``study_dir`` reads: ``study_dir``, or, when it also holds
     another study's results directory (``<study_dir>/<other>/``: :func:`results_for`), every
     entry of it but those."""
@@ -133,13 +135,13 @@ def report_paths(study: Study[Any, Any], study_dir: Path) -> list[Path]:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Generic[P]):
     """The points of a spec, split into done and to do, with the time estimate (warm-up runs
     included: ``warmup_s`` of it)."""
 
-    points: list[Any]
+    points: list[P]
     done: dict[str, Path]
-    todo: list[Any]
+    todo: list[P]
     estimate_s: float
     labs: int
     deployments: int
@@ -147,7 +149,7 @@ class Plan:
     warmup_s: float = 0.0
 
 
-def plan(study: Study[Any, Any], spec: Any, study_dir: Path) -> Plan:
+def plan(study: Study[S, P], spec: S, study_dir: Path) -> Plan[P]:
     points = order.arrange(study.expand(spec), order.mode_of(spec), order.seed_of(spec))
     done = completed(study, study_dir)
     todo = [p for p in points if p.key not in done]
@@ -159,9 +161,9 @@ def plan(study: Study[Any, Any], spec: Any, study_dir: Path) -> Plan:
     return Plan(points, done, todo, est, labs, deps, k, warm)
 
 
-def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
-        progress: Progress, ui: Any = None,
-        task_args: Mapping[str, Any] | None = None) -> tuple[int, int, int]:
+def run(study: Study[S, P], spec: S, spec_data: Mapping[str, object], spec_text: str, study_dir: Path,
+        progress: Progress, ui: ProgressUI | None = None,
+        task_args: Mapping[str, object] | None = None) -> tuple[int, int, int]:
     """Execute every point not done yet. Returns (done before, run now, failed now).
     ``task_args``: the ``--set`` overrides the spec was read with (stored in each manifest)."""
     pl = plan(study, spec, study_dir)
@@ -178,7 +180,7 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
     for _lab_key, by_lab in groupby(pl.todo, key=lambda p: p.lab_key):
         lab_points = list(by_lab)
         with study.lab(spec, lab_points, progress) as lab:
-            checks: dict[str, tuple[dict[str, Any], str]] = {}  # this lab's WAN checks (wan_check)
+            checks: dict[str, tuple[JSONObject, str]] = {}  # this lab's WAN checks (wan_check)
             for _dep_key, by_dep in groupby(lab_points, key=lambda p: p.deployment_key):
                 dep_points = list(by_dep)
                 with ExitStack() as held:
@@ -209,8 +211,8 @@ def run(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text:
                         where = {"order_index": index[id(p)],
                                  "order": {"mode": mode, "seed": seed, "position": in_dep,
                                            "warmup_runs": k, "deployment": dep_id},
-                                 **({"repetition": p.repetition}
-                                    if isinstance(getattr(p, "repetition", None), int) else {})}
+                                 **({"repetition": rep}
+                                    if isinstance(rep := getattr(p, "repetition", None), int) else {})}
                         try:
                             _one(study, spec, spec_data, spec_text, study_dir, p, lab, dep, conf,
                                  progress, ui, task_args, where, checks=checks)
@@ -231,10 +233,11 @@ def deployment_failed(study_dir: Path, points: Sequence[Point], err: JuiceError,
     return len(points)
 
 
-def _one(study: Study[Any, Any], spec: Any, spec_data: dict[str, Any], spec_text: str, study_dir: Path,
-         p: Point, lab: Lab | None, dep: Any, conf: sampler.Settings, progress: Progress, ui: Any,
-         task_args: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
-         warmup_run: bool = False, checks: dict[str, tuple[dict[str, Any], str]] | None = None) -> None:
+def _one(study: Study[S, P], spec: S, spec_data: Mapping[str, object], spec_text: str, study_dir: Path,
+         p: P, lab: Lab | None, dep: object, conf: sampler.Settings, progress: Progress,
+         ui: ProgressUI | None, task_args: Mapping[str, object] | None = None,
+         where: Mapping[str, object] | None = None, warmup_run: bool = False,
+         checks: dict[str, tuple[JSONObject, str]] | None = None) -> None:
     """One run of ``p`` into its ``RunDir`` (a warm-up run: ``<run>.warmup``, no SLA verdict),
     its manifest's ``wan.check`` from :func:`wan_check` (``checks``: the lab's so far)."""
     checks = {} if checks is None else checks
@@ -277,8 +280,8 @@ def wan_key(lab: Lab | None) -> str | None:
         return None
 
 
-def wan_check(lab: Lab | None, checks: dict[str, tuple[dict[str, Any], str]], run: str,
-              progress: Progress, made: str = "at this run's start") -> dict[str, Any] | None:
+def wan_check(lab: Lab | None, checks: dict[str, tuple[JSONObject, str]], run: str,
+              progress: Progress, made: str = "at this run's start") -> JSONObject | None:
     """What a run's manifest records as ``wan``: ``check``, the RTT of every pair of the lab's
     sites or hosts (``lab.check()``: ``CheckReport.to_dict()``, as ``juice lab check``), and
     ``check_made`` (when). One check per lab and WAN: the first run on a WAN checks it at its
@@ -309,7 +312,7 @@ def _has_check(manifest: Path) -> bool:
     return isinstance(wan, dict) and "check" in wan
 
 
-def _add_wan(manifest: Path, wan: Mapping[str, Any]) -> None:
+def _add_wan(manifest: Path, wan: Mapping[str, object]) -> None:
     """``wan`` into the manifest's ``wan`` entry (atomically, mtime kept). A study's own
     ``wan.check`` (Keystone's ``check_wan``, made after it applied the point's WAN) stays."""
     import os
@@ -328,7 +331,7 @@ def _add_wan(manifest: Path, wan: Mapping[str, Any]) -> None:
     os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def _add_order(manifest: Path, where: Mapping[str, Any]) -> None:
+def _add_order(manifest: Path, where: Mapping[str, object]) -> None:
     """The run's place in the run order into its manifest (atomically; mtime kept, as the
     profile entry: no parameter of the run changes)."""
     import os
@@ -342,7 +345,7 @@ def _add_order(manifest: Path, where: Mapping[str, Any]) -> None:
     os.utime(manifest, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def _judge(spec: Any, rd: RunDir, progress: Progress, task_args: Mapping[str, Any] | None) -> None:
+def _judge(spec: object, rd: RunDir, progress: Progress, task_args: Mapping[str, object] | None) -> None:
     """The spec's ``sla:`` criteria on the run just made (``juice.sla.store``; none for a
     ``spec`` None: a warm-up run), and the ``--set`` task arguments, into its manifest (and
     rally.json)."""
@@ -359,7 +362,7 @@ def _judge(spec: Any, rd: RunDir, progress: Progress, task_args: Mapping[str, An
                  f"({len(v.results)} criteria)")
 
 
-def sla_failures(study: Study[Any, Any], spec: Any, study_dir: Path) -> list[Path]:
+def sla_failures(study: Study[S, P], spec: S, study_dir: Path) -> list[Path]:
     """Complete runs of ``spec`` under ``study_dir`` whose stored SLA verdict failed."""
     from juice.sla.store import stored
 
@@ -367,6 +370,6 @@ def sla_failures(study: Study[Any, Any], spec: Any, study_dir: Path) -> list[Pat
     return [d for d in done.values() if (v := stored(d)) is not None and v.get("pass") is False]
 
 
-def plan_rows(study: Study[Any, Any], points: Sequence[Any]) -> list[dict[str, Any]]:
+def plan_rows(study: Study[S, P], points: Sequence[P]) -> list[dict[str, object]]:
     """The plan table's study columns, one dict per point."""
     return [study.plan_columns(p) for p in points]

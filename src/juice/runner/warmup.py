@@ -31,24 +31,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import groupby
-from typing import Any
 
-from juice.contract import Point, Study
+from juice.contract import P, S, Study
 
 
-def runs_of(spec: Any) -> int:
+def runs_of(spec: object) -> int:
     """The spec's ``runner.warmup_runs``; 0 for a spec without that field."""
     n = getattr(getattr(spec, "runner", None), "warmup_runs", 0)
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
-def firsts_of(points: Sequence[Any]) -> list[Any]:
+def firsts_of(points: Sequence[P]) -> list[P]:
     """The first point of each deployment the sweep brings up for ``points`` (in run order:
     one per run of adjacent points with equal ``lab_key`` and ``deployment_key``)."""
     return [next(g) for _k, g in groupby(points, key=lambda p: (p.lab_key, p.deployment_key))]
 
 
-def estimate_s(study: Study[Any, Any], todo: Sequence[Point], k: int) -> float:
+def estimate_s(study: Study[S, P], todo: Sequence[P], k: int) -> float:
     """Seconds the warm-up runs of ``todo``'s deployments add (``k`` runs of each first point)."""
     return float(k * sum(study.estimate_s(p) for p in firsts_of(todo))) if k else 0.0
 
