@@ -1,7 +1,8 @@
 """The nova stack for real in a 2-site lab (the suite's shared ``nova_cloud``, tests/stacks.py):
-MariaDB, RabbitMQ, Keystone, placement, fake-glance and fake-neutron (stand-ins), nova-api,
-nova-conductor, one nova-scheduler in site 1 and one nova-compute serving 20 simulated nodes
-in site 2; 5 servers booted (networks none) to ACTIVE and deleted; a compute killed and
+MariaDB, RabbitMQ, Keystone, placement, the real glance-api (its image uploaded at deployment),
+fake-neutron (stand-in), nova-api, nova-conductor, one nova-scheduler in site 1 and one
+nova-compute serving 20 simulated nodes in site 2; 5 servers booted (networks none) from
+glance's image to ACTIVE and deleted; a compute killed and
 restarted as itself. That nothing is left running after ``stop`` is checked by the fixture's
 teardown."""
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from juice.services.openstack.fake_openstack import IMAGE_ID
 from juice.util import proc
 from tests.services.conftest import needs_lab
 from tests.stacks import COMPUTE_NODES, NovaCloud
@@ -50,7 +50,8 @@ def test_nova_stack_boots_and_deletes_servers(nova_cloud: NovaCloud, tmp_path: P
 
     cli = dep.client(2)  # a client in the computes' site, across the WAN
     flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)
-    ids = [cli.boot(f"juice-vm-{i}", flavor, IMAGE_ID) for i in range(SERVERS)]
+    image = dep.image_id
+    ids = [cli.boot(f"juice-vm-{i}", flavor, image) for i in range(SERVERS)]
     assert cli.last_request_id.startswith("req-")
     hosts = set()
     try:
@@ -65,10 +66,14 @@ def test_nova_stack_boots_and_deletes_servers(nova_cloud: NovaCloud, tmp_path: P
         for sid in ids:
             cli.wait_gone(sid, timeout=240)
 
-    # The stand-ins were asked what a boot needs (and named as fakes in the facts).
-    assert ("GET", f"/v2/images/{IMAGE_ID}", 200) in dep.fakes.requests("glance")
+    # nova asked the real glance for the image with the users' tokens (validated by
+    # keystonemiddleware); the network stand-in was asked what a boot needs (named a fake)
+    assert ("GET", f"/v2/images/{image}", 200) in dep.glance.requests()
+    assert dep.fakes.kinds == ("neutron",)
     assert any(p.startswith("/v2.0/ports") for _, p, _ in dep.fakes.requests("neutron"))
-    assert "fake-glance" in dep.facts()["image_service"]
+    facts = dep.facts()
+    assert facts["image_service"] == "glance" and facts["glance"]["glance_version"].startswith("33.")
+    assert not [d for d in dep.deviations() if d.server == "image service"]
     # Request ids reach the conductor and scheduler logs (DEBUG by default there).
     for host in ("juice-conductor", "juice-sched-1"):
         assert "req-" in dep.nova.log(host).read_text(errors="replace")

@@ -65,17 +65,23 @@ class FakeServices(Service):
     kind = "fake-openstack"
 
     def __init__(self, lab: Sites, ks: Keystone, progress: Progress = quiet, *, site: int = 1,
-                 simulation: dict[str, dict[str, Any]] | None = None) -> None:
+                 simulation: dict[str, dict[str, Any]] | None = None,
+                 kinds: tuple[str, ...] = tuple(PORTS)) -> None:
+        """``kinds``: the fakes to run (glance, neutron; default both): a real service runs
+        instead of the others (e.g. the real glance: ``kinds=("neutron",)``)."""
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"fakes.site: {site} is not a site of this lab (1..{len(lab.sites)})")
-        self.ks, self.site = ks, site
+        if not kinds or not set(kinds) <= set(PORTS):
+            raise UserError(f"fakes.kinds: expected some of {', '.join(PORTS)}, got {list(kinds)}")
+        self.ks, self.site, self.kinds = ks, site, tuple(k for k in PORTS if k in kinds)
         # SIMULATED waits and failures per fake (``fake_server.Simulation``): {"glance": {"wait":
         # <distribution>, "failure": p, "seed": n}, "neutron": {...}}; none: they answer at once
         self.simulation = {k: v for k, v in (simulation or {}).items() if v}
         for k, v in self.simulation.items():
-            if k not in PORTS:
-                raise UserError(f"fakes.simulation: unknown fake {k!r} (glance, neutron)")
+            if k not in self.kinds:
+                raise UserError(f"fakes.simulation: {k!r} is not a fake of this deployment "
+                                f"({', '.join(self.kinds)})")
             if v.get("wait") is not None and (err := simwait.check(v["wait"])):
                 raise UserError(f"fakes.{STAGES[k]}_s.{err}")
         self.servers: dict[str, Server] = {}
@@ -107,7 +113,8 @@ class FakeServices(Service):
             place.write(self.home / f"simulation-{kind}.json", json.dumps(sim, indent=1))
 
     def start(self) -> None:
-        for kind, port in PORTS.items():
+        for kind in self.kinds:
+            port = PORTS[kind]
             argv = ["python3", str(self.home / SCRIPT), kind, self.lab.site_ip(self.site), str(port)]
             if kind in self.simulation:
                 argv.append(str(self.home / f"simulation-{kind}.json"))
@@ -119,9 +126,10 @@ class FakeServices(Service):
             srv.wait_ready(lambda k=kind: wait_http(self.lab, self.site, self.url(k) + "/"),  # type: ignore[misc]
                            timeout, interval=0.1)
         cat = Catalog(self.lab, self.ks)
-        for kind in PORTS:
+        for kind in self.kinds:
             cat.register(f"fake-{kind}", TYPES[kind], self.url(kind))
-        self.progress(f"fake-glance and fake-neutron answer in site {self.site}, in the catalog")
+        self.progress(f"{' and '.join(f'fake-{k}' for k in self.kinds)} answer in site {self.site}, "
+                      "in the catalog")
 
     def requests(self, kind: str) -> list[tuple[str, str, int]]:
         """(method, path, status) of every request the fake ``kind`` answered."""
@@ -150,4 +158,4 @@ class FakeServices(Service):
         return [srv.record(f"fake-{k}", port=PORTS[k], datadir=self.home) for k, srv in self.servers.items()]
 
     def logs(self) -> list[tuple[Place, Path]]:
-        return [(self.place, self.log(k)) for k in PORTS]
+        return [(self.place, self.log(k)) for k in self.kinds]

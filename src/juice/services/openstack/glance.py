@@ -64,6 +64,7 @@ KIND = "glance-api"  # its processes' name (resource profile, records)
 IMAGE_ID = str(uuid.uuid5(uuid.NAMESPACE_DNS, "juice.glance.image"))
 IMAGE_NAME = "juice-image"
 WORKERS = 2  # gunicorn's own default is 1; devstack runs max(2, CPUs / 4) uWSGI processes
+DB_POOL = 5 + 50  # per worker: oslo.db's max_pool_size + max_overflow ([database] sets neither)
 
 
 def image_bytes(mb: int) -> bytes:

@@ -1,16 +1,20 @@
-"""The whole nova stack in one call: database, RabbitMQ, Keystone, placement, fake-glance +
-fake-neutron, nova's control plane and the simulated compute hosts — torn down in reverse.
+"""The whole nova stack in one call: database, RabbitMQ, Keystone, placement, glance (real;
+fake-glance when asked), fake-neutron, nova's control plane and the simulated compute hosts —
+torn down in reverse.
 
     dep = NovaDeployment(lab, progress, NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=20)))
     dep.up()                       # bounded; on failure everything started is stopped
     cli = dep.client(2)            # NovaClient logged in as Keystone's admin, from site 2
     flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=512, disk_gb=1)
-    sid = cli.boot("juice-vm-1", flavor, IMAGE_ID); cli.wait_status(sid, "ACTIVE")
+    sid = cli.boot("juice-vm-1", flavor, dep.image_id); cli.wait_status(sid, "ACTIVE")
     dep.collect_logs(rundir / "logs"); dep.facts()
     dep.stop()                     # computes, nova, fakes, placement, Keystone, RabbitMQ, database
 
 Placement of each piece is a parameter (``NovaStack``); the defaults put the database, the bus,
-Keystone, placement, the fakes and nova's control plane in site 1 and the computes in site 2.
+Keystone, placement, glance, the fakes and nova's control plane in site 1 and the computes in
+site 2. The image service is the real glance-api (``juice.services.openstack.glance``: its
+database, the file store, the deployment's image uploaded through its API; nova finds it in the
+catalog) unless ``image_service="fake-glance"`` asks for the stand-in (recorded as a deviation).
 Keystone runs in one site (``keystone_sites``: one per listed site, each with its region and its
 site's database node), with its cache in a memcached per site (as devstack and kolla deploy it:
 without it Keystone 30 sends about 500 queries to the database to validate one admin token,
@@ -43,9 +47,13 @@ from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.buses.rabbitmq import PROMETHEUS, RabbitMQ
 from juice.services.caches.redis import Redis
 from juice.services.databases.mariadb import DEFAULT_MAX_CONNECTIONS, check_max_connections
-from juice.services.deviations import Deviation
+from juice.services.deviations import Deviation, spec_set
 from juice.services.deviations import of as deviations_of
 from juice.services.openstack.fake_openstack import IMAGE_ID, FakeServices
+from juice.services.openstack.fake_openstack import PORTS as FAKE_PORTS
+from juice.services.openstack.glance import DB_POOL as GLANCE_POOL
+from juice.services.openstack.glance import IMAGE_ID as GLANCE_IMAGE_ID
+from juice.services.openstack.glance import Glance
 from juice.services.openstack.keystone import PORT as KEYSTONE_PORT
 from juice.services.openstack.keystone import Keystone, KeystoneOptions
 from juice.services.openstack.keystone_settings import db_connections as keystone_connections
@@ -56,7 +64,9 @@ from juice.services.openstack.nova_settings import db_connections
 from juice.services.openstack.placement import PORT as PLACEMENT_PORT
 from juice.services.openstack.placement import Placement, Placements
 
-__all__ = ["IMAGE_ID", "NovaDeployment", "NovaStack"]
+__all__ = ["IMAGE_ID", "IMAGE_SERVICES", "NovaDeployment", "NovaStack"]
+
+IMAGE_SERVICES = ("glance", "fake-glance")  # NovaStack.image_service: the real one, the stand-in
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,10 @@ class NovaStack:
     # site's database endpoint when nova's roles do (db_writers local), else through nova's control site's
     placement_sites: tuple[int, ...] = ()
     fakes_site: int = 1
+    image_service: str = "glance"        # glance (real glance-api 33) | fake-glance (the stand-in)
+    glance_site: int | None = None       # default: fakes_site
+    glance_workers: int = 2              # glance-api's gunicorn workers
+    image_mb: int = 1                    # the size of the deployment's image (MiB)
     # SIMULATED waits/failures of fake-glance and fake-neutron (FakeServices' simulation)
     fakes_simulation: dict[str, dict[str, Any]] = field(default_factory=dict)
     nova: NovaOptions = field(default_factory=NovaOptions)
@@ -87,6 +101,11 @@ class NovaStack:
     def __post_init__(self) -> None:
         if self.db not in ("mariadb", "galera"):
             raise UserError(f"db: nova and placement run on mariadb or galera, not {self.db!r}")
+        if self.image_service not in IMAGE_SERVICES:
+            raise UserError(f"image_service: expected glance or fake-glance, got {self.image_service!r}")
+        if self.image_service == "glance" and "glance" in self.fakes_simulation:
+            raise UserError("fakes_simulation.glance: simulated image waits and failures are fake-glance's; "
+                            "with the real glance they would not happen (image_service: fake-glance)")
         check_max_connections(self.db_max_connections)
         check_maxconn(self.haproxy_maxconn)
         check_timeout(self.haproxy_timeout_server_s)
@@ -121,10 +140,12 @@ class NovaStack:
         else (None, None): MariaDB's default."""
         if self.db_max_connections is not None:
             return self.db_max_connections, None
+        glance = self.glance_workers * GLANCE_POOL if self.image_service == "glance" else 0
         needed, how = db_connections(self.nova,
                                      placement_workers=self.placement_workers * len(self.placement_servers()),
                                      keystone=keystone_connections(self.keystone(),
-                                                                   len(self.keystone().sites or ())))
+                                                                   len(self.keystone().sites or ())),
+                                     glance=glance)
         if needed <= DEFAULT_MAX_CONNECTIONS:
             return None, None
         return needed, f"{how} (more than MariaDB's {DEFAULT_MAX_CONNECTIONS})"
@@ -136,8 +157,9 @@ class NovaStack:
 NEEDS: dict[str, tuple[str, ...]] = {
     "haproxy": (), "database": (), "rabbitmq": (), "keystone": ("database", "haproxy"),
     "placement": ("database", "keystone"), "fakes": ("keystone",),
+    "glance": ("database", "keystone"),
     "nova": ("database", "rabbitmq", "keystone", "placement"),
-    "computes": ("nova", "placement", "fakes"),
+    "computes": ("nova", "placement", "fakes", "glance"),
 }
 PROFILER_NEEDS: dict[str, tuple[str, ...]] = {  # with OSProfiler on: its Redis before nova
     **NEEDS, "profiler": (), "nova": (*NEEDS["nova"], "profiler")}
@@ -194,7 +216,14 @@ class NovaDeployment:
             Placement(lab, self.db, self.ks, progress, site=k, workers=s.placement_workers,
                       primary=self.placement, db_site=writer)
             for k in s.placement_servers()[1:])], progress)
-        self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site, simulation=s.fakes_simulation)
+        # the real glance-api, unless the stand-in is asked for (fake-glance then runs with fake-neutron)
+        self.glance: Glance | None = None
+        if s.image_service == "glance":
+            self.glance = Glance(lab, self.db, self.ks, progress, site=s.glance_site or s.fakes_site,
+                                 workers=s.glance_workers, image_mb=s.image_mb, db_site=writer)
+        fake_kinds = tuple(k for k in FAKE_PORTS if k != "glance" or self.glance is None)
+        self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site, simulation=s.fakes_simulation,
+                                  kinds=fake_kinds)
         self.nova = Nova(lab, self.db, self.mq, self.ks, self.placement, progress, s.nova)
         # OSProfiler's backend (s.nova.profiler): a Redis in nova's control site
         self.redis: Redis | None = None
@@ -227,9 +256,8 @@ class NovaDeployment:
         """``NEEDS`` of this stack (without haproxy when it is off; OSProfiler's Redis before
         nova when it is on)."""
         base = PROFILER_NEEDS if self.redis is not None else NEEDS
-        if self.lb is not None:
-            return dict(base)
-        return {k: tuple(d for d in v if d != "haproxy") for k, v in base.items() if k != "haproxy"}
+        absent = {n for n, svc in (("haproxy", self.lb), ("glance", self.glance)) if svc is None}
+        return {k: tuple(d for d in v if d not in absent) for k, v in base.items() if k not in absent}
 
     def services(self) -> list[tuple[str, Service]]:
         """In dependency order (a service needs only those before it; stop order is the
@@ -237,7 +265,9 @@ class NovaDeployment:
         prof: list[tuple[str, Service]] = [("profiler", self.redis)] if self.redis is not None else []
         return [*([("haproxy", self.lb)] if self.lb is not None else []),
                 ("database", self.db), ("rabbitmq", self.mq), *prof, ("keystone", self.ks),
-                ("placement", self.placements), ("fakes", self.fakes), ("nova", self.nova),
+                ("placement", self.placements),
+                *([("glance", self.glance)] if self.glance is not None else []),
+                ("fakes", self.fakes), ("nova", self.nova),
                 ("computes", self.computes)]
 
     def up(self, timeout: float = 900.0) -> NovaDeployment:
@@ -290,6 +320,11 @@ class NovaDeployment:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def image_id(self) -> str:
+        """The image boots use: the one uploaded to glance, or fake-glance's."""
+        return GLANCE_IMAGE_ID if self.glance is not None else IMAGE_ID
+
     def client(self, site: int) -> NovaClient:
         """A nova REST client in ``site``, logged in as Keystone's admin."""
         return NovaClient.login(self.lab, site, self.nova.api_url(), self.ks.admin_credentials())
@@ -307,12 +342,21 @@ class NovaDeployment:
 
     def deviations(self) -> list[Deviation]:
         """Every service's settings that differ from the shipped defaults."""
-        return deviations_of(svc for _, svc in self.services())
+        return deviations_of(svc for _, svc in self.services()) + self.stand_ins()
+
+    def stand_ins(self) -> list[Deviation]:
+        """The stand-ins asked for instead of real services (image_service: fake-glance)."""
+        if self.glance is not None:
+            return []
+        return [spec_set("image service", "image_service", "fake-glance (stand-in)", "glance",
+                         "fake-glance answers nova's image requests from a stdlib server: no token "
+                         "validated, no database, no image stored or downloaded")]
 
     def facts(self) -> dict[str, Any]:
         return {"db": self.stack.db, "nova": self.nova.facts(), "computes": self.computes.facts(),
                 "placement": {**self.placement.facts(), "sites": self.stack.placement_servers()},
-                "image_service": "fake-glance (stand-in)",
+                "image_service": "glance" if self.glance is not None else "fake-glance (stand-in)",
+                **({"glance": self.glance.facts()} if self.glance is not None else {}),
                 "network_service": "fake-neutron (stand-in)", "timings": dict(self.timings),
                 **({"haproxy": self.lb.facts()} if self.lb is not None else {}),
                 "keystone_sites": list(self.ks.ks_sites), "rabbitmq_nodes": len(self.mq.nodes),

@@ -96,6 +96,27 @@ def _preloaded_note(df: pd.DataFrame) -> str:
             f"{int(pre['preload'].astype(float).max()):,}): {html.escape('; '.join(ways))}.</p>")
 
 
+STAND_IN = "fake-glance (stand-in)"  # what runs made before the real glance recorded nothing about
+
+
+def image_service_note(dirs: Sequence[Path]) -> str:
+    """What served the runs' images (the manifests' ``deployment.image_service``; runs made
+    before the real glance used the stand-in), as a sentence."""
+    seen: Counter[str] = Counter()
+    for d in dirs:
+        try:
+            dep = json.loads((d / "manifest.json").read_text()).get("deployment") or {}
+        except (OSError, ValueError):
+            continue
+        seen[str(dep.get("image_service", STAND_IN))] += 1
+    said = {"glance": "the real glance-api (tokens validated by Keystone, the image uploaded through "
+                      "its API)",
+            STAND_IN: "a stand-in, fake-glance (validates no token, stores no image; a recorded deviation)"}
+    parts = [f"{said.get(k, k)}{f' in {n} of {len(dirs)} runs' if len(seen) > 1 else ''}"
+             for k, n in sorted(seen.items())]
+    return f"Image service: {'; '.join(parts)}." if parts else ""
+
+
 def simulation_html(df: pd.DataFrame) -> str:
     """The provenance of SIMULATED waits and failures (the manifests' ``simulation``): what each
     stage waited and how often it failed, stated as simulated; none: the fakes answered at once."""
@@ -319,9 +340,8 @@ def sections(paths: Sequence[Path]) -> list[str]:
             f"Rally's figure is on a 2 s grid, nova's is not. {escape(HOST_NOTE)} Compute hosts are "
             "simulated (Juice's multi-node fake driver): a boot goes through nova's real API, scheduler, "
             "placement claims, conductor and compute manager, but spawns nothing (unless a simulated "
-            "spawn time is stated below). Image and network "
-            "services are stand-ins "
-            "(fake-glance, fake-neutron), boots use <code>networks: none</code>.</p>",
+            f"spawn time is stated below). {image_service_note(dirs)} The network service is a "
+            "stand-in (fake-neutron), boots use <code>networks: none</code>.</p>",
             simulation_html(df),
             "<h3>Per configuration and concurrency (medians over repetitions; seconds)</h3>",
             configkey.notes_html(extra(df), df.attrs.get("config_notes", [])),
