@@ -98,6 +98,7 @@ def _register() -> None:
         calibrate,
         compare,
         db,
+        docs,
         export,
         hosts,
         keystone,
@@ -128,6 +129,7 @@ def _register() -> None:
     app.add_typer(keystone.keystone_app, name="keystone")
     app.add_typer(hosts.hosts_app, name="hosts")
     app.add_typer(export.export_app, name="export")
+    docs.register(app)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
