@@ -8,9 +8,9 @@ facts, the server settings that differ from the shipped defaults (``deviations``
 versions and the host, dotted by section (``deployment.computes.isolation``,
 ``deviations.nova-conductor [database] max_pool_size``), plus the sections a study names
 (``bus``, ``lab``...). Left out: identity fields, which differ between any two runs (run ids,
-repetitions, seeds, the spec's name, ports, host names: ``juice.compare.metadata.IGNORED`` and
-:data:`IDENTITY`), and the measurements and wiring a manifest keeps among its facts (timings,
-memory, addresses: :data:`NOT_CONFIG`).
+repetitions, seeds, the spec's name, ports, host names: :data:`IGNORED`, which a comparison's
+metadata leaves out too, and :data:`IDENTITY`), and the measurements and wiring a manifest keeps
+among its facts (timings, memory, addresses: :data:`NOT_CONFIG`).
 
     rows = [fields(m) for m in manifests]                 # per run: field -> value
     extra = key_fields(rows, base=["db", "concurrency"])  # what else splits the runs
@@ -34,9 +34,13 @@ from typing import Any
 
 import pandas as pd
 
-from juice.compare.metadata import IGNORED
-
 SECTIONS: tuple[str, ...] = ("params", "deployment", "deviations", "versions", "host")
+# Identity: differs between the repetitions of one configuration (the per-run random seed is
+# the spec's seed plus the repetition) or names, not configures (the spec's name: ``study``),
+# so never part of "the same configuration" (nor of what a comparison's sides differ in:
+# juice.compare.metadata)
+IGNORED = {"params.run_id", "params.repetition", "params.seed", "params.source", "params.task",
+           "params.study", "deployment.ports", "host.hostname"}
 # identity: what differs between any two runs of one configuration (dotted, as IGNORED)
 IDENTITY: frozenset[str] = frozenset({*IGNORED, "params.seed", "params.study", "params.workload",
                                       "params.run", "params.run_key"})

@@ -15,15 +15,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from juice.analysis.configkey import IGNORED
 from juice.results.samples import F64, Unit
 
 FAILURE = "failure_pct"  # a run's failed iterations in percent, where it has iterations
 SECTIONS = ("params", "versions", "deployment", "task_args", "juice", "host")
-# Identity: differs between the repetitions of one configuration (the per-run random seed is
-# the spec's seed plus the repetition) or names, not configures (the spec's name: ``study``),
-# so never part of "the same configuration".
-IGNORED = {"params.run_id", "params.repetition", "params.seed", "params.source", "params.task",
-           "params.study", "deployment.ports", "host.hostname"}
+# IGNORED (identity fields, never compared): the configuration key's (juice.analysis.configkey)
 
 
 def _flat(d: object, prefix: str) -> dict[str, str]:
