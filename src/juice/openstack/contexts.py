@@ -18,46 +18,73 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import partial
-from typing import Any
+from typing import TypedDict, TypeVar
 
 from juice.errors import UserError
-from juice.openstack.identity import DEFAULT_ROLE, Driver, Identity
-from juice.openstack.keystone import Credentials, KeystoneError
+from juice.openstack.identity import DEFAULT_ROLE, ContextUser, Driver, Identity
+from juice.openstack.keystone import Credentials, KeystoneError, Resource
 
-USERS_DEFAULTS: dict[str, Any] = {"tenants": 1, "users_per_tenant": 1, "resource_management_workers": 20,
+T = TypeVar("T")
+
+
+class UsersConfig(TypedDict):
+    """Rally's ``users`` context config, validated, with its defaults."""
+
+    tenants: int
+    users_per_tenant: int
+    resource_management_workers: int
+    user_password: str | None
+    user_choice_method: str
+    project_domain: str | None
+    user_domain: str | None
+
+
+USERS_DEFAULTS: UsersConfig = {"tenants": 1, "users_per_tenant": 1, "resource_management_workers": 20,
                                   "user_password": None, "user_choice_method": "random",
                                   "project_domain": None, "user_domain": None}
 
 
-def users_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
+def users_config(cfg: Mapping[str, object] | None) -> UsersConfig:
     """Rally's ``users`` context config with its defaults; UserError on a bad key or value."""
-    cfg = dict(cfg or {})
-    bad = sorted(set(cfg) - set(USERS_DEFAULTS))
+    given = dict(cfg or {})
+    bad = sorted(set(given) - set(USERS_DEFAULTS))
     if bad:
         raise UserError(f"contexts.users: unknown key(s) {', '.join(bad)} "
                         f"(allowed: {', '.join(USERS_DEFAULTS)})")
-    out = {**USERS_DEFAULTS, **cfg}
-    for k in ("tenants", "users_per_tenant", "resource_management_workers"):
-        if not isinstance(out[k], int) or isinstance(out[k], bool) or out[k] < 1:
-            raise UserError(f"contexts.users.{k}: must be an integer >= 1 (got {out[k]!r})")
-    if out["user_choice_method"] not in ("random", "round_robin"):
+    out: dict[str, object] = {**USERS_DEFAULTS, **given}
+
+    def count(k: str) -> int:
+        v = out[k]
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise UserError(f"contexts.users.{k}: must be an integer >= 1 (got {v!r})")
+        return v
+
+    def text(k: str) -> str | None:
+        v = out[k]
+        return None if v is None else str(v)
+
+    method = out["user_choice_method"]
+    n = count("tenants"), count("users_per_tenant"), count("resource_management_workers")
+    if method not in ("random", "round_robin"):
         raise UserError("contexts.users.user_choice_method: must be random or round_robin")
-    return out
+    return UsersConfig(tenants=n[0], users_per_tenant=n[1], resource_management_workers=n[2],
+                       user_password=text("user_password"), user_choice_method=str(method),
+                       project_domain=text("project_domain"), user_domain=text("user_domain"))
 
 
-async def _bounded(workers: int, jobs: Iterable[Callable[[], Awaitable[Any]]]) -> list[Any]:
+async def _bounded(workers: int, jobs: Iterable[Callable[[], Awaitable[T]]]) -> list[T]:
     sem = asyncio.Semaphore(workers)
 
-    async def one(job: Callable[[], Awaitable[Any]]) -> Any:
+    async def one(job: Callable[[], Awaitable[T]]) -> T:
         async with sem:
             return await job()
 
     return list(await asyncio.gather(*(one(j) for j in jobs)))
 
 
-async def setup_users(drv: Driver, cfg: dict[str, Any]) -> None:
+async def setup_users(drv: Driver, cfg: UsersConfig) -> None:
     """Create the context's tenants and users into ``drv.tenants`` / ``drv.users``.
 
     On a failure, what was created is deleted before the error propagates.
@@ -77,7 +104,7 @@ async def setup_users(drv: Driver, cfg: dict[str, Any]) -> None:
             password = cfg["user_password"] or str(uuid.uuid4())
             u = await ident.create_user(name, password=password, project_id=tid, domain_name=udom,
                                         default_role=DEFAULT_ROLE)
-            entry = {"id": u["id"], "name": name, "tenant_id": tid,
+            entry: ContextUser = {"id": u["id"], "name": name, "tenant_id": tid,
                      "credentials": Credentials(name, password, drv.tenants[tid]["name"], udom, pdom)}
             drv.users.append(entry)
             drv.tenants[tid]["users"].append(entry)
@@ -115,7 +142,7 @@ async def admin_cleanup(drv: Driver, workers: int = 20,
     c = drv.client
     tok = await drv.admin_token()
     keep = {u["id"] for u in drv.users} | set(drv.tenants)
-    kinds: list[tuple[str, Callable[[str], Awaitable[list[dict[str, Any]]]],
+    kinds: list[tuple[str, Callable[[str], Awaitable[list[Resource]]],
                       Callable[[str, str], Awaitable[None]]]] = [
         ("users", c.list_users, c.delete_user), ("projects", c.list_projects, c.delete_project),
         ("services", c.list_services, c.delete_service), ("roles", c.list_roles, c.delete_role)]

@@ -26,11 +26,11 @@ class Response:
     headers: Mapping[str, str]
     body: bytes
 
-    def json(self) -> Any:
+    def json(self) -> Any:  # the decoded body: each caller reads the fields of its own request
         return json.loads(self.body or b"null")
 
 
-def request(lab: Sites, site: int, method: str, url: str, *, body: Any = None,
+def request(lab: Sites, site: int, method: str, url: str, *, body: object = None,
             headers: Mapping[str, str] | None = None, timeout: float = 30.0) -> Response:
     """One plain HTTP request made from inside ``site`` (so it crosses the emulated WAN), at
     the site's place (a namespace here, an SSH host there). OSError when there is no answer."""

@@ -38,10 +38,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from juice.load.api import Iteration
-from juice.openstack.keystone import Credentials, KeystoneClient, KeystoneError, Token
+from juice.openstack.keystone import Credentials, KeystoneClient, KeystoneError, Resource, Token
 
 MODES = ("rally", "reuse")
 DEFAULT_ROLE = "member"  # Rally's [openstack] keystone_default_role
@@ -55,6 +55,23 @@ def _expiry(tok: Token) -> float:
     except ValueError:
         return time.time() + 3600.0
 
+
+
+class ContextUser(TypedDict):
+    """A user of Rally's ``users`` context (``juice.openstack.contexts.setup_users``)."""
+
+    id: str
+    name: str
+    tenant_id: str
+    credentials: Credentials
+
+
+class ContextTenant(TypedDict):
+    """A tenant (project) of the ``users`` context and its users."""
+
+    id: str
+    name: str
+    users: list[ContextUser]
 
 @dataclass
 class Names:
@@ -84,8 +101,8 @@ class Driver:
     choice: str = "random"  # Rally's user_choice_method: random | round_robin
     names: Names = field(default_factory=Names)
     rng: random.Random = field(default_factory=random.Random)
-    users: list[dict[str, Any]] = field(default_factory=list)  # {"id", "name", "tenant_id", "credentials"}
-    tenants: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> {"id", "name", "users"}
+    users: list[ContextUser] = field(default_factory=list)  # the users context's users
+    tenants: dict[str, ContextTenant] = field(default_factory=dict)  # id -> its tenant
     _token: Token | None = None
     _expires: float = 0.0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -100,7 +117,7 @@ class Driver:
         assert self._token is not None
         return self._token.id
 
-    def choose_user(self, index: int) -> dict[str, Any] | None:
+    def choose_user(self, index: int) -> ContextUser | None:
         if not self.users:
             return None
         if self.choice == "round_robin":
@@ -177,24 +194,24 @@ class Identity:
 
     # -- projects ---------------------------------------------------------------------------
     async def create_project(self, project_name: str | None = None,
-                             domain_name: str = "Default") -> dict[str, Any]:
+                             domain_name: str = "Default") -> Resource:
         with self.atomic("keystone_v3.create_project"):
             tok = await self.token()
             dom = await self._domain_id(tok, domain_name)
             return await self.c.create_project(tok, project_name or self.drv.names.new(), dom)
 
-    async def list_projects(self) -> list[dict[str, Any]]:
+    async def list_projects(self) -> list[Resource]:
         with self.atomic("keystone_v3.list_projects"):
             return await self.c.list_projects(await self.token())
 
-    async def get_project(self, project_id: str) -> dict[str, Any]:
+    async def get_project(self, project_id: str) -> Resource:
         with self.atomic("keystone_v3.get_project"):
             return await self.c.get_project(await self.token(), project_id)
 
     # -- users ------------------------------------------------------------------------------
     async def create_user(self, username: str | None = None, password: str | None = None,
                           project_id: str | None = None, domain_name: str = "Default", enabled: bool = True,
-                          default_role: str = DEFAULT_ROLE) -> dict[str, Any]:
+                          default_role: str = DEFAULT_ROLE) -> Resource:
         with self.atomic("keystone_v3.create_user"):
             tok = await self.token()
             dom = await self._domain_id(tok, domain_name)
@@ -209,15 +226,15 @@ class Identity:
         await self.c.get_user(tok, user["id"])  # keystoneclient's lazy load of user.project_id
         return user
 
-    async def get_user(self, user_id: str) -> dict[str, Any]:
+    async def get_user(self, user_id: str) -> Resource:
         with self.atomic("keystone_v3.get_user"):
             return await self.c.get_user(await self.token(), user_id)
 
-    async def list_users(self) -> list[dict[str, Any]]:
+    async def list_users(self) -> list[Resource]:
         with self.atomic("keystone_v3.list_users"):
             return await self.c.list_users(await self.token())
 
-    async def update_user(self, user_id: str, **fields: Any) -> None:
+    async def update_user(self, user_id: str, **fields: object) -> None:
         with self.atomic("keystone_v3.update_user"):
             await self.c.update_user(await self.token(), user_id, **fields)
 
@@ -226,11 +243,11 @@ class Identity:
             await self.c.delete_user(await self.token(), user_id)
 
     # -- roles ------------------------------------------------------------------------------
-    async def create_role(self, name: str | None = None) -> dict[str, Any]:
+    async def create_role(self, name: str | None = None) -> Resource:
         with self.atomic("keystone_v3.create_role"):
             return await self.c.create_role(await self.token(), name or self.drv.names.new())
 
-    async def get_role(self, role_id: str) -> dict[str, Any]:
+    async def get_role(self, role_id: str) -> Resource:
         with self.atomic("keystone_v3.get_role"):
             return await self.c.get_role(await self.token(), role_id)
 
@@ -239,7 +256,7 @@ class Identity:
             await self.c.grant_role(await self.token(), project_id, user_id, role_id)
 
     async def list_roles(self, user_id: str | None = None,
-                         project_id: str | None = None) -> list[dict[str, Any]]:
+                         project_id: str | None = None) -> list[Resource]:
         with self.atomic("keystone_v3.list_roles"):
             tok = await self.token()
             if user_id and project_id:
@@ -248,19 +265,19 @@ class Identity:
 
     # -- services ---------------------------------------------------------------------------
     async def create_service(self, name: str | None = None, service_type: str | None = None,
-                             description: str | None = None) -> dict[str, Any]:
+                             description: str | None = None) -> Resource:
         with self.atomic("keystone_v3.create_service"):
             return await self.c.create_service(await self.token(), name or self.drv.names.new(),
                                                service_type or "rally_test_type",
                                                description or self.drv.names.new())
 
-    async def list_services(self) -> list[dict[str, Any]]:
+    async def list_services(self) -> list[Resource]:
         with self.atomic("keystone_v3.list_services"):
             return await self.c.list_services(await self.token())
 
-    async def get_service_by_name(self, name: str) -> dict[str, Any] | None:
+    async def get_service_by_name(self, name: str) -> Resource | None:
         return next((s for s in await self.list_services() if s.get("name") == name), None)
 
-    async def get_service(self, service_id: str) -> dict[str, Any]:
+    async def get_service(self, service_id: str) -> Resource:
         with self.atomic("keystone_v3.get_services"):
             return await self.c.get_service(await self.token(), service_id)

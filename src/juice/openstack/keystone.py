@@ -23,12 +23,27 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import quote
 
 import aiohttp
+from multidict import CIMultiDictProxy
 
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+class Resource(TypedDict, total=False):
+    """A Keystone v3 resource as the API answers it (a project, user, role, domain, service,
+    role assignment or token): the fields Juice reads; the others are there, untyped."""
+
+    id: str
+    name: str
+    domain_id: str | None
+    enabled: bool
+    description: str | None
+    type: str
+    default_project_id: str | None
+    expires_at: str
 
 
 class KeystoneError(Exception):
@@ -53,7 +68,7 @@ class Credentials:
     project_domain_name: str = "Default"
 
     def auth_body(self) -> bytes:
-        auth: dict[str, Any] = {"identity": {"methods": ["password"], "password": {"user": {
+        auth: dict[str, object] = {"identity": {"methods": ["password"], "password": {"user": {
             "name": self.username, "domain": {"name": self.user_domain_name}, "password": self.password}}}}
         if self.project_name is not None:
             auth["scope"] = {"project": {"name": self.project_name,
@@ -135,10 +150,12 @@ class KeystoneClient:
             await self._session.close()
             self._session = None
 
-    async def call(self, method: str, path: str, token: str | None = None, body: Any = None,
+    async def call(self, method: str, path: str, token: str | None = None, body: object = None,
                    headers: dict[str, str] | None = None, base: str | None = None,
-                   ok: tuple[int, ...] = ()) -> tuple[int, Any, Any]:
-        """One request: ``(status, decoded JSON or None, response headers)``.
+                   ok: tuple[int, ...] = ()) -> tuple[int, Any, CIMultiDictProxy[str]]:
+        """One request: ``(status, decoded JSON or None, response headers)``. The body is as
+        the server sent it (``Any``: each caller reads the fields of its own request, and a
+        body without them fails there as a KeyError/TypeError, as it always has).
 
         2xx (or a status in ``ok``) returns; anything else raises KeystoneError.
         """
@@ -173,49 +190,49 @@ class KeystoneClient:
         return Token(id=headers["X-Subject-Token"], user_id=tok["user"]["id"],
                      project_id=project["id"] if project else None, expires_at=tok.get("expires_at", ""))
 
-    async def validate_token(self, token: str, subject: str) -> dict[str, Any]:
+    async def validate_token(self, token: str, subject: str) -> Resource:
         _, data, _ = await self.call("GET", "/auth/tokens", token, headers={"X-Subject-Token": subject})
-        out: dict[str, Any] = data["token"]
+        out: Resource = data["token"]
         return out
 
     # -- generic CRUD ---------------------------------------------------------------------
-    async def _create(self, token: str, coll: str, key: str, fields: dict[str, Any]) -> dict[str, Any]:
+    async def _create(self, token: str, coll: str, key: str, fields: dict[str, object]) -> Resource:
         _, data, _ = await self.call("POST", f"/{coll}", token,
                                      {key: {k: v for k, v in fields.items() if v is not None}})
-        out: dict[str, Any] = data[key]
+        out: Resource = data[key]
         return out
 
-    async def _get(self, token: str, coll: str, key: str, rid: str) -> dict[str, Any]:
+    async def _get(self, token: str, coll: str, key: str, rid: str) -> Resource:
         _, data, _ = await self.call("GET", f"/{coll}/{rid}", token)
-        out: dict[str, Any] = data[key]
+        out: Resource = data[key]
         return out
 
     async def _list(self, token: str, coll: str, query: str = "",
-                    key: str | None = None) -> list[dict[str, Any]]:
+                    key: str | None = None) -> list[Resource]:
         _, data, _ = await self.call("GET", f"/{coll}{query}", token)
-        out: list[dict[str, Any]] = data[key or coll]
+        out: list[Resource] = data[key or coll]
         return out
 
     async def _delete(self, token: str, coll: str, rid: str) -> None:
         await self.call("DELETE", f"/{coll}/{rid}", token)
 
     # -- domains --------------------------------------------------------------------------
-    async def get_domain(self, token: str, domain_id: str) -> dict[str, Any]:
+    async def get_domain(self, token: str, domain_id: str) -> Resource:
         return await self._get(token, "domains", "domain", quote(domain_id, safe=""))
 
-    async def list_domains(self, token: str, name: str | None = None) -> list[dict[str, Any]]:
+    async def list_domains(self, token: str, name: str | None = None) -> list[Resource]:
         return await self._list(token, "domains", f"?name={quote(name, safe='')}" if name else "")
 
     # -- projects -------------------------------------------------------------------------
     async def create_project(self, token: str, name: str, domain_id: str | None = None,
-                             **extra: Any) -> dict[str, Any]:
+                             **extra: object) -> Resource:
         body = {"name": name, "domain_id": domain_id, **extra}
         return await self._create(token, "projects", "project", body)
 
-    async def get_project(self, token: str, project_id: str) -> dict[str, Any]:
+    async def get_project(self, token: str, project_id: str) -> Resource:
         return await self._get(token, "projects", "project", project_id)
 
-    async def list_projects(self, token: str) -> list[dict[str, Any]]:
+    async def list_projects(self, token: str) -> list[Resource]:
         return await self._list(token, "projects")
 
     async def delete_project(self, token: str, project_id: str) -> None:
@@ -224,35 +241,35 @@ class KeystoneClient:
     # -- users ----------------------------------------------------------------------------
     async def create_user(self, token: str, name: str, domain_id: str | None = None,
                           password: str | None = None, default_project_id: str | None = None,
-                          enabled: bool | None = True) -> dict[str, Any]:
+                          enabled: bool | None = True) -> Resource:
         return await self._create(token, "users", "user", {
             "name": name, "domain_id": domain_id, "password": password,
             "default_project_id": default_project_id, "enabled": enabled})
 
-    async def get_user(self, token: str, user_id: str) -> dict[str, Any]:
+    async def get_user(self, token: str, user_id: str) -> Resource:
         return await self._get(token, "users", "user", user_id)
 
-    async def list_users(self, token: str) -> list[dict[str, Any]]:
+    async def list_users(self, token: str) -> list[Resource]:
         return await self._list(token, "users")
 
-    async def update_user(self, token: str, user_id: str, **fields: Any) -> dict[str, Any]:
+    async def update_user(self, token: str, user_id: str, **fields: object) -> Resource:
         """PATCH only the given, non-None fields (``password=...``, ``enabled=...``)."""
         _, data, _ = await self.call("PATCH", f"/users/{user_id}", token,
                                      {"user": {k: v for k, v in fields.items() if v is not None}})
-        out: dict[str, Any] = data["user"]
+        out: Resource = data["user"]
         return out
 
     async def delete_user(self, token: str, user_id: str) -> None:
         await self._delete(token, "users", user_id)
 
     # -- roles ----------------------------------------------------------------------------
-    async def create_role(self, token: str, name: str, domain_id: str | None = None) -> dict[str, Any]:
+    async def create_role(self, token: str, name: str, domain_id: str | None = None) -> Resource:
         return await self._create(token, "roles", "role", {"name": name, "domain_id": domain_id})
 
-    async def get_role(self, token: str, role_id: str) -> dict[str, Any]:
+    async def get_role(self, token: str, role_id: str) -> Resource:
         return await self._get(token, "roles", "role", role_id)
 
-    async def list_roles(self, token: str) -> list[dict[str, Any]]:
+    async def list_roles(self, token: str) -> list[Resource]:
         return await self._list(token, "roles")
 
     async def delete_role(self, token: str, role_id: str) -> None:
@@ -265,27 +282,27 @@ class KeystoneClient:
         await self.call("DELETE", f"/projects/{project_id}/users/{user_id}/roles/{role_id}", token)
 
     async def list_user_project_roles(self, token: str, project_id: str,
-                                      user_id: str) -> list[dict[str, Any]]:
+                                      user_id: str) -> list[Resource]:
         return await self._list(token, f"projects/{project_id}/users/{user_id}/roles", key="roles")
 
     async def list_role_assignments(self, token: str, user_id: str | None = None,
-                                    project_id: str | None = None) -> list[dict[str, Any]]:
+                                    project_id: str | None = None) -> list[Resource]:
         q = "&".join(f"{k}={v}" for k, v in (("user.id", user_id), ("scope.project.id", project_id)) if v)
         _, data, _ = await self.call("GET", "/role_assignments" + (f"?{q}" if q else ""), token)
-        out: list[dict[str, Any]] = data["role_assignments"]
+        out: list[Resource] = data["role_assignments"]
         return out
 
     # -- services -------------------------------------------------------------------------
     async def create_service(self, token: str, name: str, type: str, description: str | None = None,
-                             enabled: bool = True) -> dict[str, Any]:
+                             enabled: bool = True) -> Resource:
         return await self._create(token, "services", "service",
                                   {"name": name, "type": type, "description": description,
                                    "enabled": enabled})
 
-    async def get_service(self, token: str, service_id: str) -> dict[str, Any]:
+    async def get_service(self, token: str, service_id: str) -> Resource:
         return await self._get(token, "services", "service", service_id)
 
-    async def list_services(self, token: str) -> list[dict[str, Any]]:
+    async def list_services(self, token: str) -> list[Resource]:
         return await self._list(token, "services")
 
     async def delete_service(self, token: str, service_id: str) -> None:

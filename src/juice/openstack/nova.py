@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 from urllib.parse import quote
 
 from juice.errors import ServiceError
@@ -24,6 +24,23 @@ from juice.openstack.creds import AdminCredentials
 from juice.openstack.http import Response, issue_token, request
 
 MICROVERSION = "2.37"  # the first with "networks": "none"
+
+
+class Fault(TypedDict, total=False):
+    message: str
+    code: int
+
+
+# a server as GET /servers/<id> answers it: the fields Juice reads
+Server = TypedDict("Server", {"id": str, "name": str, "status": str, "fault": Fault,
+                              "OS-EXT-STS:task_state": str | None}, total=False)
+
+
+class Hypervisor(TypedDict, total=False):
+    id: int | str
+    hypervisor_hostname: str
+    state: str
+    status: str
 
 
 @dataclass
@@ -40,7 +57,7 @@ class NovaClient:
               microversion: str = MICROVERSION) -> NovaClient:
         return cls(lab, site, url, issue_token(lab, site, creds), microversion)
 
-    def call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,),
+    def call(self, method: str, path: str, body: object = None, ok: tuple[int, ...] = (200,),
              timeout: float = 60.0) -> Response:
         r = request(self.lab, self.site, method, self.url + path, body=body, timeout=timeout,
                     headers={"X-Auth-Token": self.token,
@@ -60,31 +77,32 @@ class NovaClient:
 
     def boot(self, name: str, flavor: str, image: str, *, count: int = 1) -> str:
         """POST /servers with ``networks: none``; the server id (the first, when count > 1)."""
-        body: dict[str, Any] = {"server": {"name": name, "flavorRef": flavor, "imageRef": image,
-                                           "networks": "none"}}
+        server: dict[str, object] = {"name": name, "flavorRef": flavor, "imageRef": image,
+                                     "networks": "none"}
         if count > 1:
-            body["server"].update({"min_count": count, "max_count": count})
+            server.update({"min_count": count, "max_count": count})
+        body = {"server": server}
         return str(self.call("POST", "/servers", body, ok=(202,)).json()["server"]["id"])
 
-    def server(self, sid: str) -> dict[str, Any] | None:
+    def server(self, sid: str) -> Server | None:
         """GET /servers/<id> (None when it is gone)."""
         r = self.call("GET", f"/servers/{sid}", ok=(200, 404))
         if r.status == 404:
             return None
-        out: dict[str, Any] = r.json()["server"]
+        out: Server = r.json()["server"]
         return out
 
-    def servers(self, name: str | None = None) -> list[dict[str, Any]]:
+    def servers(self, name: str | None = None) -> list[Server]:
         q = f"?name={quote(name)}" if name else ""  # nova: a regular expression
-        out: list[dict[str, Any]] = self.call("GET", f"/servers/detail{q}").json()["servers"]
+        out: list[Server] = self.call("GET", f"/servers/detail{q}").json()["servers"]
         return out
 
     def wait_status(self, sid: str, want: str = "ACTIVE", timeout: float = 300.0,
-                    interval: float = 0.5) -> dict[str, Any]:
+                    interval: float = 0.5) -> Server:
         """Poll until the server's status is ``want`` (bounded); ServiceError at ERROR (with
         nova's fault message) or at the deadline (with the last status and task state)."""
         deadline = time.monotonic() + timeout
-        last: dict[str, Any] = {}
+        last: Server = {}
         while True:
             srv = self.server(sid)
             if srv is None:
@@ -110,6 +128,6 @@ class NovaClient:
                 raise ServiceError(f"server {sid}: still there {timeout:.0f} s after its deletion")
             time.sleep(interval)
 
-    def hypervisors(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = self.call("GET", "/os-hypervisors").json()["hypervisors"]
+    def hypervisors(self) -> list[Hypervisor]:
+        out: list[Hypervisor] = self.call("GET", "/os-hypervisors").json()["hypervisors"]
         return out
