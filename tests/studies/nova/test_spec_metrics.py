@@ -175,6 +175,7 @@ def test_faults_are_checked_against_the_sites_and_refused_with_a_target() -> Non
 
 SIM = {"computes": {"processes": 2, "nodes_per_process": 5,
                     "spawn_time": {"dist": "lognormal", "median_s": 20, "sigma": 1.0, "cap_s": 300}},
+       "image_service": "fake-glance",  # image_fetch simulates fake-glance's answers
        "fakes": {"image_fetch_s": {"dist": "table", "table": "seed004", "seed": 9}},
        "failures": {"spawn": 0.1, "image_fetch": 0.05}}
 

@@ -20,8 +20,11 @@ Example (``examples/nova-boot.yaml``)::
     computes: {processes: 4, nodes_per_process: 25, vcpus: 8, memory_mb: 16384, disk_gb: 200}
     # computes: {..., isolation: fork}   # one nova-compute per node, forked (shared: one per process)
     # computes: {..., spawn_time: {dist: table, table: seed004}}   # SIMULATED waits (seconds):
+    # image_service: fake-glance    # the stand-in instead of the real glance-api (the default;
+    #                               # recorded as a deviation; docs/nova-simulation.md)
     # fakes: {image_fetch_s: {dist: uniform, low_s: 0.1, high_s: 2}}   # constant | uniform |
-    #                                                  # lognormal | table (docs/nova-simulation.md)
+    #                                                  # lognormal | table (docs/nova-simulation.md;
+    #                                                  # image_fetch: fake-glance's, so with it only)
     # failures: {spawn: 0.01, image_fetch: 0.02}       # SIMULATED, probabilities
     scenarios:
       - NovaServers.boot_server
@@ -100,7 +103,7 @@ SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "preload_method",
                   "computes", "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes",
-                  "failures", "profiler", "configurations", "haproxy", "topology")
+                  "failures", "profiler", "configurations", "haproxy", "topology", "image_service")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -332,6 +335,10 @@ class NovaSpec(TargetStudySpec[NovaSla]):
         "(docs/topology.md)"))
     topology: Topology = Field(default_factory=Topology, description=(
         "the control plane's shape: control_sites, keystones, rabbitmq_nodes (docs/topology.md)"))
+    image_service: Literal["glance", "fake-glance"] = Field(default="glance", description=(
+        "the image service: glance (the real glance-api 33: its database, the file store, tokens "
+        "validated by Keystone, the deployment's image uploaded through its API) | fake-glance (the "
+        "stand-in: answers nova's image requests, validates nothing; recorded as a deviation)"))
     fakes: Fakes = Field(default_factory=Fakes, description=(
         "SIMULATED latencies of fake-glance and fake-neutron (juice.studies.nova.simulation)"))
     failures: Failures = Field(default_factory=Failures, description=(
@@ -348,7 +355,8 @@ class NovaSpec(TargetStudySpec[NovaSla]):
     boot_timeout_s: Annotated[FiniteFloat, Ge(10), Le(3600)] = 300.0
     poll_interval_s: Annotated[FiniteFloat, Ge(0.1), Le(60)] = 2.0
     image: StrictStr | None = Field(default=None, pattern=r"^[0-9a-fA-F-]{32,36}$", description=(
-        "with a target, required: the image id to boot (the lab uses its fake-glance image)"))
+        "with a target, required: the image id to boot (the lab boots its own image: glance's, or "
+        "fake-glance's)"))
     compute_url: StrictStr | None = Field(default=None, pattern=r"^https?://[^\s]+$", description=(
         "with a target: nova's URL instead of the catalog's (e.g. a loopback forwarder)"))
     network: StrictStr = Field(default="none", pattern=r"^(none|auto|[0-9a-fA-F-]{32,36})$",
@@ -391,7 +399,7 @@ class NovaSpec(TargetStudySpec[NovaSla]):
         if self.target is None:
             for k in ("image", "network", "compute_url"):
                 if k in self.model_fields_set:
-                    raise ValueError(f"{k}: only with a target (the lab boots its stand-in image, "
+                    raise ValueError(f"{k}: only with a target (the lab boots its own image, "
                                      "networks none)")
             return self
         lab_only = [k for k in TARGET_FORBIDS if k in self.model_fields_set]
@@ -406,6 +414,13 @@ class NovaSpec(TargetStudySpec[NovaSla]):
     def _fits(self) -> NovaSpec:
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
+        if self.image_service == "glance":
+            for field, on in (("fakes.image_fetch_s", self.fakes.image_fetch_s is not None),
+                              ("failures.image_fetch", self.failures.image_fetch > 0)):
+                if on:
+                    raise ValueError(f"{field}: simulates fake-glance's answers, and the images come from "
+                                     "the real glance-api (image_service: glance, the default); add "
+                                     "image_service: fake-glance, or remove it")
         for field, on in (("fakes.port_create_s", self.fakes.port_create_s is not None),
                           ("failures.port_create", self.failures.port_create > 0)):
             if on:

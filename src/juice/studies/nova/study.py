@@ -4,7 +4,8 @@
     juice run examples/nova-boot.yaml        # → results/nova-boot/<run>/..., report.html
 
 A lab per one-way delay; in it the whole nova stack (``services.nova_deploy``: the database,
-RabbitMQ, Keystone, placement, fake-glance/fake-neutron stand-ins, nova-api, conductor,
+RabbitMQ, Keystone, placement, glance (fake-glance when asked), the fake-neutron stand-in,
+nova-api, conductor,
 schedulers and the simulated compute hosts) per deployment key; inside it the running VMs
 (``preload``) are booted once and topped up as the points ask for more; each run boots from
 one driver in ``driver_site`` and deletes what it made.
@@ -88,6 +89,7 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
                      haproxy_timeout_server_s=(float(given["haproxy_timeout_server"])
                                                if "haproxy_timeout_server" in given else None),
                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
+                     image_service=spec.image_service,
                      nova=NovaOptions(**srv, **roles, schedulers=p.schedulers,
                                       host_subset_size=p.host_subset_size,
                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
@@ -121,7 +123,7 @@ def osprofiler_traces(run: Run[NovaSpec, NovaPoint], stack: NovaDeployment) -> N
                  f"{spans} notifications")
 
 
-VERSIONED = ("nova", "openstack-placement", "keystone", "oslo.messaging")
+VERSIONED = ("nova", "openstack-placement", "keystone", "glance", "oslo.messaging")
 
 
 def versions(lab: Lab, spec: NovaSpec) -> dict[str, str]:
@@ -152,7 +154,8 @@ def roles(spec: NovaSpec, p: NovaPoint) -> dict[int, list[str]]:
         if k == st.placement_site:
             out[k].append("placement")
         if k == st.fakes_site:
-            out[k].append("fake-glance/fake-neutron")
+            out[k].append("glance-api, fake-neutron" if st.image_service == "glance"
+                          else "fake-glance/fake-neutron")
         if k == st.nova.api:
             out[k].append("nova-api")
         if k == st.nova.conductor:
@@ -240,11 +243,9 @@ def grow_preload(dep: Deployment, want: int, progress: Progress, method: str = "
 def _boot_batch(dep: Deployment, n: int, t0: float, timeout_s: float) -> None:
     """Boot ``n`` preload VMs in one multi-create request and wait until they are ACTIVE (only
     this batch is listed: a name prefix, so that 20,000 running do not slow the poll)."""
-    from juice.services.openstack.fake_openstack import IMAGE_ID
-
     cli = dep.stack.client(1)
     name = f"{PRELOAD_PREFIX}-{dep.running:06d}"
-    cli.boot(name, dep.flavor_id, IMAGE_ID, count=n)
+    cli.boot(name, dep.flavor_id, dep.stack.image_id, count=n)
     deadline = time.monotonic() + max(300.0, 10.0 * n)
     while True:
         servers = cli.servers(name=f"^{name}")
@@ -321,14 +322,13 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
             return
         from juice.services.buses import mqstats
         from juice.services.databases import counters, dbevents
-        from juice.services.openstack.fake_openstack import IMAGE_ID
 
         grow_preload(dep, p.preload, run.progress, spec.preload_method)
         ks, site = dep.stack.ks, spec.driver_site
         creds = ks.admin_credentials()
         env = {"auth_url": ks.auth_url(site), "username": creds.username, "password": creds.password,
                "project_name": creds.project_name, "nova_url": dep.stack.nova.api_url(),
-               "image_id": IMAGE_ID, "flavor_id": dep.flavor_id,
+               "image_id": dep.stack.image_id, "flavor_id": dep.flavor_id,
                "name_run": "".join(secrets.choice(ALPHABET) for _ in range(6))}
         if dep.stack.redis is not None:  # OSProfiler on: the driver signs a trace per boot
             env["profiler_key"] = dep.stack.nova.profiler_key
