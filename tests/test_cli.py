@@ -16,7 +16,7 @@ COMMANDS = [[], ["lab"], ["lab", "up"], ["lab", "status"], ["lab", "check"], ["l
             ["cleanup"], ["analyze"], ["report"], ["trace"], ["sla"], ["compare"], ["trend"],
             ["calibrate"], ["schema"], ["export"], ["export", "openmetrics"], ["keystone"],
             ["keystone", "up"], ["keystone", "status"], ["keystone", "down"], ["hosts"],
-            ["hosts", "prepare"]]
+            ["hosts", "prepare"], ["docs"], ["docs", "build"], ["docs", "serve"]]
 
 
 def juice(*args: str) -> subprocess.CompletedProcess[str]:
