@@ -19,7 +19,8 @@ APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync soc
           postgresql postgresql-client python3-venv
           memcached redis-server nats-server rabbitmq-server haproxy
           libmariadb-dev pkg-config gcc python3-dev  # build deps of mysqlclient (the C MySQLdb)
-          openssh-server)  # sshd: the tests' stand-in for a cloud's host (profiles over SSH)
+          openssh-server  # sshd: the tests' stand-in for a cloud's host (profiles over SSH)
+          ovn-central ovn-common openvswitch-common)  # OVN's NB/SB ovsdb-servers and northd (real Neutron, ML2/OVN)
 # The native helpers are built with the Go pinned in scripts/lock/go-toolchain.txt, which
 # scripts/go-toolchain.sh fetches from the Go module proxy with any go command: on a machine
 # without one, Debian's golang-go (Go 1.19, itself too old to build them) is that client.
@@ -40,7 +41,8 @@ fi
 # The packaged servers must not hold ports or data dirs Juice uses.
 # sshd only when this script installed it (a host reached over SSH keeps its own sshd).
 [[ " ${missing[*]} " == *" openssh-server "* ]] && systemctl disable --now ssh ssh.socket >/dev/null 2>&1 || true
-for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd nats-server haproxy; do
+for svc in mariadb postgresql memcached redis-server rabbitmq-server epmd.socket epmd nats-server haproxy \
+           ovn-central ovn-northd ovn-ovsdb-server-nb ovn-ovsdb-server-sb; do
   systemctl disable --now "$svc" >/dev/null 2>&1 || true
 done
 
