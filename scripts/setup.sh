@@ -4,10 +4,15 @@
 #   - uv (pinned) and four venvs in $JUICE_CACHE (outside the clone, reused between runs):
 #     venv (Juice), openstack, rally, messaging, each exactly its lock file in scripts/lock/
 #   - native helpers built into $JUICE_CACHE/bin
+# Offline (a host that reaches no registry): JUICE_OFFLINE=DIR, a bundle made by
+# scripts/offline-bundle.sh on a machine that does (`juice hosts prepare --offline` copies it),
+# is the only source: Debian packages from its flat repository, wheels with --no-index from it,
+# the helpers as built there (checked against its SHA256SUMS). `--apt-packages` prints the list.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cache=${JUICE_CACHE:-/var/cache/juice}
-log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+# Each line with the seconds since the start (`juice hosts prepare` reports the steps from them).
+log() { printf '\033[1m[setup +%ds]\033[0m %s\n' "$SECONDS" "$*" >&2; }
 
 if [ "$(id -u)" != 0 ]; then
   echo "setup.sh: must run as root (it installs Debian packages and creates network namespaces); rerun with sudo" >&2
@@ -21,10 +26,19 @@ APT_PKGS=(iproute2 iptables nftables iputils-ping iperf3 procps psmisc rsync soc
           libmariadb-dev pkg-config gcc python3-dev  # build deps of mysqlclient (the C MySQLdb)
           openssh-server  # sshd: the tests' stand-in for a cloud's host (profiles over SSH)
           ovn-central ovn-common openvswitch-common)  # OVN's NB/SB ovsdb-servers and northd (real Neutron, ML2/OVN)
+[ "${1:-}" = --apt-packages ] && { printf '%s\n' "${APT_PKGS[@]}"; exit 0; }
+offline=${JUICE_OFFLINE:-}
+if [ -n "$offline" ]; then
+  # Shell and coreutils only: a bare host has no Python yet.
+  [ -f "$offline/SHA256SUMS" ] || { echo "setup.sh: JUICE_OFFLINE=$offline: no SHA256SUMS there (not a bundle of scripts/offline-bundle.sh)" >&2; exit 2; }
+  log "offline: checking the bundle $offline ($(wc -l < "$offline/SHA256SUMS") files)"
+  (cd "$offline" && sha256sum -c --quiet --strict SHA256SUMS) \
+    || { echo "setup.sh: the bundle $offline does not match its SHA256SUMS (see above); copy it again" >&2; exit 1; }
+fi
 # The native helpers are built with the Go pinned in scripts/lock/go-toolchain.txt, which
 # scripts/go-toolchain.sh fetches from the Go module proxy with any go command: on a machine
 # without one, Debian's golang-go (Go 1.19, itself too old to build them) is that client.
-[ -n "${JUICE_GO:-}" ] || command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
+[ -n "$offline" ] || [ -n "${JUICE_GO:-}" ] || command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || APT_PKGS+=(golang-go)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,11 +46,19 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  aptopts=()
+  if [ -n "$offline" ]; then
+    # The bundle's flat repository is apt's only source (its own lists, the host's untouched).
+    mkdir -p "$offline/apt/lists/partial"
+    echo "deb [trusted=yes] file:$offline/debs ./" > "$offline/apt/sources.list"
+    aptopts=(-o "Dir::Etc::SourceList=$offline/apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+             -o "Dir::State::Lists=$offline/apt/lists" -o APT::Get::List-Cleanup=0)
+  fi
+  apt-get "${aptopts[@]}" update -qq
   # policy-rc.d keeps the packaged services from starting: Juice starts its own servers.
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
   trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get "${aptopts[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The packaged servers must not hold ports or data dirs Juice uses.
 # sshd only when this script installed it (a host reached over SSH keeps its own sshd).
@@ -74,14 +96,19 @@ if ! [ -x "$uv" ] || [ "$(cat "$uvdir/.juice-stamp" 2>/dev/null)" != "$uv_want" 
   log "installing uv ($(grep -o '^uv==[^ ]*' "$lock/uv.txt")) into $uvdir"
   rm -rf "$uvdir"
   "$py" -m venv "$uvdir"
+  pipnet=()
+  [ -n "$offline" ] && pipnet=(--no-index --find-links "$offline/wheels")
   timeout 600 "$uvdir/bin/pip" install -q --disable-pip-version-check --no-input --require-hashes \
-    --only-binary :all: -r "$lock/uv.txt" \
+    --only-binary :all: "${pipnet[@]}" -r "$lock/uv.txt" \
     || { echo "setup.sh: could not install uv from PyPI into $uvdir (see above); check the network to PyPI and rerun" >&2; exit 1; }
   echo "$uv_want" > "$uvdir/.juice-stamp"
 fi
 export UV_CACHE_DIR=$cache/uv-cache UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
 # Juice, mysqlclient and ovs build from sdist: their build back-end is pinned too.
 export UV_BUILD_CONSTRAINT=$lock/build.txt
+# Offline: the bundle's wheels (and sdists) only; uv fails rather than reach an index.
+uvnet=()
+[ -n "$offline" ] && uvnet=(--offline --no-index --find-links "$offline/wheels")
 
 # frozen DIR: the venv's distributions as sorted `name==version` lines, names normalised
 # (PEP 503), editable installs left out; with no DIR, the same from a lock file on stdin.
@@ -109,7 +136,7 @@ venv() {
   log "creating the venv $dir (${pins#"$here"/})"
   rm -rf "$dir"
   "$uv" venv -q --python "$py" "$dir"
-  timeout 1800 "$uv" pip sync -q --python "$dir/bin/python" --require-hashes "$pins" \
+  timeout 1800 "$uv" pip sync -q "${uvnet[@]}" --python "$dir/bin/python" --require-hashes "$pins" \
     || { echo "setup.sh: installing ${pins#"$here"/} into $dir failed (see above); fix the cause (network to PyPI, build deps) and rerun" >&2; exit 1; }
   if [ "$(frozen "$dir")" != "$(frozen < "$pins")" ]; then
     echo "setup.sh: $dir does not hold exactly ${pins#"$here"/} after install (diff: $(diff <(frozen < "$pins") <(frozen "$dir") | grep '^[<>]' | tr '\n' ' ')); rerun setup.sh, and if it persists regenerate the locks with 'bash scripts/lock.sh'" >&2
@@ -124,7 +151,7 @@ venv() {
 venv "$cache/venv" "$lock/juice.txt" "$here/pyproject.toml"
 juice_url=$(sed -nE 's/.*"url": ?"([^"]*)".*/\1/p' "$cache"/venv/lib/python3.11/site-packages/juice-*.dist-info/direct_url.json 2>/dev/null || true)
 if [ "$kept" = 0 ] || [ "$juice_url" != "file://$here" ]; then
-  "$uv" pip install -q --python "$cache/venv/bin/python" --no-deps -e "$here"
+  "$uv" pip install -q "${uvnet[@]}" --python "$cache/venv/bin/python" --no-deps -e "$here"
 fi
 # The OpenStack services (Keystone, nova, placement), kept out of Juice's venv.
 venv "$cache/openstack" "$lock/openstack.txt" "$here/plugins/juice-nova/pyproject.toml"
@@ -133,7 +160,7 @@ venv "$cache/openstack" "$lock/openstack.txt" "$here/plugins/juice-nova/pyprojec
 # points elsewhere.
 nova_url=$(sed -nE 's/.*"url": ?"([^"]*)".*/\1/p' "$cache"/openstack/lib/python3.11/site-packages/juice_nova-*.dist-info/direct_url.json 2>/dev/null || true)
 if [ "$kept" = 0 ] || [ "$nova_url" != "file://$here/plugins/juice-nova" ]; then
-  "$uv" pip install -q --python "$cache/openstack/bin/python" --no-deps -e "$here/plugins/juice-nova"
+  "$uv" pip install -q "${uvnet[@]}" --python "$cache/openstack/bin/python" --no-deps -e "$here/plugins/juice-nova"
 fi
 # Real Rally (format checks, the Juice-vs-Rally benchmark), in its own venv too.
 venv "$cache/rally" "$lock/rally.txt"
@@ -143,11 +170,20 @@ venv "$cache/messaging" "$lock/messaging.txt" "$here/plugins/juice-messaging/pyp
 # without dependencies, re-pointed at this clone when it points elsewhere.
 msg_url=$(sed -nE 's/.*"url": ?"([^"]*)".*/\1/p' "$cache"/messaging/lib/python3.11/site-packages/juice_messaging-*.dist-info/direct_url.json 2>/dev/null || true)
 if [ "$kept" = 0 ] || [ "$msg_url" != "file://$here/plugins/juice-messaging" ]; then
-  "$uv" pip install -q --python "$cache/messaging/bin/python" --no-deps -e "$here/plugins/juice-messaging"
+  "$uv" pip install -q "${uvnet[@]}" --python "$cache/messaging/bin/python" --no-deps -e "$here/plugins/juice-messaging"
 fi
 
-# Native helpers.
-"$here/native/build.sh" "$cache/bin"
+# Native helpers: built with the pinned Go, or offline as the bundle has them (checked above).
+if [ -n "$offline" ]; then
+  mkdir -p "$cache/bin"
+  for f in "$offline"/bin/* "$offline"/bin/.*.stamp; do
+    [ -f "$f" ] || continue
+    cmp -s "$f" "$cache/bin/${f##*/}" || { cp -p "$f" "$cache/bin/${f##*/}.tmp.$$" && mv -f "$cache/bin/${f##*/}.tmp.$$" "$cache/bin/${f##*/}"; }
+  done
+  log "native helpers from the bundle: $(cd "$offline/bin" && ls | tr '\n' ' ')"
+else
+  "$here/native/build.sh" "$cache/bin"
+fi
 # `juice` on the PATH only for the default cache: a set-up in another JUICE_CACHE (tests,
 # benchmarks/setup_time.sh) leaves the link to /var/cache/juice alone.
 if [ "$cache" = /var/cache/juice ]; then

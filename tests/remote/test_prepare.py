@@ -322,6 +322,30 @@ def test_prepare_copies_a_clone_to_a_host_and_runs_a_command(host1: tuple[Static
         shutil.rmtree(src, ignore_errors=True)
 
 
+STAMPS = (("uv", "uv.txt", ()), ("venv", "juice.txt", ("pyproject.toml",)),
+          ("openstack", "openstack.txt", ("plugins/juice-nova/pyproject.toml",)), ("rally", "rally.txt", ()),
+          ("messaging", "messaging.txt", ("plugins/juice-messaging/pyproject.toml",)))
+
+
+def _would_rebuild(clone: Path) -> str | None:
+    """Why setup.sh run from ``clone`` would remove and rebuild a shared venv (its stamp, the
+    hash of its lock and inputs as setup.sh computes it, differs): on a test host, which shares
+    this disk but reaches no registry, that rebuild fails and leaves the venv EMPTY for every
+    user of the cache. None: every venv would be kept."""
+    import hashlib
+
+    for venv, lock, extra in STAMPS:
+        data = b"".join((clone / p).read_bytes() for p in (f"scripts/lock/{lock}", *extra))
+        want = hashlib.sha256(data).hexdigest()
+        try:
+            have = (cache_dir() / venv / ".juice-stamp").read_text().strip()
+        except OSError:
+            have = ""
+        if have != want:
+            return f"{cache_dir() / venv} would be rebuilt (its stamp is not {clone}/scripts/lock/{lock}'s)"
+    return None
+
+
 def _editables_elsewhere(clone: Path) -> str | None:
     """Why setup.sh run from ``clone`` would re-point the shared venvs' editable installs of Juice
     and its plugins (None: they point at ``clone`` already, setup.sh leaves them)."""
@@ -345,6 +369,9 @@ def test_prepare_runs_setup_sh_on_a_host(request: pytest.FixtureRequest, tmp_pat
     venvs' editable installs already point at this clone (otherwise setup.sh would re-point
     them here, for every user of the cache); JUICE_TEST_PREPARE_SETUP=1 runs it anyway."""
     clone = clone_dir()
+    rebuild = _would_rebuild(clone)
+    if rebuild:  # never overridden: it would destroy the shared venv
+        pytest.skip(f"{rebuild}: run scripts/setup.sh here first")
     why = _editables_elsewhere(clone)
     if why and os.environ.get("JUICE_TEST_PREPARE_SETUP") != "1":
         pytest.skip(f"setup.sh would re-point the shared venvs at this clone ({why}); run from that clone, "

@@ -17,6 +17,7 @@ from juice.cli.common import err, out, progress
 from juice.errors import LabError, UserError
 from juice.lab.provider import Provider, StaticHost, check_sites, parse_provider, reserve
 from juice.paths import cache_dir, work_dir
+from juice.remote import offline as offl
 from juice.remote import prepare as prep
 from juice.remote.ssh import ssh_argv
 from juice.spec.base import SiteCount
@@ -115,8 +116,18 @@ def _table(outcomes: list[prep.Outcome]) -> Table:
     return t
 
 
+def _details(outcomes: list[prep.Outcome]) -> None:
+    """Per host, what was copied and how long each step took (setup.sh's own steps too)."""
+    for o in outcomes:
+        out.print(f"{o.target.name}: copied {o.copy_summary() or 'nothing'}; {o.step_summary()}",
+                  markup=False, highlight=False, soft_wrap=True)
+        if o.phases:
+            out.print("  setup.sh: " + ", ".join(f"{w} {s:.0f} s" for w, s in o.phases),
+                      markup=False, highlight=False, soft_wrap=True)
+
+
 def _dry_run(p: Provider, n: int, src: Path, files: list[str], command: str | None,
-             timeout_min: float) -> None:
+             timeout_min: float, offline: bool) -> None:
     kh = Path("<log-dir>/known_hosts-K")
     hosts: list[Any] = list(p.static.hosts[:n]) if p.static is not None else [
         StaticHost(address=f"site-{k}") for k in range(1, n + 1)]
@@ -125,15 +136,26 @@ def _dry_run(p: Provider, n: int, src: Path, files: list[str], command: str | No
                   f"released at the end unless provider.keep")
     out.print(f"source: {src} ({len(files)} tracked files), to the same path on every host; "
               f"JUICE_CACHE={cache_dir()}")
+    bundle = f"{cache_dir()}/offline/<digest>"
+    if offline:
+        out.print(f"offline: here, JUICE_CACHE={cache_dir()} bash {src / offl.BUNDLE_SCRIPT} makes (once per "
+                  f"digest of the locks) {bundle}, sent to the same path on every host", markup=False)
     for k, h in enumerate(hosts, 1):
         t = prep.Target(k, h)
         out.print(f"{t.name}:", markup=False)
         steps = [("check", ssh_argv(h, kh, prep.CHECK, address=h.address)),
                  ("copy, list", ssh_argv(h, kh, prep.list_command(str(src)), address=h.address)),
                  ("copy, send", [*prep.tar_argv(src), "|",
-                                 *ssh_argv(h, kh, prep.untar_command(str(src)), address=h.address)]),
-                 ("setup", ssh_argv(h, kh, prep.setup_command(str(src), cache_dir(), timeout_min * 60,
-                                                                   command), address=h.address))]
+                                 *ssh_argv(h, kh, prep.untar_command(str(src)), address=h.address)])]
+        if offline:
+            steps.append(("bundle, send", [*prep.tar_argv(Path(bundle)), "|", *ssh_argv(
+                h, kh, prep.untar_command(bundle), address=h.address)]))
+        there = bundle if offline else None
+        setup = prep.setup_command(str(src), cache_dir(), timeout_min * 60, command, there)
+        steps.append(("setup", ssh_argv(h, kh, setup, address=h.address)))
+        if command is None:
+            steps.append(("verify", ssh_argv(h, kh, prep.verify_command(str(src), cache_dir(), there),
+                                             address=h.address)))
         for name, argv in steps:
             out.print(f"  {name}: {shlex.join(argv)}".replace("'|'", "|"), markup=False, soft_wrap=True)
 
@@ -154,9 +176,15 @@ def prepare(
     command: str | None = typer.Option(None, "--command", help="Diagnostics: run this (bash -c) in "
                                        "the copied clone instead of scripts/setup.sh."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the commands per host; contact no host."),
+    offline: bool = typer.Option(False, "--offline", help="The hosts reach no registry: bring everything "
+                                 "setup.sh needs from here (scripts/offline-bundle.sh: the locked wheels, "
+                                 "the Debian packages and their dependencies, the native helpers; made once "
+                                 "per lock digest, needs root and this machine on Debian 12) and install "
+                                 "from that only."),
 ) -> None:
     """Copy this clone to every host of SPEC's provider: (same path) and run its
-    scripts/setup.sh there, in parallel over ssh; a summary table at the end. Idempotent."""
+    scripts/setup.sh there, in parallel over ssh, then check each venv against its lock; a
+    summary table (what was copied, seconds per step) at the end. Idempotent."""
     if not math.isfinite(timeout) or not 1 <= timeout <= MAX_TIMEOUT_MIN:
         raise UserError(f"--timeout: minutes from 1 to {MAX_TIMEOUT_MIN}, got {timeout}")
     if not 1 <= parallel <= MAX_PARALLEL:
@@ -171,16 +199,18 @@ def prepare(
         raise UserError(f"{spec}: {e}") from None
     src, files = _source(source_dir, command)
     if dry_run:
-        _dry_run(p, n, src, files, command, timeout)
+        _dry_run(p, n, src, files, command, timeout, offline)
         return
     run_dir = _run_dir(log_dir)
+    bundle = offl.make_bundle(src, cache_dir(), progress, run_dir / "bundle.log") if offline else None
     progress(f"preparing {n} host(s) from {src} ({len(files)} tracked files), JUICE_CACHE={cache_dir()}; "
              f"logs: {run_dir}")
     ctx = prep.Context(source=src, run_dir=run_dir, cache=cache_dir(), files=files,
-                       setup_timeout_s=timeout * 60, command=command, progress=progress)
+                       setup_timeout_s=timeout * 60, command=command, progress=progress, bundle=bundle)
     with reserve(p, n, run_dir / "enoslib", progress) as hosts:  # g5k/vagrant: released unless keep
         outcomes = prep.prepare_all([prep.Target(k, h) for k, h in enumerate(hosts, 1)], ctx, parallel)
     out.print(_table(outcomes))
+    _details(outcomes)
     failed = [o for o in outcomes if not o.ok]
     for o in failed:
         err.print(f"[red]{o.target.name}[/red]: last lines of {o.log}:", highlight=False)

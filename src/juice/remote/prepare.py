@@ -6,8 +6,16 @@ ssh, in parallel, three steps, each bounded by a timeout:
    (the venv's editable install and ``python -m juice.driver`` resolve there). Only what differs
    is sent: the host lists mode, size and mtime of those paths (``stat``), the rest goes as one
    ``tar`` stream over ssh (mtimes kept, so a second run sends nothing). Nothing is deleted there;
-3. **setup**: ``bash scripts/setup.sh`` in that directory with ``JUICE_CACHE`` as here (or a
-   ``command`` for diagnostics), its output streamed into the host's log.
+3. **bundle** (``--offline`` only): the offline bundle made here (juice.remote.offline: the
+   locked wheels, the Debian packages and their dependencies, the native helpers) to the same
+   path on the host, sent as the clone is (only what differs);
+4. **setup**: ``bash scripts/setup.sh`` in that directory with ``JUICE_CACHE`` as here (and
+   ``JUICE_OFFLINE`` = the bundle: nothing is fetched), or a ``command`` for diagnostics, its
+   output streamed into the host's log;
+5. **verify** (not with a ``command``): ``scripts/verify-setup.sh`` there: each venv equals its
+   lock, ``uv pip check`` passes, the helpers are there (offline: the bundle's, by sha256).
+
+Each host's outcome says what was copied (files, bytes) and how long each step took.
 
     targets = [Target(1, host1), Target(2, host2)]
     ctx = Context(source=Path("/srv/juice"), run_dir=Path("/var/tmp/juice/prepare/x"), ...)
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import subprocess
 import threading
@@ -33,6 +42,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from juice.errors import UserError
+from juice.remote.offline import Bundle
 from juice.remote.ssh import ssh_argv
 
 Progress = Callable[[str], None]
@@ -40,10 +50,12 @@ Progress = Callable[[str], None]
 CHECK_TIMEOUT_S = 60.0
 COPY_TIMEOUT_S = 900.0
 SETUP_TIMEOUT_S = 3600.0
+VERIFY_TIMEOUT_S = 300.0
 KILL_AFTER_S = 30  # the host's `timeout -k`: SIGKILL this long after SIGTERM
 GRACE_S = 5.0  # a stopped process: SIGKILL this long after SIGTERM
 TAIL_LINES = 8
 SETUP = "bash scripts/setup.sh"
+VERIFY = "bash scripts/verify-setup.sh"
 
 
 class Stopped(Exception):
@@ -63,6 +75,15 @@ class Target:
         return f"host {self.site} ({h.user}@{h.address}:{h.port})"
 
 
+@dataclass(frozen=True)
+class Copied:
+    """One copy to a host: files sent (those that differed) of the total, and their bytes."""
+
+    sent: int
+    total: int
+    bytes: int
+
+
 @dataclass
 class Outcome:
     """How one host went: ``step`` is where it failed (check, copy, setup), or ``done``."""
@@ -73,7 +94,20 @@ class Outcome:
     seconds: float
     log: Path
     why: str = ""
-    sent: int = 0
+    sent: int = 0  # the clone's files sent
+    steps: dict[str, float] = field(default_factory=dict)  # step -> seconds, in order
+    copied: dict[str, Copied] = field(default_factory=dict)  # "clone", "bundle" -> what was sent
+    phases: list[tuple[str, float]] = field(default_factory=list)  # setup.sh's own steps, seconds
+
+    def copy_summary(self) -> str:
+        """e.g. "3 of 950 files (0.1 MB), bundle 1210 of 1210 files (812.4 MB)" (the clone first,
+        unnamed)."""
+        return ", ".join(("" if k == "clone" else f"{k} ") + f"{c.sent} of {c.total} files "
+                         f"({c.bytes / 1e6:.1f} MB)" for k, c in self.copied.items())
+
+    def step_summary(self) -> str:
+        """e.g. "check 0.3 s, copy 1.2 s, bundle 20.5 s, setup.sh 200.1 s, verify 3.0 s"."""
+        return ", ".join(f"{k} {v:.1f} s" for k, v in self.steps.items())
 
     def tail(self, lines: int = TAIL_LINES) -> list[str]:
         """The last non-empty lines of the host's log."""
@@ -112,17 +146,42 @@ def tar_argv(source: Path) -> list[str]:
             "-T", "-"]
 
 
-def setup_command(dest: str, cache: Path, timeout_s: float, command: str | None = None) -> str:
-    """On the host: ``setup.sh`` (or ``command`` run by bash) in ``dest`` with ``JUICE_CACHE``,
+def setup_command(dest: str, cache: Path, timeout_s: float, command: str | None = None,
+                  offline: str | None = None) -> str:
+    """On the host: ``setup.sh`` (or ``command`` run by bash) in ``dest`` with ``JUICE_CACHE``
+    (and ``JUICE_OFFLINE=offline``, the bundle's path there, when given),
     bounded by the host's ``timeout`` (``timeout_s``, SIGKILL KILL_AFTER_S later), and stopped
     (SIGTERM to ``timeout``, which passes it to its process group) as soon as ssh's stdin
     closes, i.e. when the ssh here is stopped: an ssh session without a tty gets no SIGHUP."""
     run = SETUP if command is None else f"bash -c {shlex.quote(command)}"
+    env = f"JUICE_CACHE={shlex.quote(str(cache))} "
+    if offline is not None:
+        env += f"JUICE_OFFLINE={shlex.quote(offline)} "
     return (f"cd -- {shlex.quote(dest)} || exit 3; exec 3<&0; "
-            f"JUICE_CACHE={shlex.quote(str(cache))} timeout -k {KILL_AFTER_S} "
+            f"{env}timeout -k {KILL_AFTER_S} "
             f"{max(1, math.ceil(timeout_s))} {run} </dev/null & job=$!; "
             '{ cat <&3; kill -TERM "$job"; } >/dev/null 2>&1 & watch=$!; '
             'exec 3<&-; wait "$job"; rc=$?; kill "$watch" 2>/dev/null; exit "$rc"')
+
+
+def verify_command(dest: str, cache: Path, offline: str | None = None) -> str:
+    """On the host, after setup.sh: ``scripts/verify-setup.sh`` in ``dest`` (bounded)."""
+    env = f"JUICE_CACHE={shlex.quote(str(cache))} "
+    if offline is not None:
+        env += f"JUICE_OFFLINE={shlex.quote(offline)} "
+    return (f"cd -- {shlex.quote(dest)} || exit 3; {env}timeout -k {KILL_AFTER_S} "
+            f"{math.ceil(VERIFY_TIMEOUT_S)} {VERIFY} </dev/null")
+
+
+_MARK = re.compile(r"\[setup \+(\d+)s\](?:\x1b\[0m)? (.*)")
+
+
+def setup_phases(text: str) -> list[tuple[str, float]]:
+    """setup.sh's ``[setup +Ns] what`` lines: (what, seconds until the next line), the last one
+    (``ready: ...``) left out."""
+    marks = [(int(m.group(1)), m.group(2).strip().split(": ")[0][:60])
+             for m in map(_MARK.search, text.splitlines()) if m]
+    return [(what, float(marks[i + 1][0] - t)) for i, (t, what) in enumerate(marks[:-1])]
 
 
 Stat = tuple[int, int, int]  # permission bits, size, mtime (s)
@@ -253,6 +312,16 @@ class Context:
     progress: Progress = field(default=lambda _: None)
     runner: Runner = field(default_factory=Runner)
     ssh: str = "ssh"
+    bundle: Bundle | None = None  # --offline: sent to the host, setup.sh installs from it only
+
+    @property
+    def offline(self) -> str | None:
+        """The bundle's path (here and on the host), or None: the host fetches for itself."""
+        return None if self.bundle is None else str(self.bundle.path)
+
+    @property
+    def verify(self) -> bool:
+        return self.command is None
 
     def log(self, t: Target) -> Path:
         return self.run_dir / f"host-{t.site}.log"
@@ -298,26 +367,31 @@ def _check(t: Target, ctx: Context, log: IO[bytes]) -> None:
         raise _Failed("check", problem)
 
 
-def _copy(t: Target, ctx: Context, log: IO[bytes]) -> int:
-    """The files that differ to the host; how many were sent."""
-    dest = str(ctx.source)
-    names = b"\0".join(f.encode("utf-8", errors="surrogateescape") for f in ctx.files) + b"\0"
-    _note(log, f"copy: listing {len(ctx.files)} tracked files in {dest} on the host")
+def _copy(t: Target, ctx: Context, log: IO[bytes], source: Path | None = None,
+          files: Sequence[str] | None = None, step: str = "copy") -> Copied:
+    """The files (default: the clone's) that differ to the same path on the host; what was sent."""
+    source = ctx.source if source is None else source
+    files = ctx.files if files is None else files
+    dest = str(source)
+    names = b"\0".join(f.encode("utf-8", errors="surrogateescape") for f in files) + b"\0"
+    _note(log, f"{step}: listing {len(files)} files in {dest} on the host")
     p = ctx.runner.spawn(ctx.argv(t, list_command(dest)), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=log)
     try:
         out, _ = p.communicate(names, timeout=COPY_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise _Failed("copy", f"listing the files timed out ({COPY_TIMEOUT_S:.0f} s)") from None
+        raise _Failed(step, f"listing the files timed out ({COPY_TIMEOUT_S:.0f} s)") from None
     finally:
         ctx.runner.finish(p)
     if p.returncode != 0:
-        raise _Failed("copy", f"cannot make or enter {dest} on the host (exit {p.returncode})")
-    send = to_send(local_stats(ctx.source, ctx.files), parse_stats(out.decode("utf-8", "surrogateescape")))
-    _note(log, f"copy: {len(send)} of {len(ctx.files)} files differ")
+        raise _Failed(step, f"cannot make or enter {dest} on the host (exit {p.returncode})")
+    here = local_stats(source, files)
+    send = to_send(here, parse_stats(out.decode("utf-8", "surrogateescape")))
+    size = sum(here[f][1] for f in send)
+    _note(log, f"{step}: {len(send)} of {len(files)} files differ ({size / 1e6:.1f} MB)")
     if not send:
-        return 0
-    tar = ctx.runner.spawn(tar_argv(ctx.source), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        return Copied(0, len(files), 0)
+    tar = ctx.runner.spawn(tar_argv(source), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            stderr=log)
     assert tar.stdin is not None and tar.stdout is not None
     try:
@@ -328,7 +402,8 @@ def _copy(t: Target, ctx: Context, log: IO[bytes]) -> int:
         ctx.runner.finish(tar)
         raise
     tar.stdout.close()  # ssh holds it now
-    deadline = time.monotonic() + COPY_TIMEOUT_S
+    timeout_s = COPY_TIMEOUT_S + size / 10e6  # and 10 MB/s at worst
+    deadline = time.monotonic() + timeout_s
     try:
         try:
             tar.stdin.write(b"\0".join(f.encode("utf-8", "surrogateescape") for f in send) + b"\0")
@@ -338,17 +413,17 @@ def _copy(t: Target, ctx: Context, log: IO[bytes]) -> int:
         rc_ssh = ctx.runner.reap(ssh, max(1.0, deadline - time.monotonic()))
         rc_tar = ctx.runner.reap(tar, max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        raise _Failed("copy", f"sending {len(send)} files timed out ({COPY_TIMEOUT_S:.0f} s)") from None
+        raise _Failed(step, f"sending {len(send)} files timed out ({timeout_s:.0f} s)") from None
     finally:
         ctx.runner.finish(ssh)
         ctx.runner.finish(tar)
     if rc_tar != 0 or rc_ssh != 0:
-        raise _Failed("copy", f"tar here exit {rc_tar}, tar over ssh exit {rc_ssh}")
-    return len(send)
+        raise _Failed(step, f"tar here exit {rc_tar}, tar over ssh exit {rc_ssh}")
+    return Copied(len(send), len(files), size)
 
 
 def _setup(t: Target, ctx: Context, log: IO[bytes]) -> None:
-    cmd = setup_command(str(ctx.source), ctx.cache, ctx.setup_timeout_s, ctx.command)
+    cmd = setup_command(str(ctx.source), ctx.cache, ctx.setup_timeout_s, ctx.command, ctx.offline)
     _note(log, f"{ctx.step_name}: {cmd}")
     # stdin: a pipe left open while it runs (closed: the host stops it, see setup_command)
     p = ctx.runner.spawn(ctx.argv(t, cmd), stdin=subprocess.PIPE, stdout=log, stderr=log)
@@ -365,41 +440,95 @@ def _setup(t: Target, ctx: Context, log: IO[bytes]) -> None:
         raise _Failed(ctx.step_name, f"exit {rc}")
 
 
+def _verify(t: Target, ctx: Context, log: IO[bytes]) -> None:
+    cmd = verify_command(str(ctx.source), ctx.cache, ctx.offline)
+    _note(log, f"verify: {cmd}")
+    p = ctx.runner.spawn(ctx.argv(t, cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=log)
+    try:
+        out, _ = p.communicate(timeout=VERIFY_TIMEOUT_S + KILL_AFTER_S + 30.0)
+    except subprocess.TimeoutExpired:
+        raise _Failed("verify", f"no answer within {VERIFY_TIMEOUT_S:.0f} s") from None
+    finally:
+        ctx.runner.finish(p)
+    log.write(out)
+    log.flush()
+    if p.returncode != 0:
+        bad = [x.removeprefix("verify: FAILED: ") for x in out.decode(errors="replace").splitlines()
+               if "FAILED" in x]
+        raise _Failed("verify", "; ".join(bad[:2]) or f"exit {p.returncode}")
+
+
 def prepare_host(t: Target, ctx: Context) -> Outcome:
-    """check, copy, setup on one host; the outcome (Stopped: the run is being stopped)."""
+    """check, copy, (bundle,) setup, verify on one host; the outcome (Stopped: the run is being
+    stopped)."""
     start = time.monotonic()
     log_path = ctx.log(t)
-    step, sent = "check", 0
+    o = Outcome(t, False, "check", 0.0, log_path)
+
+    def timed(step: str, run: Callable[[], None]) -> None:
+        o.step = step
+        t0 = time.monotonic()
+        try:
+            run()
+        finally:
+            o.steps[step] = time.monotonic() - t0
+
+    def copy_clone() -> None:
+        o.copied["clone"] = _copy(t, ctx, log)
+        o.sent = o.copied["clone"].sent
+
+    def copy_bundle() -> None:
+        assert ctx.bundle is not None
+        o.copied["bundle"] = _copy(t, ctx, log, ctx.bundle.path, ctx.bundle.files, "bundle")
+
     with log_path.open("ab") as log:
-        _note(log, f"{t.name}: prepare {ctx.source} (JUICE_CACHE={ctx.cache})")
+        _note(log, f"{t.name}: prepare {ctx.source} (JUICE_CACHE={ctx.cache}"
+                   + (f", offline from {ctx.offline})" if ctx.offline else ")"))
         try:
             ctx.progress(f"{t.name}: check (log: {log_path})")
-            _check(t, ctx, log)
-            step = "copy"
+            timed("check", lambda: _check(t, ctx, log))
             ctx.progress(f"{t.name}: copy {ctx.source}")
-            sent = _copy(t, ctx, log)
-            step = ctx.step_name
-            ctx.progress(f"{t.name}: copied {sent} of {len(ctx.files)} files; {ctx.step_name} ... "
-                         f"(log: {log_path})")
-            _setup(t, ctx, log)
+            timed("copy", copy_clone)
+            if ctx.bundle is not None:
+                ctx.progress(f"{t.name}: copy the offline bundle {ctx.bundle.path} "
+                             f"({len(ctx.bundle.files)} files, {ctx.bundle.megabytes:.0f} MB)")
+                timed("bundle", copy_bundle)
+            ctx.progress(f"{t.name}: copied {o.copy_summary()}; {ctx.step_name} ... (log: {log_path})")
+            start_setup = log_path.stat().st_size
+            try:
+                timed(ctx.step_name, lambda: _setup(t, ctx, log))
+            finally:
+                with log_path.open("rb") as f:
+                    f.seek(start_setup)
+                    o.phases = setup_phases(f.read().decode(errors="replace"))
+            if ctx.verify:
+                timed("verify", lambda: _verify(t, ctx, log))
         except _Failed as e:
             if ctx.runner.stopping:
                 e.why = f"stopped (Ctrl-C) ({e.why})"
             _note(log, f"FAILED at {e.step}: {e.why}")
             ctx.progress(f"{t.name}: FAILED at {e.step}: {e.why}")
-            return Outcome(t, False, e.step, time.monotonic() - start, log_path, e.why, sent)
+            o.step, o.why, o.seconds = e.step, e.why, time.monotonic() - start
+            return o
         except OSError as e:  # e.g. ssh or tar missing here
-            _note(log, f"FAILED at {step}: {e}")
-            ctx.progress(f"{t.name}: FAILED at {step}: {e}")
-            return Outcome(t, False, step, time.monotonic() - start, log_path, str(e), sent)
-    secs = time.monotonic() - start
-    ctx.progress(f"{t.name}: done in {secs:.1f} s")
-    return Outcome(t, True, "done", secs, log_path, "", sent)
+            _note(log, f"FAILED at {o.step}: {e}")
+            ctx.progress(f"{t.name}: FAILED at {o.step}: {e}")
+            o.why, o.seconds = str(e), time.monotonic() - start
+            return o
+        o.ok, o.step, o.seconds = True, "done", time.monotonic() - start
+        _note(log, f"done in {o.seconds:.1f} s: copied {o.copy_summary()}; {o.step_summary()}")
+        if o.phases:
+            _note(log, f"{ctx.step_name}: " + ", ".join(f"{w} {s:.0f} s" for w, s in o.phases))
+    ctx.progress(f"{t.name}: done in {o.seconds:.1f} s ({o.step_summary()})")
+    return o
 
 
 def host_bound_s(ctx: Context) -> float:
     """The longest one host's preparation can take (every step at its timeout)."""
-    return CHECK_TIMEOUT_S + 2 * COPY_TIMEOUT_S + ctx.setup_timeout_s + KILL_AFTER_S + 60.0 + 6 * GRACE_S
+    bundle = 0.0 if ctx.bundle is None else 2 * COPY_TIMEOUT_S + ctx.bundle.bytes / 10e6
+    return (CHECK_TIMEOUT_S + 2 * COPY_TIMEOUT_S + bundle + ctx.setup_timeout_s + VERIFY_TIMEOUT_S
+            + 2 * KILL_AFTER_S + 120.0 + 10 * GRACE_S)
 
 
 def prepare_all(targets: Sequence[Target], ctx: Context, parallel: int = 10) -> list[Outcome]:
