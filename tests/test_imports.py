@@ -167,7 +167,8 @@ def test_no_import_cycle_among_juice_modules() -> None:
 
 # ---- layers ------------------------------------------------------------------------------
 # Top to bottom (``LAYERS``): cli -> studies (the registry and each study) + the driver process
-# -> shared instruments (runner, profile, faults, trace, report) -> the study contract ->
+# -> the report (every section, the frame's shared ones included, drawn from what the
+# instruments recorded) -> shared instruments (runner, profile, faults, trace) -> the study contract ->
 # services + openstack + analysis -> lab + load + results + spec -> remote (the host agent and
 # the ssh sessions to it; the lab's host place is ``juice.lab.hostplace``) -> util. A module
 # may import its own layer and the layers below. ``import_module("juice....")`` with a
@@ -244,7 +245,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "juice.profile.clocks"),
     ("juice.services", "juice.openstack", "juice.analysis", "juice.sla", "juice.compare"),
     ("juice.contract",),  # the study contract: below everything that drives a study
-    ("juice.runner", "juice.profile", "juice.faults", "juice.trace", "juice.report"),
+    ("juice.runner", "juice.profile", "juice.faults", "juice.trace"),
+    ("juice.report",),  # the report's sections read the instruments' data, never the reverse
     ("juice.studies", "juice.driver"),
     ("juice.cli",),  # the `juice` command: a package, one module per verb group
 )

@@ -146,7 +146,7 @@ def test_windows_and_recovery_per_site() -> None:
 def test_report_section_shows_events_windows_recovery_and_timeline(tmp_path: Any) -> None:
     import json
 
-    from juice.faults.report import section
+    from juice.report.faults import section
 
     rows = [(s, float(t), s == 3 and 10 <= t < 20, 0.2) for t in range(30) for s in (1, 3)]
     df = tidy(rows)

@@ -127,7 +127,7 @@ def test_a_host_that_cannot_be_reached_is_an_error_in_the_summary_not_a_failed_r
 
 
 def test_the_report_names_each_sites_host_and_its_clock_offset() -> None:
-    from juice.profile.report import notes
+    from juice.report.profiles import notes
 
     prof = {"source": "hosts", "hz": 1.0, "processes": 9, "errors": 0, "sampler_cpu_pct": 0.5,
             "hosts": [{"site": 1, "host": "root@h1:22", "offset_s": 0.0012, "rtt_s": 0.0004},

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from juice.errors import ServiceError
+from juice.report.traces import trace_sections
 from juice.services.databases import dbevents
 from juice.trace import causes
-from juice.trace.report import trace_sections
 from juice.trace.tables import trace
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "trace"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from juice.trace.logerrors import error_rows, error_table_html, summed
+from juice.report.errors import error_table_html
+from juice.trace.logerrors import error_rows, summed
 
 INSTANCE = "6c1e0b7a-8a3c-4f53-9d5e-5b8c1d2e3f40"
 REFUSED = ("Database connection was found disconnected; reconnecting: pymysql.err.OperationalError: "

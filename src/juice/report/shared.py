@@ -168,8 +168,9 @@ def run_order(runs: StudyRuns) -> list[str]:
 def faults(runs: StudyRuns) -> list[str]:
     """Per run with a fault schedule (``events.jsonl``): what was done and when, and, for runs
     with iterations, λ and latency around each fault, recovery and the timeline
-    (``juice.faults.report``)."""
-    from juice.faults.report import events_table, read_events, section
+    (``juice.report.faults``)."""
+    from juice.faults.report import read_events
+    from juice.report.faults import events_table, section
 
     with_events = [d for d in runs.dirs if read_events(d)]
     if not with_events:
@@ -186,7 +187,7 @@ def faults(runs: StudyRuns) -> list[str]:
 def server_errors(runs: StudyRuns) -> list[str]:
     """The servers' own WARNING/ERROR lines during the runs (``server-errors.json``, failed runs
     included: their errors may say why), summed by template."""
-    from juice.trace.logerrors import error_table_html
+    from juice.report.errors import error_table_html
 
     found = []
     for d in [*runs.dirs, *runs.failed]:
@@ -200,8 +201,9 @@ def server_errors(runs: StudyRuns) -> list[str]:
 
 
 def traces(runs: StudyRuns) -> list[str]:
-    """Request tracing of the runs that kept nova's services' logs (``juice.trace.report``)."""
-    from juice.trace.report import trace_sections, traced
+    """Request tracing of the runs that kept nova's services' logs (``juice.report.traces``)."""
+    from juice.report.traces import trace_sections
+    from juice.trace.report import traced
 
     # nova's services' logs: juice-api, juice-conductor, juice-sched-*, juice-c* (or nova-* from
     # an existing cloud)
@@ -212,14 +214,15 @@ def traces(runs: StudyRuns) -> list[str]:
 
 
 def profile(runs: StudyRuns) -> list[str]:
-    """Resource profiles (``juice.profile.report``), the drivers' window shaded where the runs
+    """Resource profiles (``juice.report.profiles``), the drivers' window shaded where the runs
     have iterations."""
-    from juice.profile import report as profile_report
+    from juice.profile.report import read
+    from juice.report.profiles import sections
 
-    data = profile_report.read(runs.dirs)
+    data = read(runs.dirs)
     if data is None:
         return []
-    return profile_report.sections(runs.dirs, level_key=runs.level or "load",
+    return sections(runs.dirs, level_key=runs.level or "load",
                                    windows=windows(runs.iterations), data=data)
 
 

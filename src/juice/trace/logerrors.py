@@ -1,7 +1,7 @@
 """A run's server errors by message template, from the log slices the run kept.
 
     rows = error_rows([Path("logs/keystone-s1.log"), ...])   # one dict per log × level × template
-    html = error_table_html(rows_of_runs)                    # the report's table, summed over runs
+    rows = summed([(run, rows), ...])                        # summed over runs (juice.report.errors)
 
 Two kinds of lines are read:
 - oslo.log's (text or JSON; ``juice.trace.parse``): every WARNING, ERROR and CRITICAL line,
@@ -20,13 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from juice.report.tables import table_html
 from juice.trace import causes
 from juice.trace.parse import parse_files, stream_component, template_of
 
@@ -94,19 +90,3 @@ def summed(runs: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[dict
     lv = {x: i for i, x in enumerate(LEVELS)}
     res.sort(key=lambda r: (lv.get(r["level"], 9), -r["count"]))
     return res
-
-
-def error_table_html(runs: Iterable[tuple[str, Sequence[Mapping[str, Any]]]], title: str,
-                     limit: int = 25) -> list[str]:
-    """The report's table of server errors summed over ``runs`` ([] when none logged any)."""
-    rows = summed(runs)
-    if not rows:
-        return []
-    cols = ["component", "level", "template", "count", "runs", "logs", "cause", "example"]
-    df = pd.DataFrame(rows)[cols].head(limit)
-    more = (f" The {len(rows) - limit} less frequent templates are in each run's manifest "
-            "(<code>server_errors</code>)." if len(rows) > limit else "")
-    return [f"<h3>{escape(title)}</h3>",
-            "<p class=note>The servers' own WARNING/ERROR/CRITICAL lines during the runs (oslo.log "
-            "and gunicorn), from the log slices each run keeps in <code>logs/</code>, by message "
-            f"template (ids, numbers and quoted values removed).{more}</p>", table_html(df)]
