@@ -20,7 +20,7 @@ app = typer.Typer(
     help="Measure the OpenStack control plane at scale and at the edge: real components, "
          "an emulated WAN between sites, Rally-compatible workloads.",
     no_args_is_help=True,
-    add_completion=True,  # --install-completion, --show-completion (README: Shell completion)
+    add_completion=True,  # --install-completion, --show-completion (docs/guides/exports.md)
     pretty_exceptions_enable=False,
 )
 

@@ -45,6 +45,8 @@ def _text(node: ast.expr) -> str:
 
 def headings(path: Path) -> list[Heading]:
     """Every heading rendered in the module at ``path``, in source order."""
+    if not re.search(r"<h[234]\b", path.read_text()):
+        return []
     tree = parsed(path)
     module = module_name(path)
     docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}  # docstrings, comments
