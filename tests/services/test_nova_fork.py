@@ -10,7 +10,6 @@ from __future__ import annotations
 import secrets
 import time
 
-from juice.services.openstack.fake_openstack import IMAGE_ID
 from juice.util import proc
 from tests.services.conftest import needs_lab
 
@@ -64,7 +63,7 @@ def test_forked_nodes_are_each_their_own_nova_compute() -> None:
 
             cli = dep.client(1)
             flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)
-            ids = [cli.boot(f"juice-fork-{i}", flavor, IMAGE_ID) for i in range(BOOTS)]
+            ids = [cli.boot(f"juice-fork-{i}", flavor, dep.image_id) for i in range(BOOTS)]
             for sid in ids:
                 srv = cli.wait_status(sid, "ACTIVE", timeout=180)
                 # each node's own service built it: the service host is the node

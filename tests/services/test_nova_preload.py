@@ -64,14 +64,13 @@ def test_servers_spread_by_free_ram_and_only_where_they_fit() -> None:
 @needs_lab[1]
 @needs_lab[2]
 def test_cloned_servers_are_novas_own(nova_cloud: NovaCloud) -> None:
-    from juice.services.openstack.fake_openstack import IMAGE_ID
     from juice.services.openstack.nova_preload import Preloader
 
     dep = nova_cloud.dep
     cli = dep.client(1)
     flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)
     room = COMPUTE_NODES * 2  # 2 vCPUs a node, 1 a server
-    template = cli.boot("juice-preload-000000", flavor, IMAGE_ID)
+    template = cli.boot("juice-preload-000000", flavor, dep.image_id)
     made: list[str] = [template]
     try:
         cli.wait_status(template, "ACTIVE", timeout=240)
@@ -95,7 +94,7 @@ def test_cloned_servers_are_novas_own(nova_cloud: NovaCloud) -> None:
         rows = db.server.query(f"SELECT SUM(running_vms), SUM(vcpus_used) FROM {CELL}.compute_nodes")
         assert rows == [(str(room), str(room))]
         # no room left: one more boot fails in the scheduler, as with booted servers
-        over = cli.boot("juice-over", flavor, IMAGE_ID)
+        over = cli.boot("juice-over", flavor, dep.image_id)
         made.append(over)
         with pytest.raises(ServiceError, match="No valid host"):
             cli.wait_status(over, "ACTIVE", timeout=240)
@@ -104,7 +103,7 @@ def test_cloned_servers_are_novas_own(nova_cloud: NovaCloud) -> None:
             cli.delete(sid)
         for sid in clones[:2]:
             cli.wait_gone(sid, timeout=240)
-        after = cli.boot("juice-after", flavor, IMAGE_ID)
+        after = cli.boot("juice-after", flavor, dep.image_id)
         made.append(after)
         assert cli.wait_status(after, "ACTIVE", timeout=240)["status"] == "ACTIVE"
         # stopped and started on the hypervisor that adopted it

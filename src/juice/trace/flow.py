@@ -8,7 +8,7 @@ The flow it follows is nova's current one (nova ≥ Train; checked against nova 
         ─call─► scheduler select_destinations (placement GET /allocation_candidates,
                 PUT /allocations/<uuid> = the claim; alternates per instance)
         ◄─ hosts ─ conductor "Selected host …; Alternates …" ─cast─► compute build_and_run_instance
-        (instance.create.start, claim, spawn, instance.create.end = ACTIVE)
+        (instance.create.start, claim, image fetch, spawn, instance.create.end = ACTIVE)
     a failed build on a compute (instance.create.error) goes back to the cell conductor
     (build_instances, "Rescheduling: True"), which claims an alternate and casts to its compute,
     until the alternates run out ("Exhausted all hosts…" / "Exceeded max scheduling attempts").
@@ -23,8 +23,9 @@ Milestones (first attempt unless said) and the phases between them, which add up
 time: api (POST received → conductor calls the scheduler), rpc_scheduler (→ scheduler starts),
 scheduler (→ its decision), rpc_conductor (→ the conductor has the hosts), conductor (→ it
 selects the host and casts), rpc_compute (→ compute starts the build), retry (first → last
-attempt's start, rescheduled boots only), claim, spawn, finish (→ instance.create.end).
-A missing milestone folds its time into the phase before it.
+attempt's start, rescheduled boots only), claim, image (→ the node has the image: downloaded
+through glance-api, or its cached copy; only when the simulated nodes fetch images, issue 40),
+spawn, finish (→ instance.create.end). A missing milestone folds its time into the phase before it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from juice.trace.parse import Event
 
 TERMINALS = ("active", "no_valid_host", "retries_exhausted", "compute_failed", "api_failed")
 PHASES = ("api", "rpc_scheduler", "scheduler", "rpc_conductor", "conductor", "rpc_compute", "retry",
-          "claim", "spawn", "finish")
+          "claim", "image", "spawn", "finish")
 BOOT_KINDS = frozenset({"api.received", "scheduler.received", "conductor.selected", "compute.create.start"})
 RESOLUTION_S = 0.0015   # text logs have 1 ms timestamps
 
@@ -174,6 +175,8 @@ def _machine(rid: str, uuid: str | None, evs: Sequence[Event]) -> Trace:
             tr.host = e.host or tr.host
         elif k == "compute.claimed":
             ms["claimed"] = e.t
+        elif k == "compute.imaged":
+            ms["imaged"] = e.t
         elif k == "compute.spawned":
             ms["spawned"] = e.t
         elif k in ("compute.create.end", "compute.built"):
@@ -234,7 +237,8 @@ def _conductor_template(detail: str) -> str:
 PATH: tuple[tuple[str, str], ...] = (
     ("received", ""), ("cond_call", "api"), ("sched_in", "rpc_scheduler"), ("sched_out", "scheduler"),
     ("cond_back", "rpc_conductor"), ("dispatched", "conductor"), ("compute_in", "rpc_compute"),
-    ("retry_in", "retry"), ("claimed", "claim"), ("spawned", "spawn"), ("done", "finish"))
+    ("retry_in", "retry"), ("claimed", "claim"), ("imaged", "image"), ("spawned", "spawn"),
+    ("done", "finish"))
 ORDER = ("received", "cond_call", "sched_in", "sched_out", "cond_back", "dispatched", "compute_in")
 
 
@@ -257,7 +261,7 @@ def _phases(tr: Trace) -> None:
         if tb < ta - RESOLUTION_S:
             tr.anomalies.append(f"{b} {ta - tb:.3f}s before {a}")
     if tr.state != "active" and tr.state != "incomplete":
-        for k in ("claimed", "spawned"):
+        for k in ("claimed", "imaged", "spawned"):
             if k in ms and "done" in ms and ms[k] > ms["done"]:
                 ms.pop(k)
     for phase, _, _, start, end in segments(ms):
@@ -268,7 +272,8 @@ def segments(ms: Mapping[str, float]) -> list[tuple[str, str, str, float, float]
     """The phases of a boot's milestones ``ms``, in order: (phase, from, to, start, end). The
     time from one present milestone to the next is charged to the phase that starts at the
     first (a missing milestone folds its time into the phase before it); never backwards."""
-    path = [p for p in PATH if p[0] != "retry_in" or "retry_in" in ms]   # retry: rescheduled boots only
+    # retry: rescheduled boots only; image: only where the nodes fetch images
+    path = [p for p in PATH if p[0] not in ("retry_in", "imaged") or p[0] in ms]
     names = [name for name, _ in path]
     present = [name for name in names if name in ms]
     out: list[tuple[str, str, str, float, float]] = []

@@ -142,8 +142,9 @@ def milestones(own: Sequence[Span], every: Sequence[Span] | None = None,
 def _covered(a: str, b: str) -> str:
     """The flow's phases between milestones ``a`` and ``b``, joined with ``+``."""
     names = [m for m, _ in flow.PATH]
+    # the optional milestones (a rescheduled boot's retry, a node's image fetch) only at an end
     return "+".join(ph for m, ph in flow.PATH[names.index(a) + 1:names.index(b) + 1]
-                    if m != "retry_in" or b == "retry_in")
+                    if m not in ("retry_in", "imaged") or b == m)
 
 
 def common_phases(osp: Mapping[str, float], juice: Mapping[str, float]

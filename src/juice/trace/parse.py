@@ -50,6 +50,7 @@ PHRASES: tuple[bytes, ...] = (
     b"Attempting to claim resources",
     b"Rescheduling: True",
     b"Claim successful on node",
+    b"juice-fake: image ",               # the simulated node's image fetch (juice_nova.virt)
     b"seconds to spawn the instance",
     b"seconds to build instance",
     b"hosts available but",
@@ -73,6 +74,8 @@ TOOK = re.compile(r"Took ([\d.]+) seconds to (select destinations|spawn the inst
 COND_SELECTED = re.compile(r"Selected host: ([^;\s]+); Selected node: ([^;\s]+); Alternates: (.*)")
 SCHED_SELECTED = re.compile(r"Selected host: \(([^,]+), ([^)]+)\)")
 CLAIM_NODE = re.compile(r"Claim successful on node (\S+)")
+IMAGED = re.compile(r"juice-fake: image \S+ (?:fetched from glance in ([\d.]+) seconds|"
+                    r"found in the image cache)")
 SERVERS_POST = re.compile(r"/servers/?(\?.*)?$")
 NUMBERS = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(\.\d+)?\b")
 REQ = re.compile(r"req-" + UUID_RE)
@@ -82,7 +85,7 @@ TRACEBACK_LINE = re.compile(r'Traceback \(most recent call last\)|File "|\s|\^+\
                             r"\(Background on this error|During handling of the above exception|"
                             r"The above exception was the direct cause|\[(SQL|parameters): ")
 
-COMPONENTS = ("api", "conductor", "scheduler", "compute", "placement", "keystone")
+COMPONENTS = ("api", "conductor", "scheduler", "compute", "placement", "keystone", "glance")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,7 @@ def stream_component(name: str) -> str | None:
     compute), else None."""
     n = name.lower()
     for key, comp in (("sched", "scheduler"), ("conductor", "conductor"), ("placement", "placement"),
-                      ("keystone", "keystone"), ("compute", "compute"), ("api", "api")):
+                      ("keystone", "keystone"), ("glance", "glance"), ("compute", "compute"), ("api", "api")):
         if key in n:
             return comp
     if re.search(r"(^|[-_])c\d+(-n\d+)?$", n):  # juice-c3, or a forked node's juice-c3-n0001
@@ -252,6 +255,12 @@ def _events(c: _Ctx, t: float, level: str, logger: str, greq: str | None, req: s
     if "Claim successful on node" in msg:
         m = CLAIM_NODE.search(msg)
         yield Event(t=t, kind="compute.claimed", detail=m.group(1) if m else None, **ev)
+        return
+    if "juice-fake: image " in msg:
+        m = IMAGED.search(msg)
+        if m:  # the node has the image: downloaded through glance (its seconds), or its cached copy
+            yield Event(t=t, kind="compute.imaged", value=float(m.group(1) or 0.0),
+                        detail="glance" if m.group(1) else "cache", **ev)
         return
     if any(p in msg for p in ("hosts available but", "Unable to successfully claim",
                               "no allocation candidates")):

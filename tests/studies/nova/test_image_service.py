@@ -29,6 +29,11 @@ def test_the_real_glance_is_the_default_and_the_stand_in_keeps_earlier_keys() ->
     p_real, p_fake = expand(real)[0], expand(fake)[0]
     # runs made before the real glance used the stand-in: their key had no such entry
     assert p_real.fixed["image_service"] == "glance" and "image_service" not in p_fake.fixed
+    # the nodes download the image (what a libvirt node does) unless told not to; in the key
+    assert real.image_download == "node_cache" and p_real.fixed["image_download"] == "node_cache"
+    quiet = parse(spec(image_download="none"), "n")
+    assert expand(quiet)[0].key != p_real.key and _stack(quiet, expand(quiet)[0]).image_download == "none"
+    assert "image_download" not in p_fake.fixed
     assert p_real.key != p_fake.key
     assert _stack(real, p_real).image_service == "glance"
     assert _stack(fake, p_fake).image_service == "fake-glance"
@@ -41,6 +46,8 @@ def test_the_real_glance_is_the_default_and_the_stand_in_keeps_earlier_keys() ->
      r"fakes\.image_fetch_s: simulates fake-glance's answers"),
     ({"failures": {"image_fetch": 0.1}}, r"failures\.image_fetch: simulates fake-glance's answers"),
     ({"image_service": "glance-ng"}, r"image_service"),
+    ({"image_service": "fake-glance", "image_download": "node_cache"},
+     r"image_download: fake-glance serves no image data"),
     ({"target": {"cloud": "c"}, "image": "0" * 32, "image_service": "fake-glance"},
      r"image_service: not with a target"),
 ])
@@ -82,7 +89,11 @@ def test_the_stand_in_is_a_deviation_of_the_deployment(tmp_path: Path) -> None:
     assert (d.server, d.option, d.value, d.default, d.source) == (
         "image service", "image_service", "fake-glance (stand-in)", "glance", "spec")
     real = NovaDeployment(Lab(), stack=NovaStack())  # type: ignore[arg-type]
-    assert real.glance is not None and real.fakes.kinds == ("neutron",) and not real.stand_ins()
+    assert real.glance is not None and not real.stand_ins()
+    # the nodes download through glance (the nodes file's image entry), never from the stand-in
+    assert real.computes.image_download and not fake.computes.image_download
+    quiet = NovaDeployment(Lab(), stack=NovaStack(image_download="none"))  # type: ignore[arg-type]
+    assert not quiet.computes.image_download
     assert real.image_id == real.glance.image_id != fake.image_id
     assert "glance" in real.needs()["computes"] and "glance" not in fake.needs()
 

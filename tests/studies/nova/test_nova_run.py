@@ -30,7 +30,6 @@ import pandas as pd
 
 from juice.lab import netns
 from juice.openstack.http import issue_token, request
-from juice.services.openstack.fake_openstack import IMAGE_ID
 from juice.trace import flow
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
@@ -205,6 +204,21 @@ def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(capacity_runs: Capa
         for rp in cap["listed"]:
             vcpu = rp["inventories"]["VCPU"]
             assert (vcpu["total"], vcpu["allocation_ratio"], vcpu["reserved"]) == (2, 1.0, 0), rp
+        # the real glance (the default): each of the 2 nodes downloaded the image through glance-api
+        # at its first boot and used its copy for the second (juice_nova.virt), with the users'
+        # tokens; glance-api's access log is among the run's logs
+        man = json.loads((r / "manifest.json").read_text())
+        assert man["deployment"]["image_service"] == "glance"
+        assert man["deployment"]["computes"]["image_download"] == "node_cache"
+        image = man["deployment"]["glance"]["image_id"]
+        compute = "".join(p.read_text() for p in (r / "logs").glob("juice-c1*.log"))
+        fetched = re.findall(rf"juice-fake: image {image} fetched from glance in [\d.]+ seconds "
+                             r"\(1048576 bytes\) on node (\S+)", compute)
+        cached = re.findall(rf"juice-fake: image {image} found in the image cache of node (\S+)", compute)
+        assert sorted(fetched) == ["juice-c1-n0000", "juice-c1-n0001"], compute[-3000:]
+        assert len(cached) == 2 and set(cached) <= set(fetched)
+        glance = (r / "logs" / "glance-api.log").read_text()
+        assert len(re.findall(rf'"GET /v2/images/{image}/file HTTP/1.1" 200', glance)) == 2, glance[-2000:]
 
 
 TRAIT = "CUSTOM_JUICE_K_PLUS_ONE"
@@ -251,7 +265,7 @@ def test_capacity_k_and_k_plus_one_with_one_scheduler(nova_cloud: NovaCloud) -> 
         for n in nodes:
             _set_trait(nc, token, n["uuid"], on=True)
         with ThreadPoolExecutor(5) as ex:  # 5 requests at once, each its own POST
-            ids = list(ex.map(lambda i: cli.boot(f"juice-kp1-{i}", flavor, IMAGE_ID), range(5)))
+            ids = list(ex.map(lambda i: cli.boot(f"juice-kp1-{i}", flavor, nc.dep.image_id), range(5)))
         final: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + 240
         while len(final) < len(ids):

@@ -21,6 +21,15 @@ changes what a study needs:
   instance (``simwait.draw``: the same per (seed, instance uuid)) while nova's build slot is
   held (``max_concurrent_builds`` fills as with real hypervisors), then fail with probability p
   per (instance, node) the way ``failing_nodes`` does (nova reschedules);
+- the image (issue 40): with the file's optional ``"image": {"download": "node_cache"}``, a node
+  downloads the instance's image through glance-api the first time it boots it, as nova's
+  libvirt driver does with local disks: ``nova.virt.images.fetch`` (``IMAGE_API.download`` with
+  the request's context: the user's token, validated by glance against Keystone) into the node's
+  image cache (``<instances_path>/_base/<node>/<sha1 of the image id>``, written as ``.part``
+  then renamed; one download at a time per file under oslo.concurrency's external lock, as
+  libvirt's ``fetch_func_sync``); later boots of the image on that node use the copy. Each
+  fetch logs ``juice-fake: image <id> fetched from glance in X seconds (N bytes) on node <n>``
+  (or ``... found in the image cache of node <n>``) with the instance: the trace's image phase;
 - a simulated hypervisor keeps its guests: an instance that nova's database places on one of
   this process's nodes (ACTIVE or stopped) but that the driver does not hold — booted before
   this process restarted, or preloaded as rows (``juice.services.openstack.nova_preload``) — is adopted
@@ -33,6 +42,7 @@ Loaded by ``juice-nova-compute`` (``juice_nova.compute``) as ``juice_fake.MultiN
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -41,9 +51,12 @@ from typing import Any
 import nova.conf
 from nova import exception
 from nova.compute import power_state, vm_states
-from nova.virt import fake
+from nova.virt import fake, images
+from oslo_concurrency import lockutils
+from oslo_log import log as logging
 
 CONF = nova.conf.CONF
+LOG = logging.getLogger(__name__)
 NODES_FILE = "juice-nodes.json"
 # the vm_states a guest a simulated hypervisor keeps running (or shut off) is adopted in
 ADOPTED_STATES = {vm_states.ACTIVE: power_state.RUNNING, vm_states.STOPPED: power_state.SHUTDOWN}
@@ -54,6 +67,19 @@ def load_simulation(path: str) -> dict[str, Any]:
     with open(path) as f:
         sim: dict[str, Any] = json.load(f).get("simulation") or {}
     return sim
+
+
+def load_image(path: str) -> dict[str, Any]:
+    """The ``image`` entry of ``path`` ({} when absent: no download)."""
+    with open(path) as f:
+        image: dict[str, Any] = json.load(f).get("image") or {}
+    return image
+
+
+def cache_path(node: str, image_id: str) -> str:
+    """Where node ``node`` keeps its copy of image ``image_id`` (libvirt's _base file name:
+    ``nova.virt.libvirt.imagecache.get_cache_fname``, in a directory per simulated node)."""
+    return os.path.join(CONF.instances_path, "_base", node, hashlib.sha1(image_id.encode()).hexdigest())
 
 
 def _simwait() -> Any:
@@ -94,6 +120,7 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             for name, n in self.node_specs.items()}
         self.instance_node: dict[str, str] = {}
         self.simulation = load_simulation(path)
+        self.image = load_image(path)
 
     def init_host(self, host: str) -> None:
         self._host = host
@@ -129,6 +156,7 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
         if self.node_specs.get(instance.node, {}).get("fail_builds"):
             # injected (computes.failing_nodes): nova's compute manager turns it into a reschedule
             raise RuntimeError(f"juice-fake: injected build failure on node {instance.node}")
+        self._fetch_image(context, instance)
         self._simulated_spawn(instance)
         super().spawn(context, instance, image_meta, injected_files, admin_password, allocations,
                       network_info, block_device_info, power_on, accel_info)
@@ -137,6 +165,28 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             f = instance.flavor
             res.claim(vcpus=f.vcpus, mem=f.memory_mb, disk=f.root_gb)
             self.instance_node[instance.uuid] = instance.node
+
+    def _fetch_image(self, context: Any, instance: Any) -> None:
+        """The node's copy of the instance's image: downloaded through glance-api the first time
+        (see the module doc), else found in the node's cache."""
+        image_id = instance.image_ref
+        if self.image.get("download") != "node_cache" or not image_id:
+            return
+        path = cache_path(instance.node, image_id)
+        base = os.path.dirname(path)
+        os.makedirs(base, exist_ok=True)
+        LOG.info("juice-fake: image %s wanted on node %s", image_id, instance.node, instance=instance)
+        with lockutils.lock(os.path.basename(path), external=True, lock_path=os.path.join(base, "locks")):
+            if os.path.exists(path):
+                LOG.info("juice-fake: image %s found in the image cache of node %s", image_id,
+                         instance.node, instance=instance)
+                return
+            t0 = time.monotonic()
+            images.fetch(context, image_id, path + ".part")
+            os.replace(path + ".part", path)
+            LOG.info("juice-fake: image %s fetched from glance in %.3f seconds (%d bytes) on node %s",
+                     image_id, time.monotonic() - t0, os.path.getsize(path), instance.node,
+                     instance=instance)
 
     def _simulated_spawn(self, instance: Any) -> None:
         """Sleep the simulated spawn time, then maybe fail (injected; see the module doc)."""

@@ -30,7 +30,7 @@ Keystone's admin when the server is healthy (``wait_healthy``), then read back a
 expected size and checksum. A second Glance of the same deployment is not supported (one server).
 
 Files: ``<root>/s<site>/glance/{glance-api.conf (0600), glance-api-paste.ini (the venv's),
-glance-api.log, gunicorn.pid, manage.log, images/, staging/, tasks/, locks/}``.
+glance-api.log, gunicorn.pid, glance-manage.log, images/, staging/, tasks/, locks/}``.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class Glance(Service):
         self.timings["db_sync_s"] = run_to_end(
             place, [VENV / "bin" / "glance-manage", "--config-file", self.home / "glance-api.conf",
                     "db_sync"],
-            log=self.home / "manage.log", what="glance-manage db_sync", timeout=600,
+            log=self.home / "glance-manage.log", what="glance-manage db_sync", timeout=600,
             env=os_env(self.home))
         cat = Catalog(self.lab, self.ks)
         cat.service_user(USER, self._password)
@@ -312,7 +312,7 @@ class Glance(Service):
         return [self.server.pid, *children(self.place, self.server.pid)]
 
     def logs(self) -> list[tuple[Place, Path]]:
-        return [(self.place, self.log), (self.place, self.home / "manage.log")]
+        return [(self.place, self.log), (self.place, self.home / "glance-manage.log")]
 
     def facts(self) -> dict[str, Any]:
         version = venv_versions(self.place, ["glance"])["glance"]

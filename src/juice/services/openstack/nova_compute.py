@@ -80,10 +80,14 @@ class NovaComputes(Service):
     kind = "nova-compute"
 
     def __init__(self, lab: Sites, nova: Nova, progress: Progress = quiet,
-                 options: ComputeOptions | None = None) -> None:
+                 options: ComputeOptions | None = None, *, image_download: bool = False) -> None:
+        """``image_download``: each node downloads an instance's image through glance-api the
+        first time it boots it and uses its own copy afterwards (the nodes file's ``image``
+        entry: ``juice_nova.virt``); off: no node reads the image (the stand-in has none)."""
         super().__init__(lab, progress)
         self.nova = nova
         self.opts = options or ComputeOptions()
+        self.image_download = image_download
         for s in self.opts.sites:
             if s not in lab.sites:
                 raise UserError(f"computes.sites: {s} is not a site of this lab (1..{len(lab.sites)})")
@@ -129,7 +133,9 @@ class NovaComputes(Service):
                 place.write(home / "nova.conf", render_nova_conf(
                     "compute", self.nova.context(site), self.nova.opts, host=svc,
                     my_ip=self.lab.site_ip(site), comp=self.opts), mode=0o600)
-                place.write(home / NODES_FILE, json.dumps(render_node_of(self.opts, svc), indent=1))
+                image = {"image": {"download": "node_cache"}} if self.image_download else {}
+                place.write(home / NODES_FILE, json.dumps({**render_node_of(self.opts, svc), **image},
+                                                          indent=1))
                 place.write(home / "compute_id", service_id(svc) + "\n")
         self.progress(f"nova-compute: {len(self.opts.sites)} process(es) x "
                       f"{self.opts.nodes_per_process} node(s) configured"
@@ -366,5 +372,6 @@ class NovaComputes(Service):
                 "timings": dict(self.timings), "discovered": self._discovered,
                 "driver": "juice_fake.MultiNodeFakeDriver (plugins/juice-nova)",
                 "isolation": o.isolation, "services": len(o.service_hosts()),
+                "image_download": "node_cache" if self.image_download else "none",
                 **({"memory": mem} if (mem := self.memory_summary()) else {})}
 

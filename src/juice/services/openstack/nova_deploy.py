@@ -92,6 +92,9 @@ class NovaStack:
     glance_site: int | None = None       # default: fakes_site
     glance_workers: int = 2              # glance-api's gunicorn workers
     image_mb: int = 1                    # the size of the deployment's image (MiB)
+    # node_cache: a node downloads the image through glance-api at its first boot of it, then uses
+    # its copy (a libvirt node with local disks); none: no node reads it (always, with fake-glance)
+    image_download: str = "node_cache"
     # SIMULATED waits/failures of fake-glance and fake-neutron (FakeServices' simulation)
     fakes_simulation: dict[str, dict[str, Any]] = field(default_factory=dict)
     nova: NovaOptions = field(default_factory=NovaOptions)
@@ -103,6 +106,8 @@ class NovaStack:
             raise UserError(f"db: nova and placement run on mariadb or galera, not {self.db!r}")
         if self.image_service not in IMAGE_SERVICES:
             raise UserError(f"image_service: expected glance or fake-glance, got {self.image_service!r}")
+        if self.image_download not in ("node_cache", "none"):
+            raise UserError(f"image_download: expected node_cache or none, got {self.image_download!r}")
         if self.image_service == "glance" and "glance" in self.fakes_simulation:
             raise UserError("fakes_simulation.glance: simulated image waits and failures are fake-glance's; "
                             "with the real glance they would not happen (image_service: fake-glance)")
@@ -230,7 +235,8 @@ class NovaDeployment:
         if s.nova.profiler == "redis":
             self.redis = Redis(lab, progress, site=s.nova.control_site, maxmemory_mb=1024)
             self.nova.profiler_url = f"redis://{self.redis.address(s.nova.control_site)}"
-        self.computes = NovaComputes(lab, self.nova, progress, s.computes)
+        download = self.glance is not None and s.image_download == "node_cache"  # fake-glance serves none
+        self.computes = NovaComputes(lab, self.nova, progress, s.computes, image_download=download)
         self.lb = self._haproxy() if s.haproxy else None
         self.started: list[Service] = []
         self.timings: dict[str, float] = {}

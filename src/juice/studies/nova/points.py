@@ -122,7 +122,8 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
              **({"simulation": sim} if (sim := sim_record(spec)) else {}),
              # the real glance (the default since issue 40) in the key; the stand-in left out: runs
              # made before it existed used fake-glance and keep their keys
-             **({"image_service": spec.image_service} if spec.image_service != "fake-glance" else {})}
+             **({"image_service": spec.image_service, "image_download": spec.image_download}
+                if spec.image_service != "fake-glance" else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
         fixed = {"target": spec.target.label, "max_rps": spec.target.max_rps, "image": spec.image,

@@ -22,6 +22,8 @@ Example (``examples/nova-boot.yaml``)::
     # computes: {..., spawn_time: {dist: table, table: seed004}}   # SIMULATED waits (seconds):
     # image_service: fake-glance    # the stand-in instead of the real glance-api (the default;
     #                               # recorded as a deviation; docs/nova-simulation.md)
+    # image_download: none          # nodes never read the image (default node_cache: a node
+    #                               # downloads it through glance-api at its first boot of it)
     # fakes: {image_fetch_s: {dist: uniform, low_s: 0.1, high_s: 2}}   # constant | uniform |
     #                                                  # lognormal | table (docs/nova-simulation.md;
     #                                                  # image_fetch: fake-glance's, so with it only)
@@ -103,7 +105,8 @@ SCENARIOS = ("NovaServers.boot_server", "NovaServers.boot_and_delete_server")
 TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_writers", "schedulers",
                   "host_subset_size", "concurrency_backend", "max_pool_size", "preload", "preload_method",
                   "computes", "driver_site", "allow_over_capacity", "controllers_site", "server", "fakes",
-                  "failures", "profiler", "configurations", "haproxy", "topology", "image_service")
+                  "failures", "profiler", "configurations", "haproxy", "topology", "image_service",
+                  "image_download")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
 SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_server": {},
@@ -339,6 +342,11 @@ class NovaSpec(TargetStudySpec[NovaSla]):
         "the image service: glance (the real glance-api 33: its database, the file store, tokens "
         "validated by Keystone, the deployment's image uploaded through its API) | fake-glance (the "
         "stand-in: answers nova's image requests, validates nothing; recorded as a deviation)"))
+    image_download: Literal["node_cache", "none"] = Field(default="node_cache", description=(
+        "node_cache: a simulated node downloads the image through glance-api (the user's token, "
+        "nova's own image API) the first time it boots it and uses its copy afterwards, as a libvirt "
+        "node with local disks does | none: no node reads the image (as with images on shared "
+        "storage); the stand-in serves no image data: with fake-glance, always none"))
     fakes: Fakes = Field(default_factory=Fakes, description=(
         "SIMULATED latencies of fake-glance and fake-neutron (juice.studies.nova.simulation)"))
     failures: Failures = Field(default_factory=Failures, description=(
@@ -414,6 +422,10 @@ class NovaSpec(TargetStudySpec[NovaSla]):
     def _fits(self) -> NovaSpec:
         if self.target is not None:  # the cloud's capacity is the cloud's: nothing to check here
             return self
+        if (self.image_service == "fake-glance" and self.image_download != "none"
+                and "image_download" in self.model_fields_set):
+            raise ValueError("image_download: fake-glance serves no image data; with image_service: "
+                             "fake-glance the nodes download nothing (image_download: none)")
         if self.image_service == "glance":
             for field, on in (("fakes.image_fetch_s", self.fakes.image_fetch_s is not None),
                               ("failures.image_fetch", self.failures.image_fetch > 0)):

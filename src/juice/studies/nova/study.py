@@ -89,7 +89,7 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
                      haproxy_timeout_server_s=(float(given["haproxy_timeout_server"])
                                                if "haproxy_timeout_server" in given else None),
                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
-                     image_service=spec.image_service,
+                     image_service=spec.image_service, image_download=spec.image_download,
                      nova=NovaOptions(**srv, **roles, schedulers=p.schedulers,
                                       host_subset_size=p.host_subset_size,
                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
@@ -333,7 +333,8 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         if dep.stack.redis is not None:  # OSProfiler on: the driver signs a trace per boot
             env["profiler_key"] = dep.stack.nova.profiler_key
         # Keystone's logs too: its errors (a 500, a database refusal) explain failed boots
-        svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placements, dep.stack.ks)
+        svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placements, dep.stack.ks,
+                *([dep.stack.glance] if dep.stack.glance is not None else []))  # glance-api's access log
         try:
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
         except (ServiceError, TypeError):
