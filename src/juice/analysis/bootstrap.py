@@ -34,7 +34,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -61,18 +60,19 @@ class Replicates:
     exact: bool  # resampled literally (not the large-group draw)
 
 
-def group_rng(*key: Any) -> np.random.Generator:
+def group_rng(*key: object) -> np.random.Generator:
     """A generator seeded by ``SEED`` and the group's key (stable across processes and
     versions of numpy: numpy scalars count as the Python values they hold)."""
     norm = tuple(_plain(k) for k in key)
     return np.random.default_rng([SEED, zlib.crc32(repr(norm).encode())])
 
 
-def _plain(v: Any) -> Any:
+def _plain(v: object) -> object:
     if isinstance(v, tuple):
         return tuple(_plain(x) for x in v)
-    if hasattr(v, "item"):
-        v = v.item()
+    item = getattr(v, "item", None)  # numpy scalars count as the Python values they hold
+    if item is not None:
+        v = item()
     if isinstance(v, float) and v != v:  # NaN
         return None
     return v

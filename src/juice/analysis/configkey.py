@@ -30,7 +30,7 @@ import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TypeVar
 
 import pandas as pd
 
@@ -56,12 +56,13 @@ MAX_NOTES = 6
 MAX_NAMES = 3
 
 Value = str | int | float | bool | None
+T = TypeVar("T")
 
 
 # ------------------------------------------------------------------------------- fields
 
 
-def norm(v: Any) -> Value:
+def norm(v: object) -> Value:
     """A value as the key compares it: NaN and None alike, 2.0 as 2, lists and mappings as
     their JSON text (keys sorted)."""
     if v is None:
@@ -77,7 +78,7 @@ def norm(v: Any) -> Value:
     if isinstance(v, Mapping | list | tuple):
         return json.dumps(v, sort_keys=True, default=str)
     try:
-        if pd.isna(v):
+        if pd.isna(v):  # type: ignore[call-overload]  # any scalar: pd.NA, NaT, numpy NaN
             return None
     except (TypeError, ValueError):
         pass
@@ -85,7 +86,7 @@ def norm(v: Any) -> Value:
     return norm(item()) if callable(item) else str(v)
 
 
-def _flat(v: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _flat(v: object, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], object]]:
     if isinstance(v, Mapping):
         for k, x in v.items():
             yield from _flat(x, (*path, str(k)))
@@ -93,19 +94,19 @@ def _flat(v: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]
         yield path, v
 
 
-def _deviations(devs: Any) -> dict[str, Any]:
+def _deviations(devs: object) -> dict[str, object]:
     """``deviations`` (a list of {server, option, value...}) as ``deviations.<server> <option>``."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for d in devs if isinstance(devs, list) else []:
         if isinstance(d, Mapping) and "server" in d and "option" in d:
             out[f"deviations.{d['server']} {d['option']}"] = d.get("value")
     return out
 
 
-def fields(manifest: Mapping[str, Any], sections: Sequence[str] = SECTIONS) -> dict[str, Any]:
+def fields(manifest: Mapping[str, object], sections: Sequence[str] = SECTIONS) -> dict[str, object]:
     """The run's recorded configuration, flattened: ``params`` by their own names first, then
     every other section of ``sections`` dotted (identity fields and measurements left out)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for s in sections:
         v = manifest.get(s)
         if v is None:
@@ -123,7 +124,7 @@ def fields(manifest: Mapping[str, Any], sections: Sequence[str] = SECTIONS) -> d
     return out
 
 
-def key_fields(rows: Sequence[Mapping[str, Any]], base: Sequence[str] = (),
+def key_fields(rows: Sequence[Mapping[str, object]], base: Sequence[str] = (),
                candidates: Sequence[str] | None = None) -> list[str]:
     """The fields beyond ``base`` (of ``candidates``, default every field of ``rows`` in order of
     first appearance) that split runs the key so far pools, in that order."""
@@ -142,7 +143,7 @@ def key_fields(rows: Sequence[Mapping[str, Any]], base: Sequence[str] = (),
     return out
 
 
-def label(values: Mapping[str, Any]) -> str:
+def label(values: Mapping[str, object]) -> str:
     """``compute_isolation=fork, nodes_per_process=20`` (absent values as ``–``)."""
     return ", ".join(f"{k}={'–' if norm(v) is None else norm(v)}" for k, v in values.items())
 
@@ -150,7 +151,7 @@ def label(values: Mapping[str, Any]) -> str:
 # -------------------------------------------------------------------------------- frames
 
 
-def run_column(run: pd.Series, values: Mapping[str, Any]) -> pd.Series:  # type: ignore[type-arg]
+def run_column(run: pd.Series, values: Mapping[str, object]) -> pd.Series:  # type: ignore[type-arg]
     """A run-constant column for a frame whose ``run`` column is ``run``: numbers when every
     value is one, text otherwise, NaN/None where a run has no value."""
     vals = {str(k): norm(v) for k, v in values.items()}
@@ -189,9 +190,9 @@ def split(df: pd.DataFrame, candidates: Sequence[str], handled: Sequence[str] = 
     return [(lab, g) for _, lab, g in sorted(out, key=lambda x: x[0])]
 
 
-def _order(v: Any) -> tuple[int, float, str]:
+def _order(raw: object) -> tuple[int, float, str]:
     """Numbers by value, then text, absent last."""
-    v = norm(v)
+    v = norm(raw)
     if v is None:
         return (2, 0.0, "")
     if isinstance(v, int | float) and not isinstance(v, bool):
@@ -199,8 +200,8 @@ def _order(v: Any) -> tuple[int, float, str]:
     return (1, 0.0, str(v))
 
 
-def relabel(groups: Sequence[tuple[str, pd.DataFrame]], fn: Callable[[pd.DataFrame], list[Any]],
-            prefix: Callable[[Any, str], Any]) -> list[Any]:
+def relabel(groups: Sequence[tuple[str, pd.DataFrame]], fn: Callable[[pd.DataFrame], list[T]],
+            prefix: Callable[[T, str], T]) -> list[T]:
     """``fn`` over each group of :func:`split`, each result passed through ``prefix`` with its
     group's label when there are several groups (one group: ``fn(df)`` unchanged)."""
     if len(groups) == 1:
@@ -220,14 +221,14 @@ def _singular(k: str) -> str:
     return k[:-1] if k.endswith("s") else k
 
 
-def _spec_diff(mans: Sequence[Mapping[str, Any]], recorded: set[str]) -> dict[str, list[Value]]:
+def _spec_diff(mans: Sequence[Mapping[str, object]], recorded: set[str]) -> dict[str, list[Value]]:
     """Spec fields that differ between ``mans`` (those that have a spec), leaving out what names
     a spec (:data:`SPEC_IDENTITY`), what their params or other recorded fields hold (an axis,
     e.g. ``delay_ms: [0, 50]``, differs between specs whose runs share their value)."""
     specs = [m["spec"] for m in mans if isinstance(m.get("spec"), Mapping)]
     if len(specs) < 2:
         return {}
-    params = {k for m in mans if isinstance(m.get("params"), Mapping) for k in m["params"]}
+    params = {k for m in mans for k in _map(m.get("params"))}
     flat = [{".".join(p): norm(v) for p, v in _flat(s, ()) if p and p[0] not in SPEC_IDENTITY} for s in specs]
     out: dict[str, list[Value]] = {}
     for k in dict.fromkeys(k for f in flat for k in f):
@@ -241,13 +242,17 @@ def _spec_diff(mans: Sequence[Mapping[str, Any]], recorded: set[str]) -> dict[st
     return out
 
 
-def _run_key(m: Mapping[str, Any]) -> str | None:
-    p = m.get("params") if isinstance(m.get("params"), Mapping) else {}
-    key = m.get("run_key") or m.get("key") or (p or {}).get("run_id")
+def _map(v: object) -> Mapping[str, object]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _run_key(m: Mapping[str, object]) -> str | None:
+    p = _map(m.get("params"))
+    key = m.get("run_key") or m.get("key") or p.get("run_id")
     return str(key) if key else None
 
 
-def _group_notes(idx: list[int], manifests: Sequence[Mapping[str, Any]], recorded: set[str],
+def _group_notes(idx: list[int], manifests: Sequence[Mapping[str, object]], recorded: set[str],
                  names: Sequence[str]) -> list[str]:
     mans = [manifests[i] for i in idx]
     who = [names[i] for i in idx]
@@ -261,10 +266,10 @@ def _group_notes(idx: list[int], manifests: Sequence[Mapping[str, Any]], recorde
     else:
         by_rep: dict[tuple[Value, Value], set[str]] = {}
         for m in mans:
-            p = m.get("params") if isinstance(m.get("params"), Mapping) else {}
+            p = _map(m.get("params"))
             key = _run_key(m)
             if key:
-                rep = (norm((p or {}).get("repetition", m.get("repetition"))), norm((p or {}).get("study")))
+                rep = (norm(p.get("repetition", m.get("repetition"))), norm(p.get("study")))
                 by_rep.setdefault(rep, set()).add(key)
         if any(len(v) > 1 for v in by_rep.values()):
             out.append(f"Runs {_names(who)} share every recorded field, yet their run keys differ at the "
@@ -277,7 +282,7 @@ def _group_notes(idx: list[int], manifests: Sequence[Mapping[str, Any]], recorde
     return out
 
 
-def unrecorded(manifests: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+def unrecorded(manifests: Sequence[Mapping[str, object]], rows: Sequence[Mapping[str, object]],
                key: Sequence[str], names: Sequence[str]) -> list[str]:
     """Sentences naming the runs a key (``key``, over ``rows``) pools although their manifests
     say they may differ, or that record no parameters ([] when none)."""
@@ -312,7 +317,7 @@ def notes_html(extra: Sequence[str], notes: Sequence[str]) -> str:
     return "".join(parts)
 
 
-def attach(df: pd.DataFrame, mans: Sequence[Mapping[str, Any]], cands: Sequence[Mapping[str, Any]],
+def attach(df: pd.DataFrame, mans: Sequence[Mapping[str, object]], cands: Sequence[Mapping[str, object]],
            base: Sequence[str]) -> pd.DataFrame:
     """``df`` (one row per run, in ``mans``' order) with a column for every recorded field of
     ``cands`` beyond ``base`` that tells its runs apart (hashable values: lists as their JSON

@@ -15,19 +15,19 @@ failed iterations. Percentiles interpolate linearly (numpy's and pandas' default
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from juice.analysis.stats import grouped_stats, iteration_key, iteration_totals, operation_order
+from juice.analysis.stats import KeyColumn, grouped_stats, iteration_key, iteration_totals, operation_order
 
 QUANTILES: dict[str, float] = {"p25": 0.25, "p50": 0.5, "p75": 0.75, "p95": 0.95, "p99": 0.99}
 STAT_COLUMNS: tuple[str, ...] = ("count", "mean", "std", "min", *QUANTILES, "max", "failures")
 TOTAL = "Total"
 
 
-def _stats(values: pd.Series[float], keys: list[pd.Series[Any]]) -> pd.DataFrame:
+def _stats(values: pd.Series[float], keys: list[KeyColumn]) -> pd.DataFrame:
     return grouped_stats(values, keys, QUANTILES)
 
 
@@ -79,7 +79,7 @@ def describe(df: pd.DataFrame, by: Sequence[str] = (), depth: int | None = 0,
 
 
 def percentile_drop_keys(totals: pd.DataFrame, q: float = 0.95,
-                         by: Sequence[str] = ("run",)) -> np.ndarray[Any, np.dtype[np.int64]]:
+                         by: Sequence[str] = ("run",)) -> npt.NDArray[np.int64]:
     """Iteration keys (see ``iteration_key``) of the successful iterations whose total is above
     the ``q`` quantile of their group's totals; ``totals`` from ``iteration_totals``."""
     if not 0.0 < q <= 1.0:
@@ -87,7 +87,7 @@ def percentile_drop_keys(totals: pd.DataFrame, q: float = 0.95,
     ok = totals[~totals["failed"]]
     grp = ok.groupby([ok[c] for c in by], observed=True, dropna=False)["total_s"]
     thr = grp.transform("quantile", q)
-    keys: np.ndarray[Any, np.dtype[np.int64]] = ok.loc[ok["total_s"] > thr, "key"].to_numpy(np.int64)
+    keys: npt.NDArray[np.int64] = ok.loc[ok["total_s"] > thr, "key"].to_numpy(np.int64)
     return keys
 
 

@@ -43,7 +43,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 LEVEL = 0.95
 REAL = "real"
@@ -269,7 +272,7 @@ def runs_needed(cv: float, effect: float, level: float = LEVEL, power: float = 0
     return None
 
 
-def stat_of(values: Any, stat: str) -> float:
+def stat_of(values: npt.ArrayLike | None, stat: str) -> float:
     """A run's ``stat`` ("mean" or "p95") of its ``values`` (NaN without at least 2 values,
     or 1 for the mean)."""
     import numpy as np

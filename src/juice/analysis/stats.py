@@ -15,26 +15,30 @@ All functions are pure, vectorised (no per-row Python) and take the DataFrame ma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Sequence
+from typing import Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
+from pandas.core.groupby.generic import DataFrameGroupBy
 
 from juice.results.tidy import ITERATION_KEY, param_columns
 
 PERCENTILES: tuple[float, ...] = (0.5, 0.95, 0.99)
 CDF_POINTS = 1000
+# a grouping column (run parameters, operations, runs): its values are text, numbers or flags
+KeyColumn: TypeAlias = "pd.Series[str] | pd.Series[int] | pd.Series[float] | pd.Series[bool]"
 
 
-def iteration_key(df: pd.DataFrame) -> np.ndarray[Any, np.dtype[np.int64]]:
+def iteration_key(df: pd.DataFrame) -> npt.NDArray[np.int64]:
     """One int64 per row identifying its iteration (run, site, iteration number)."""
     run = df["run"]
     codes = (run.cat.codes if isinstance(run.dtype, pd.CategoricalDtype)
              else pd.Series(pd.factorize(run)[0], index=df.index))
     site = df["site"].fillna(0).astype(np.int64).to_numpy()
     it = df["iteration"].astype(np.int64).to_numpy()
-    key: np.ndarray[Any, np.dtype[np.int64]] = (
+    key: npt.NDArray[np.int64] = (
         (codes.to_numpy().astype(np.int64) << 42) | ((site & 0xFFFF) << 26) | (it & 0x3FFFFFF))
     return key
 
@@ -60,18 +64,18 @@ def iteration_totals(df: pd.DataFrame) -> pd.DataFrame:
     rows = sel[first]
     cols = [*param_columns(df), *ITERATION_KEY, "iteration_failed", "iteration_duration_s",
             "latency_s", "dispatch_lag_s"]
-    data: dict[str, Any] = {c: df[c].iloc[rows].reset_index(drop=True) for c in cols}
+    data: dict[str, pd.Series[float]] = {c: df[c].iloc[rows].reset_index(drop=True) for c in cols}
     out = pd.DataFrame(data, copy=False).rename(columns={"iteration_failed": "failed"})
     out["total_s"] = np.where(counts > 0, sums, np.nan)
     out["key"] = key[first]
     return out
 
 
-def _group(df: pd.DataFrame, by: Sequence[str]) -> Any:
+def _group(df: pd.DataFrame, by: Sequence[str]) -> DataFrameGroupBy[tuple[Hashable, ...], Literal[True]]:
     return df.groupby(list(by), observed=True, dropna=False, sort=True)
 
 
-def grouped_stats(values: pd.Series[float], keys: Sequence[pd.Series[Any]],
+def grouped_stats(values: pd.Series[float], keys: Sequence[KeyColumn],
                   quantiles: dict[str, float], extremes: bool = True) -> pd.DataFrame:
     """count, mean, std (ddof 1), min, max and the named quantiles (linear interpolation, as
     numpy and pandas) of ``values`` per group of ``keys``; NaN values are left out but their
@@ -87,7 +91,7 @@ def grouped_stats(values: pd.Series[float], keys: Sequence[pd.Series[Any]],
     c, v = codes[ok], v[ok]
     cnt = np.bincount(c, minlength=ng).astype(np.int64)
     has = cnt > 0
-    out: dict[str, Any] = {"count": cnt}
+    out: dict[str, npt.NDArray[np.int64] | npt.NDArray[np.float64]] = {"count": cnt}
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.bincount(c, weights=v, minlength=ng) / cnt
         dev = v - mean[c]
@@ -117,7 +121,8 @@ def grouped_stats(values: pd.Series[float], keys: Sequence[pd.Series[Any]],
     return pd.DataFrame(out, index=index)
 
 
-def _reduce_by(ufunc: Any, codes: np.ndarray[Any, Any], v: np.ndarray[Any, Any], ng: int) -> Any:
+def _reduce_by(ufunc: np.ufunc, codes: npt.NDArray[np.int64], v: npt.NDArray[np.float64],
+               ng: int) -> npt.NDArray[np.float64]:
     init = np.inf if ufunc is np.minimum else -np.inf
     acc = np.full(ng, init)
     ufunc.at(acc, codes, v)
@@ -180,8 +185,8 @@ def stacked_means(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return out
 
 
-def cdf(values: np.ndarray[Any, Any] | pd.Series[float], points: int = CDF_POINTS) -> tuple[
-        np.ndarray[Any, np.dtype[np.float64]], np.ndarray[Any, np.dtype[np.float64]]]:
+def cdf(values: npt.NDArray[np.float64] | pd.Series[float], points: int = CDF_POINTS) -> tuple[
+        npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Empirical CDF of ``values`` (NaN ignored) as (x, P[X <= x]), at most ``points`` points
     (evenly spaced in rank, always keeping the minimum and the maximum)."""
     v = np.sort(np.asarray(values, dtype=np.float64))
@@ -190,12 +195,12 @@ def cdf(values: np.ndarray[Any, Any] | pd.Series[float], points: int = CDF_POINT
     if n == 0:
         return np.empty(0), np.empty(0)
     idx = np.unique(np.linspace(0, n - 1, min(n, max(points, 2))).round().astype(np.int64))
-    y: np.ndarray[Any, np.dtype[np.float64]] = ((idx + 1) / n).astype(np.float64)
+    y: npt.NDArray[np.float64] = ((idx + 1) / n).astype(np.float64)
     return v[idx], y
 
 
 def cdfs(totals: pd.DataFrame, by: Sequence[str], points: int = CDF_POINTS) -> list[tuple[
-        tuple[Any, ...], np.ndarray[Any, np.dtype[np.float64]], np.ndarray[Any, np.dtype[np.float64]]]]:
+        tuple[Hashable, ...], npt.NDArray[np.float64], npt.NDArray[np.float64]]]:
     """CDF of successful iterations' totals per group of ``by``: ``[(key, x, y), ...]``."""
     ok = totals[~totals["failed"]]
     if not by:

@@ -16,22 +16,26 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from juice.analysis.bootstrap import LEVEL, RESAMPLES, Replicates, group_rng, interval, replicates
 from juice.analysis.describe import QUANTILES, TOTAL
-from juice.analysis.stats import iteration_totals
+from juice.analysis.stats import KeyColumn, iteration_totals
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
 
 REPEAT_COLUMNS = frozenset({"repetition", "seed", "run_id", "run", "source", "task"})
 CI_STATS: tuple[str, ...] = ("mean", *QUANTILES)
 CI_COLUMNS: tuple[str, ...] = (*(f"{s}_ci_{e}" for s in CI_STATS for e in ("low", "high")),
                                "ci_level", "ci_method")
-Key = tuple[Any, ...]
+Key = tuple[Hashable, ...]  # a group's key: plain Python values (NaN and NA as None)
 
 
 def method(two_level: bool, units: str = "iterations", clusters: str = "runs") -> str:
@@ -53,10 +57,10 @@ def method_note(units: str = "iterations", clusters: str = "runs") -> str:
             f"between {clusters} is itself poorly known, and under-estimated).")
 
 
-def norm_key(key: Any) -> Key:
+def norm_key(key: object) -> Key:
     """A group key as a tuple of plain Python values (NaN and NA as None)."""
     t = key if isinstance(key, tuple) else (key,)
-    out: list[Any] = []
+    out: list[Hashable] = []
     for v in t:
         if v is None or v is pd.NA or (isinstance(v, float | np.floating) and math.isnan(float(v))):
             out.append(None)
@@ -74,8 +78,8 @@ class GroupCIs:
     reps: dict[Key, Replicates] = field(default_factory=dict)
 
 
-def grouped_ci(values: pd.Series[float], keys: Sequence[pd.Series[Any]], strata: np.ndarray[Any, Any],
-               clusters: np.ndarray[Any, Any], quantiles: dict[str, float] | None = None,
+def grouped_ci(values: pd.Series[float], keys: Sequence[KeyColumn], strata: npt.NDArray[np.int64],
+               clusters: npt.NDArray[np.int64], quantiles: dict[str, float] | None = None,
                salt: str = "", units: str = "iterations", cluster_name: str = "runs") -> GroupCIs:
     """Bootstrap CIs of the mean and ``quantiles`` of ``values`` per group of ``keys``
     (NaN values left out). ``strata``/``clusters``: one code per value (see the module)."""
@@ -92,14 +96,14 @@ def grouped_ci(values: pd.Series[float], keys: Sequence[pd.Series[Any]], strata:
     v, st, cl = v[ok], np.asarray(strata)[ok], np.asarray(clusters)[ok]
     order = np.argsort(codes, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(codes, minlength=len(index)))]
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     reps: dict[Key, Replicates] = {}
     for gi, key in enumerate(index):
         k = norm_key(key) if keys else ()
         sel = order[bounds[gi]:bounds[gi + 1]]
         r = replicates(v[sel], st[sel], cl[sel], list(quantiles.values()), group_rng(salt, *k))
         reps[k] = r
-        row: dict[str, Any] = dict(zip(names, k, strict=True))
+        row: dict[str, object] = dict(zip(names, k, strict=True))
         row["n"] = r.n
         row["clusters"] = r.clusters
         row["mean_ci_low"], row["mean_ci_high"] = interval(r.mean)
@@ -113,8 +117,8 @@ def grouped_ci(values: pd.Series[float], keys: Sequence[pd.Series[Any]], strata:
     return GroupCIs(pd.DataFrame(rows, columns=cols), reps)
 
 
-def design_codes(frame: pd.DataFrame, params: Sequence[str]) -> tuple[np.ndarray[Any, Any],
-                                                                       np.ndarray[Any, Any]]:
+def design_codes(frame: pd.DataFrame, params: Sequence[str]) -> tuple[npt.NDArray[np.int64],
+                                                                       npt.NDArray[np.int64]]:
     """(strata, clusters) per row of a tidy or per-iteration frame: the cluster is the run,
     the stratum the run's configuration (``params`` but repetition, seed, ids)."""
     run = frame["run"]
@@ -165,19 +169,19 @@ def with_ci(table: pd.DataFrame, cis: tuple[GroupCIs, GroupCIs | None], by: Sequ
     """``table`` (a describe table) with the CI columns after its own, row by row."""
     by = list(by)
     ops, tot = cis
-    look: dict[Key, dict[Any, Any]] = {}
+    look: dict[Key, dict[Hashable, object]] = {}
     for r in ops.table.to_dict("records"):
         look[norm_key(tuple(r[c] for c in [*by, "operation"]))] = r
-    tot_look: dict[Key, dict[Any, Any]] = {norm_key(tuple(r[c] for c in by)): r for r in
+    tot_look: dict[Key, dict[Hashable, object]] = {norm_key(tuple(r[c] for c in by)): r for r in
                                             tot.table.to_dict("records")} if tot is not None else {}
     out = table.copy()
-    got: list[dict[Any, Any]] = []
+    got: list[dict[Hashable, object]] = []
     for row in table[[*by, "operation"]].itertuples(index=False, name=None):
         key = norm_key(tuple(row))
         hit = tot_look.get(key[:-1]) if row[-1] == TOTAL and tot is not None else look.get(key)
         got.append(hit or {})
     for c in CI_COLUMNS:
-        default: Any = None if c == "ci_method" else (LEVEL if c == "ci_level" else float("nan"))
+        default: object = None if c == "ci_method" else (LEVEL if c == "ci_level" else float("nan"))
         out[c] = [g.get(c, default) for g in got]
     return out
 
@@ -189,12 +193,12 @@ def attach(table: pd.DataFrame, cis: GroupCIs, keys: Sequence[str]) -> pd.DataFr
     got = [look.get(norm_key(tuple(row)), {}) for row in table[keys].itertuples(index=False, name=None)]
     out = table.copy()
     for c in CI_COLUMNS:
-        default: Any = None if c == "ci_method" else (LEVEL if c == "ci_level" else float("nan"))
+        default: object = None if c == "ci_method" else (LEVEL if c == "ci_level" else float("nan"))
         out[c] = [g.get(c, default) for g in got]
     return out
 
 
-def ci_cell(point: Any, lo: Any, hi: Any, digits: int = 4) -> str:
+def ci_cell(point: object, lo: object, hi: object, digits: int = 4) -> str:
     """``"0.0272 [0.0251, 0.0296]"``; ``"0.0272"`` when there is no interval."""
     from juice.util.cells import fmt
 
@@ -217,8 +221,8 @@ def ci_display(table: pd.DataFrame, keys: Sequence[str], stats: Sequence[str] = 
 
 
 def differences(means: dict[Key, float], reps: dict[Key, Replicates], by: Sequence[str], along: str,
-                pairs: str = "all", sort_key: Callable[[Any], Any] = str,
-                label: Callable[[str, Any], str] | None = None) -> list[dict[str, Any]]:
+                pairs: str = "all", sort_key: Callable[[Hashable], SupportsRichComparison] = str,
+                label: Callable[[str, Hashable], str] | None = None) -> list[dict[str, object]]:
     """Differences of means between groups that differ only in ``along``: every pair
     (``pairs="all"``) or neighbours in ``sort_key`` order (``"adjacent"``). Each row: what is
     compared, where, both means, Δ = second − first, its bootstrap CI (the two groups resampled
@@ -230,7 +234,7 @@ def differences(means: dict[Key, float], reps: dict[Key, Replicates], by: Sequen
     others: dict[Key, list[Key]] = {}
     for k in reps:
         others.setdefault(k[:i] + k[i + 1:], []).append(k)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for rest in sorted(others, key=lambda t: [sort_key(v) for v in t]):
         ks = sorted(others[rest], key=lambda k: sort_key(k[i]))
         todo = [(a, b) for x, a in enumerate(ks) for b in ks[x + 1:]] if pairs == "all" \
