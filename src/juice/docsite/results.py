@@ -11,12 +11,13 @@ import importlib
 import json
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from juice.docsite.markdown import cell, code, header, table
-from juice.docsite.source import constant, module_name, tree
+from juice.docsite.source import constant, docstring, module_name, path_of, tree
 
 SRC = Path(__file__).resolve().parents[1]          # src/juice
 CLONE = SRC.parents[1]
@@ -157,9 +158,52 @@ def _sampled(name: str) -> str:
     return ""
 
 
-def columns(name: str) -> str:
-    """What ``name`` holds, from the code's declaration or a committed fixture ('' if neither)."""
-    return _declared(name) if name in DECLARED else _sampled(name)
+def _clause(text: str, name: str) -> str:
+    """What ``text`` says right after ``name``: its parenthesis, or its clause."""
+    at = text.index(f"``{name}``") + len(name) + 4
+    rest = text[at:].lstrip(" :")
+    depth, out = 0, list[str]()
+    for i, ch in enumerate(rest):
+        if ch == "(":
+            depth += 1
+            if depth == 1 and not out:
+                continue
+        elif ch == ")":
+            depth -= 1
+            if depth == 0 and rest.startswith("("):
+                break
+        elif depth == 0 and (ch == ";" or (ch == "." and rest[i + 1:i + 2] in ("", " ", "\n"))):
+            break
+        out.append(ch)
+    return " ".join("".join(out).split()).replace("``", "`").strip(" ,")
+
+
+def _documented(name: str, writers: AbstractSet[str]) -> str:
+    """What the docstrings of the writers' packages say of ``name``: the paragraph that says it
+    is "stored as" it, else the clause right after its name."""
+    packages = sorted({w.split(" ")[0].rsplit(".", 1)[0] for w in writers})
+    clause = ""
+    for pkg in packages:
+        root = path_of(pkg)
+        if root is None:
+            continue
+        for path in sorted(root.parent.glob("*.py")):
+            for para in (docstring(path) or "").split("\n\n"):
+                if f"stored as ``{name}``" in para:
+                    text = " ".join(para.split()).replace("``", "`")
+                    cut = text if len(text) <= 900 else text[:900].rsplit(" ", 1)[0] + " …"
+                    return f"{cut} (`{module_name(path)}`)"
+                if not clause and f"``{name}``" in para and (found := _clause(para, name)):
+                    clause = f"{found} (`{module_name(path)}`)"
+    return clause
+
+
+def columns(name: str, writers: AbstractSet[str] = frozenset()) -> str:
+    """What ``name`` holds: the code's declaration, else a committed fixture, else the paragraph
+    of a writer's package docstring that describes it ('' if none)."""
+    if name in DECLARED:
+        return _declared(name)
+    return _sampled(name) or (_documented(name, writers) if "." in name else "")
 
 
 def page() -> str:
@@ -175,12 +219,13 @@ def page() -> str:
         "returns the tidy table of every run under a path.\n\n"
         "The files below are every name the code writes into a run directory. *Columns / keys* "
         "come from the constant the code writes and reads them with when there is one, else from "
-        "a run committed under `tests/fixtures/` (an older run may lack a later column); `—` "
-        "where neither exists yet: the study's page describes the file.")
+        "a run committed under `tests/fixtures/` (an older run may lack a later column), else "
+        "from what the writing package's docstrings say of the file; `—` where none of these "
+        "exists yet: the study's page describes the file.")
     rows = []
     for name in sorted(found, key=lambda n: (n != "manifest.json", n)):
         f = found[name]
         rows.append([code(name), cell(WHAT.get(name, "")),
-                     cell(", ".join(f"`{w}`" for w in sorted(f.writers))), cell(columns(name))])
+                     cell(", ".join(f"`{w}`" for w in sorted(f.writers))), cell(columns(name, f.writers))])
     body = table(["file", "what", "written by", "columns / keys"], rows)
     return header("Result files", "results.py", intro) + body
