@@ -80,12 +80,12 @@ def one_rate(lab: LocalLab, hz: float, seconds: float) -> dict[str, Any]:
 
 
 def host_tick(procs: int, n: int = 50) -> dict[str, Any]:
-    """CPU of one tick of the hosts' remote sampler (``juice.profile.onhost.LabSampler``)."""
+    """CPU of one tick of the hosts' remote sampler (``juice.onhost.sampler.LabSampler``)."""
     import contextlib
     import io
     import subprocess
 
-    from juice.profile import onhost
+    from juice.onhost import sampler as onhost
 
     kids = [subprocess.Popen(["sleep", "3600"]) for _ in range(procs)]
     try:

@@ -1,5 +1,5 @@
-"""The code that runs on SSH hosts, run here: the /proc readers (``juice.profile.procfs``)
-against this machine's /proc, the on-host samplers (``juice.profile.onhost``) on this
+"""The code that runs on SSH hosts, run here: the /proc readers (``juice.onhost.procfs``)
+against this machine's /proc, the on-host samplers (``juice.onhost.sampler``) on this
 machine's processes, and the shipped program (``juice.remote.bundle``) as a host runs it."""
 
 from __future__ import annotations
@@ -15,14 +15,16 @@ from typing import Any
 
 import pytest
 
-from juice.profile import hosts, onhost, procfs
+from juice.onhost import procfs
+from juice.onhost import sampler as onhost
+from juice.profile import hosts
 from juice.profile import ssh as ssh_profile
 from juice.remote import bundle
 from juice.remote.ssh import boot_command
 
 NAP = f"60.{os.getpid()}"  # a command line no other process on this machine has
 NAP_RX = f"napper=^sleep {NAP}$"
-SHIPPED = {"juice.profile.procfs": procfs, "juice.profile.onhost": onhost}
+SHIPPED = {"juice.onhost.procfs": procfs, "juice.onhost.sampler": onhost}
 
 
 class Capture(onhost.Channel):
@@ -51,7 +53,7 @@ def test_the_shipped_modules_use_the_standard_library_and_each_other_only() -> N
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for n in names:
                 top = n.split(".")[0]
-                assert top in sys.stdlib_module_names or n in ("juice.profile", *SHIPPED), (name, n)
+                assert top in sys.stdlib_module_names or n in ("juice.onhost", *SHIPPED), (name, n)
 
 
 def test_procfs_reads_this_machines_processes(child: subprocess.Popen[bytes]) -> None:

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from juice.errors import UserError
-from juice.profile import dbstats, procfs, sampler
+from juice.onhost import procfs
+from juice.profile import dbstats, sampler
 from juice.profile.frames import per_component, utilisation
 from juice.services.base import services_in
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from juice.errors import UserError
-from juice.profile import onhost
+from juice.onhost import sampler as onhost
 from juice.profile import ssh as ssh_profile
 from juice.profile.sampler import Settings
 from juice.remote import ssh

@@ -5,8 +5,9 @@ unit-tested here like the rest and written once.
 
 Where Juice is not installed (an SSH host), a program can import nothing from Juice: every
 module here imports the standard library only (Python >= 3.7 for those run with the place's
-``python3``), and those run with a venv's Python may import what that venv holds, inside
-``main`` (``tests/onhost/test_programs.py`` checks both). The package sits at the bottom of the
+``python3``; ``sampler`` also ``procfs``, shipped with it), and those run with a venv's Python
+may import what that venv holds, inside ``main`` (``tests/onhost/test_programs.py`` checks
+both). The package sits at the bottom of the
 import layers: anything may read a program's source, and a program imports nothing above it.
 
     logfiles          log sizes and tails (``juice.services.logslice``; Juice's venv path)
@@ -20,8 +21,11 @@ import layers: anything may read a program's source, and a program imports nothi
     osprofiler_reader OSProfiler's notifications read from its backend (OpenStack venv)
     amqp_declare      exchanges and queues declared on a broker (messaging venv)
 
-The resource samplers run on hosts are ``juice.profile.onhost`` (with ``juice.profile.procfs``,
-shipped together by ``juice.remote.bundle``); the host agent is ``juice.remote.agent``.
+    procfs            the /proc readers, written once (the local sampler's and ``sampler``'s)
+    sampler           the resource sampler run on SSH hosts (``juice.profile.ssh``/``hosts``),
+                      shipped with ``procfs`` by ``juice.remote.bundle`` (modules by name)
+
+The host agent, shipped as one file, is ``juice.remote.agent``.
 """
 
 from __future__ import annotations

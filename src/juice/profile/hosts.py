@@ -9,7 +9,7 @@
 
 Per host, one ``ssh`` process (the lab's ssh parameters: its key, its known_hosts; its own
 connection, not the agent's, so sampling never waits behind an agent request and never
-delays one) runs a stdlib-only ``python3`` sampler sent on stdin (``juice.profile.onhost``'s
+delays one) runs a stdlib-only ``python3`` sampler sent on stdin (``juice.onhost.sampler``'s
 ``LabSampler``): the SSH profiler's (``juice.profile.ssh``: the same transport, clock probes,
 stop on stdin's closing, ``max_s``) with another choice of processes. Which processes, on the
 host, re-decided when one starts or execs:
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.lab.place import SampledHost
-from juice.profile import procfs
+from juice.onhost import procfs
 from juice.profile.ssh import MAX_S, SshProfiler, _Host, program
 from juice.profile.table import (
     CUMULATIVE,
@@ -61,7 +61,7 @@ LINK = "link"
 MAX_ARGS = 24
 
 def remote_script(host: SampledHost, interval_s: float, max_s: float) -> bytes:
-    """The program sent to a host: ``juice.profile.onhost``'s lab sampler."""
+    """The program sent to a host: ``juice.onhost.sampler``'s lab sampler."""
     return program({"kind": "lab", "root": host.root, "wan_if": host.wan_if, "max_args": MAX_ARGS,
                     "interval_s": interval_s, "max_s": max_s})
 

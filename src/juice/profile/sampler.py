@@ -60,7 +60,7 @@ from typing import Any, Protocol
 
 from juice.errors import UserError
 from juice.lab.place import Lab, SampledHost
-from juice.profile import procfs
+from juice.onhost import procfs
 from juice.profile.table import (
     CUMULATIVE,
     DB_METRICS,

@@ -10,7 +10,7 @@ password (``ssh -o BatchMode=yes``: ssh never prompts, a refused key is an error
 
 Per host, one ``ssh`` process (started in a session of its own; its pid is recorded and it is
 stopped by it) runs ``python3`` there (stdlib only) with :func:`program` (the modules
-``juice.profile.onhost`` and ``juice.profile.procfs``, see ``juice.remote.bundle``), sent on stdin. Not
+``juice.onhost.sampler`` and ``juice.onhost.procfs``, see ``juice.remote.bundle``), sent on stdin. Not
 ``python3 -``: it reads its program to EOF, and the remote sampler's stdin must stay open,
 because its closing is the stop signal; the remote command is ``python3 -c
 'import sys;exec(sys.stdin.buffer.read(N))'``, N the script's length. The remote sampler
@@ -74,19 +74,19 @@ MAX_S = 24 * 3600.0
 MAX_ERROR_SAMPLES = 5
 
 def remote_script(patterns: Sequence[str], interval_s: float, max_s: float) -> bytes:
-    """The program sent to a host: ``juice.profile.onhost``'s pattern sampler."""
+    """The program sent to a host: ``juice.onhost.sampler``'s pattern sampler."""
     return program({"kind": "patterns", "patterns": list(patterns), "interval_s": interval_s,
                     "max_s": max_s})
 
 
 def program(cfg: dict[str, Any]) -> bytes:
-    """``juice.profile.onhost`` with ``procfs`` (real modules, shipped as their source), run
+    """``juice.onhost.sampler`` with ``procfs`` (real modules, shipped as their source), run
     with ``cfg`` (its ``kind`` picks the sampler)."""
-    from juice.profile import onhost, procfs
+    from juice.onhost import procfs, sampler
 
     return bundle.program(
-        [(m.__name__, inspect.getsource(m)) for m in (procfs, onhost)],
-        f"import juice.profile.onhost\njuice.profile.onhost.main({json.dumps(cfg)!r})")
+        [(m.__name__, inspect.getsource(m)) for m in (procfs, sampler)],
+        f"import juice.onhost.sampler\njuice.onhost.sampler.main({json.dumps(cfg)!r})")
 
 
 def check(hosts: Sequence[Any]) -> None:

@@ -1,15 +1,15 @@
 """One Python program made of real modules, for a host that does not have Juice installed.
 
-    src = bundle.program([("juice.profile.procfs", inspect.getsource(procfs)),
-                          ("juice.profile.onhost", inspect.getsource(onhost))],
-                         "import juice.profile.onhost as m; m.main(...)")
+    src = bundle.program([("juice.onhost.procfs", inspect.getsource(procfs)),
+                          ("juice.onhost.sampler", inspect.getsource(sampler))],
+                         "import juice.onhost.sampler as m; m.main(...)")
     ssh host "$(boot_command(src))" < src          # juice.remote.ssh.boot_command
 
 Code that runs on hosts is written as ordinary modules of this package (standard library
 only, Python >= 3.7 there), type-checked, linted and unit-tested here like the rest. To ship
 them, each module's source becomes a module of the remote interpreter under its own name
 (``sys.modules``, parent packages as empty namespaces), in the order given, so one imports
-another exactly as it does here (``from juice.profile import procfs``); then ``main`` runs.
+another exactly as it does here (``from juice.onhost import procfs``); then ``main`` runs.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from juice.errors import LabError
+from juice.onhost import procfs
 
 
 def run(argv: Sequence[str], *, check: bool = True, timeout: float = 60.0,
@@ -30,16 +30,10 @@ def run(argv: Sequence[str], *, check: bool = True, timeout: float = 60.0,
 
 
 def start_time(pid: int) -> int | None:
-    """Kernel start time of ``pid`` (clock ticks since boot), or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    # comm may contain spaces and parentheses: split after the last ')'.
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])
+    """Kernel start time of ``pid`` (clock ticks since boot), or None if it is gone (a zombie
+    is: it has exited). Read by the one /proc reader, ``juice.onhost.procfs``."""
+    st = procfs.read_stat(pid)
+    return None if st is None or st.state == "Z" else st.start
 
 
 def alive(pid: int, started: int | None = None) -> bool:

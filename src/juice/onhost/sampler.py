@@ -1,4 +1,4 @@
-"""The resource sampler that runs ON an SSH host: standard library and ``juice.profile.procfs``
+"""The resource sampler that runs ON an SSH host: standard library and ``juice.onhost.procfs``
 only (Python >= 3.7 there; Juice need not be installed). ``juice.profile.ssh`` (an existing
 cloud's servers, by command-line patterns) and ``juice.profile.hosts`` (what a lab's agent
 started) ship this module and ``procfs`` with ``juice.remote.bundle`` and run ``main``.
@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from juice.profile import procfs
+from juice.onhost import procfs
 
 MAX_ERRORS = 5  # errors sent back (all are counted)
 
