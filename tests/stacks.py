@@ -50,15 +50,15 @@ def nova_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NovaCloud]:
     from juice.lab import LocalLab
     from juice.lab import spec as labspec
     from juice.services.openstack import keystone_publish as pub
-    from juice.services.openstack.nova_conf import ComputeOptions
+    from juice.services.openstack.nova_conf import ComputeOptions, Computes
     from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 
     tmp = tmp_path_factory.mktemp("novacloud")
     # a name of its own: the tmp directory's is the same in every pytest process ("novacloud0"),
     # so a second suite on the machine (another clone's CI) found "ncloud0" already up
     ls = labspec.parse({"name": "nc" + secrets.token_hex(3), "sites": 2, "delay_ms": 1})
-    stack = NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=COMPUTE_NODES, vcpus=2,
-                                              memory_mb=2048, disk_gb=20))
+    stack = NovaStack(computes=ComputeOptions(Computes(processes=1, sites=[2], vcpus=2, memory_mb=2048,
+                                                       nodes_per_process=COMPUTE_NODES, disk_gb=20)))
     with LocalLab.up(ls, ephemeral=True) as lab:
         dep = NovaDeployment(lab, stack=stack)
         forwarders = []

@@ -15,7 +15,8 @@ studies use the ``juice.studies`` entry-point group instead). Its pieces::
     lab(spec, points)        -> context manager yielding the lab the points share (a
                                  ``juice.lab.place.Lab``: namespaces here or SSH hosts; None
                                  for an existing cloud)
-    deployment(spec, lab, points) -> context manager yielding the servers they share
+    deployment(spec, lab, points) -> context manager yielding the servers they share (the
+                                 study's own type: the third type parameter, ``D``)
     run_point(run, deployment)              # writes the run's files into run.rd
     preflight(spec, points, yes), dry_run(spec, points), cleanup(spec, prefix)   # optional
     profile_sources(deployment)             # optional: the services a resource profile names
@@ -39,7 +40,7 @@ earlier version keep counting as done when the study overrides it for their layo
 
 Example, a study that times ``true`` in a site (see ``tests/studies/test_contract.py``)::
 
-    class Toy(Study[ToySpec, ToyPoint]):
+    class Toy(Study[ToySpec, ToyPoint, LocalLab]):
         name = "toy"
         title = "Toy"
         def parse(self, data, source): return validate(ToySpec, data, source, expected="...")
@@ -58,7 +59,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol
+
+from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,6 +113,11 @@ class Point(Protocol):
 
 S = TypeVar("S", bound=SpecLike)
 P = TypeVar("P", bound=Point)
+# the deployment a study yields and its runs get (its own type; unchecked when left out, for
+# code that drives any study: ``Study[Any, Any]``)
+D = TypeVar("D", default=Any)
+# what a spec file, a manifest or a JSON document holds, read before validation
+Data = Mapping[str, object]
 
 
 @dataclass
@@ -120,7 +128,7 @@ class Run(Generic[S, P]):
     spec: S
     point: P
     rd: RunDir
-    spec_data: Mapping[str, Any]  # the spec as read from its file (stored in manifests)
+    spec_data: Data  # the spec as read from its file (stored in manifests)
     spec_text: str
     progress: Progress
     ui: ProgressUI | None = None
@@ -128,7 +136,7 @@ class Run(Generic[S, P]):
     # correct times taken on different hosts; None without a lab
     clocks: Clocks | None = None
 
-    def manifest(self, **fields: Any) -> None:
+    def manifest(self, **fields: object) -> None:
         """Write (or rewrite) the run's manifest.json with ``workload`` and ``run_key``."""
         self.rd.manifest(workload=self.workload, run_key=self.point.key, **fields)
 
@@ -141,10 +149,10 @@ class ReportInput:
     paths: list[Path]
     out_html: Path
     filter_q: float | None = 0.95
-    params: Mapping[str, Any] = field(default_factory=dict)  # fill-ins for imported Rally files
+    params: Data = field(default_factory=dict)  # fill-ins for imported Rally files
 
 
-class Study(ABC, Generic[S, P]):
+class Study(ABC, Generic[S, P, D]):
     """Base class of every study. See the module doc for the contract."""
 
     name: ClassVar[str]          # the spec's ``workload:`` value
@@ -154,7 +162,7 @@ class Study(ABC, Generic[S, P]):
     # ---- spec and points -------------------------------------------------------------------
 
     @abstractmethod
-    def parse(self, data: Mapping[str, Any], source: str) -> S:
+    def parse(self, data: Data, source: str) -> S:
         """The strict spec model; UserError (exit 2) naming ``source`` and the field."""
 
     @abstractmethod
@@ -165,7 +173,7 @@ class Study(ABC, Generic[S, P]):
         """Where the study's runs go unless ``--results`` says otherwise."""
         return Path("results") / spec.name
 
-    def key_of(self, manifest: Mapping[str, Any]) -> str | None:
+    def key_of(self, manifest: Data) -> str | None:
         """The run key of a complete run of this study, None when the manifest is not one.
         Override to also recognise manifests written before ``run_key`` existed."""
         key = manifest.get("run_key")
@@ -180,11 +188,11 @@ class Study(ABC, Generic[S, P]):
 
     @abstractmethod
     def deployment(self, spec: S, lab: Lab | None, points: Sequence[P],
-                   progress: Progress) -> AbstractContextManager[Any]:
+                   progress: Progress) -> AbstractContextManager[D]:
         """The servers shared by ``points`` (equal ``deployment_key``), stopped on exit."""
 
     @abstractmethod
-    def run_point(self, run: Run[S, P], deployment: Any) -> None:
+    def run_point(self, run: Run[S, P], deployment: D) -> None:
         """Measure ``run.point`` into ``run.rd``; call ``run.manifest(...)``. Raise a JuiceError
         for a failed run (kept as ``.failed``; the sweep goes on)."""
 
@@ -204,7 +212,7 @@ class Study(ABC, Generic[S, P]):
         for this study or spec."""
         return None
 
-    def profile_sources(self, deployment: Any) -> Sequence[Any]:
+    def profile_sources(self, deployment: D) -> Sequence[object]:
         """The services (objects with ``records() -> [ServerRecord]``) of ``deployment``: they
         name the processes of each run's resource profile (``juice.profile.sampler``) and give
         the database servers whose statement counters it reads. Default: every such object in
@@ -216,7 +224,7 @@ class Study(ABC, Generic[S, P]):
     # ---- plan --------------------------------------------------------------------------------
 
     @abstractmethod
-    def plan_columns(self, point: P) -> dict[str, Any]:
+    def plan_columns(self, point: P) -> dict[str, object]:
         """The point's row in ``juice plan`` (column -> value), the same columns for every point."""
 
     @abstractmethod
@@ -244,7 +252,7 @@ class Study(ABC, Generic[S, P]):
         errors, traces, resource profile, server settings): a study never adds those."""
         return []
 
-    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Data,
                 filter_q: float | None) -> pd.DataFrame | None:
         """``juice analyze``'s table for this study's runs under ``paths`` (None: none of them).
         ``by``: extra grouping parameters (UserError when unknown); ``params``: fill-ins for
@@ -252,7 +260,7 @@ class Study(ABC, Generic[S, P]):
         something. ``table.attrs["note"]`` may say what was read or skipped."""
         return None
 
-    def scenario(self, name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | None,
+    def scenario(self, name: str, args: Data, contexts: Data | None,
                  seed: int | None) -> Scenario | None:
         """A load-engine scenario by name, for drivers (None: not one of this study's)."""
         return None

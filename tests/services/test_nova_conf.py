@@ -13,6 +13,7 @@ from juice.services.openstack import fake_openstack as fakes
 from juice.services.openstack.nova_conf import (
     DRIVER,
     ComputeOptions,
+    Computes,
     ConfContext,
     NovaOptions,
     backend_env,
@@ -23,6 +24,7 @@ from juice.services.openstack.nova_conf import (
     spread,
 )
 from juice.services.openstack.placement import render_placement_conf
+from juice.util.validation import validate
 
 CTX = ConfContext(transport_url="rabbit://juice:juice@10.210.1.2:5672/",
                   api_db_url="mysql+pymysql://juice:juice@10.210.1.2:3306/nova_api?charset=utf8mb4",
@@ -54,13 +56,13 @@ def test_node_uuids_are_deterministic_and_distinct() -> None:
 
 
 def test_nodes_carry_their_exact_size() -> None:
-    nodes = render_nodes("h", 2, ComputeOptions(vcpus=3, memory_mb=1536, disk_gb=7))["nodes"]
+    nodes = render_nodes("h", 2, ComputeOptions(Computes(vcpus=3, memory_mb=1536, disk_gb=7)))["nodes"]
     assert {(n["vcpus"], n["memory_mb"], n["disk_gb"]) for n in nodes} == {(3, 1536, 7)}
 
 
 def test_compute_conf_makes_capacity_exact() -> None:
     cp = parse(render_nova_conf("compute", CTX, NovaOptions(), host="juice-c1", my_ip="10.210.2.2",
-                                comp=ComputeOptions(max_concurrent_builds=4)))
+                                comp=ComputeOptions(Computes(max_concurrent_builds=4))))
     d = cp["DEFAULT"]
     assert d["compute_driver"] == DRIVER and d["host"] == "juice-c1" and d["my_ip"] == "10.210.2.2"
     assert d["state_path"] == "/w/nova/juice-c1"
@@ -109,8 +111,9 @@ def test_placement_of_roles() -> None:
     assert (o.api, o.conductor, o.scheduler_placement) == (2, 2, (2, 2, 2))
     o = NovaOptions(api_site=1, scheduler_sites=(1, 3))
     assert (o.api, o.conductor, o.scheduler_placement) == (1, 1, (1, 3)) and o.sites_used() == {1, 3}
-    comp = ComputeOptions(sites=spread(4, range(2, 4)), nodes_per_process=10)
-    assert comp.sites == (2, 3, 2, 3) and comp.nodes == 40
+    comp = ComputeOptions(Computes(processes=4, sites=[2, 3], nodes_per_process=10))
+    assert comp.sites == spread(4, range(2, 4)) == (2, 3, 2, 3) and comp.nodes == 40
+    assert ComputeOptions(Computes(processes=3), default_sites=(2, 3)).sites == (2, 3, 2)
     assert comp.hosts()[:2] == [("juice-c1", 2), ("juice-c2", 3)]
 
 
@@ -125,12 +128,13 @@ def test_nova_options_name_the_bad_field(kwargs: dict[str, object], field: str) 
         NovaOptions(**kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("kwargs,field", [({"sites": ()}, "computes.sites"),
-                                          ({"nodes_per_process": 0}, "computes.nodes_per_process"),
-                                          ({"vcpus": 0}, "computes.vcpus")])
-def test_compute_options_name_the_bad_field(kwargs: dict[str, object], field: str) -> None:
-    with pytest.raises(UserError, match=f"^{field}"):
-        ComputeOptions(**kwargs)  # type: ignore[arg-type]
+@pytest.mark.parametrize("kwargs,field", [({"sites": []}, "computes: sites"),
+                                          ({"nodes_per_process": 0}, "computes: nodes_per_process"),
+                                          ({"vcpus": 0}, "computes: vcpus")])
+def test_computes_name_the_bad_field(kwargs: dict[str, object], field: str) -> None:
+    # checked once, where the spec is read (the service takes the validated model as it is)
+    with pytest.raises(UserError, match=f"^computes: {field.split(': ')[1]}"):
+        validate(Computes, kwargs, "computes", expected="a mapping", unknown_key_hint="")
 
 
 def test_unknown_role_is_refused() -> None:
@@ -172,16 +176,18 @@ def test_placement_conf() -> None:
 
 
 def test_compute_groups_can_coexist() -> None:
-    a = ComputeOptions(sites=(2, 3))
-    b = ComputeOptions(sites=(2,), nodes_per_process=1, first_index=3)
+    a = ComputeOptions(Computes(sites=[2, 3]))
+    b = ComputeOptions(Computes(processes=1, sites=[2], nodes_per_process=1), first_index=3)
     assert [h for h, _ in a.hosts()] == ["juice-c1", "juice-c2"] and b.hosts() == [("juice-c3", 2)]
 
 
 def test_failing_nodes_are_the_first_k_of_each_process_and_json_logs_are_an_option() -> None:
-    nodes = render_nodes("juice-c2", 5, ComputeOptions(nodes_per_process=5, failing_nodes=2))["nodes"]
+    comp = ComputeOptions(Computes(nodes_per_process=5, failing_nodes=2))
+    nodes = render_nodes("juice-c2", 5, comp)["nodes"]
     assert [n["fail_builds"] for n in nodes] == [True, True, False, False, False]
-    with pytest.raises(UserError, match="computes.failing_nodes: expected 0..5"):
-        ComputeOptions(nodes_per_process=5, failing_nodes=6)
+    with pytest.raises(UserError, match=r"computes: failing_nodes: at most nodes_per_process \(5\)"):
+        validate(Computes, {"nodes_per_process": 5, "failing_nodes": 6}, "computes", expected="a mapping",
+                 unknown_key_hint="")
     on = parse(render_nova_conf("conductor", CTX, NovaOptions(log_json=True), host="juice-conductor"))
     off = parse(render_nova_conf("conductor", CTX, NovaOptions(), host="juice-conductor"))
     assert on.get("DEFAULT", "use_json") == "true" and not off.has_option("DEFAULT", "use_json")
@@ -209,10 +215,10 @@ def test_osprofiler_is_off_as_shipped_and_on_in_every_role_when_asked() -> None:
 def test_fork_isolation_makes_one_service_per_node() -> None:
     from juice.services.openstack.nova_conf import render_node_of
 
-    shared = ComputeOptions(sites=(2, 3), nodes_per_process=3, failing_nodes=1)
+    shared = ComputeOptions(Computes(sites=[2, 3], nodes_per_process=3, failing_nodes=1))
     assert shared.service_hosts() == [("juice-c1", 2), ("juice-c2", 3)]
     assert render_node_of(shared, "juice-c1") == render_nodes("juice-c1", 3, shared)
-    fork = ComputeOptions(sites=(2, 3), nodes_per_process=3, failing_nodes=1, isolation="fork")
+    fork = ComputeOptions(Computes(sites=[2, 3], nodes_per_process=3, failing_nodes=1, isolation="fork"))
     assert fork.hosts() == shared.hosts()  # the processes Juice starts and stops
     assert fork.service_hosts() == [(f"juice-c{i}-n000{j}", s) for i, s in ((1, 2), (2, 3)) for j in range(3)]
     one = render_node_of(fork, "juice-c2-n0001")
@@ -224,5 +230,5 @@ def test_fork_isolation_makes_one_service_per_node() -> None:
     conf = parse(render_nova_conf("compute", CTX, NovaOptions(), host="juice-c2-n0001", comp=fork))
     assert conf.get("DEFAULT", "host") == "juice-c2-n0001"
     assert conf.get("DEFAULT", "state_path") == "/w/nova/juice-c2-n0001"
-    with pytest.raises(UserError, match="^computes.isolation: expected shared or fork"):
-        ComputeOptions(isolation="thread")
+    with pytest.raises(UserError, match="^computes: isolation"):
+        validate(Computes, {"isolation": "thread"}, "computes", expected="a mapping", unknown_key_hint="")

@@ -33,12 +33,12 @@ def gone(pids: list[int], timeout: float = 15.0) -> list[int]:
 def test_forked_nodes_are_each_their_own_nova_compute() -> None:
     from juice.lab import LocalLab, netns
     from juice.lab import spec as labspec
-    from juice.services.openstack.nova_conf import ComputeOptions
+    from juice.services.openstack.nova_conf import ComputeOptions, Computes
     from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
 
     ls = labspec.parse({"name": "nf" + secrets.token_hex(3), "sites": 2, "delay_ms": 0})
-    comp = ComputeOptions(sites=(2,), nodes_per_process=NODES, vcpus=2, memory_mb=2048, disk_gb=20,
-                          isolation="fork")
+    comp = ComputeOptions(Computes(processes=1, sites=[2], nodes_per_process=NODES, vcpus=2,
+                                   memory_mb=2048, disk_gb=20, isolation="fork"))
     with LocalLab.up(ls, ephemeral=True) as lab:
         dep = NovaDeployment(lab, stack=NovaStack(computes=comp))
         try:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from juice.services.openstack import fake_server, simwait
-from juice.services.openstack.nova_conf import ComputeOptions, render_nodes
+from juice.services.openstack.nova_conf import ComputeOptions, Computes, render_nodes
 
 KEYS = [f"instance-{i}" for i in range(400)]
 
@@ -117,7 +117,8 @@ def test_bad_distributions_name_the_key(d: Any, match: str) -> None:
 def test_the_driver_gets_its_simulation_and_older_node_files_have_none() -> None:
     plain = render_nodes("juice-c1", 2, ComputeOptions())
     assert "simulation" not in plain
-    comp = ComputeOptions(spawn_time={"dist": "constant", "value_s": 2}, spawn_failure=0.25, sim_seed=3)
+    comp = ComputeOptions(Computes(spawn_time={"dist": "constant", "value_s": 2}), spawn_failure=0.25,
+                          sim_seed=3)
     sim = render_nodes("juice-c1", 2, comp)["simulation"]
     assert sim == {"spawn_time": {"dist": "constant", "value_s": 2}, "spawn_failure": 0.25, "seed": 3}
 

@@ -186,7 +186,7 @@ def test_simulated_waits_reach_the_driver_the_fakes_and_the_manifest_record() ->
 
     s = parse(spec(**SIM), "n")
     st = _stack(s, expand(s)[0])
-    assert st.computes.spawn_time == SIM["computes"]["spawn_time"] and st.computes.spawn_failure == 0.1
+    assert st.computes.shape.spawn_time == SIM["computes"]["spawn_time"] and st.computes.spawn_failure == 0.1
     assert st.fakes_simulation == {"glance": {"wait": SIM["fakes"]["image_fetch_s"], "failure": 0.05,
                                               "seed": 9}}
     rec = sim_record(s)["stages"]

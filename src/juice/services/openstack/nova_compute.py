@@ -1,7 +1,7 @@
 """Simulated compute hosts: nova 34's own nova-compute processes, each serving N fake nodes
 through Juice's multi-node fake driver (``plugins/juice-nova``), placed in lab sites.
 
-    comp = NovaComputes(lab, nova, progress, ComputeOptions(sites=(2, 3), nodes_per_process=500))
+    comp = NovaComputes(lab, nova, progress, ComputeOptions(Computes(sites=[2, 3], nodes_per_process=500)))
     comp.up()                # files, processes, services up, discover_hosts, every node in placement
     comp.node_uuids()        # the deterministic node UUIDs (uuid5 of host and node name)
     comp.rss()               # {"juice-c1": bytes, ...} (fork: also each node's process)

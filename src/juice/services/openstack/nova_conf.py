@@ -1,7 +1,8 @@
 """nova's knobs and config files, as pure data and pure functions (testable without root).
 
     opts = NovaOptions(schedulers=3, host_subset_size=2, concurrency_backend="threading")
-    comp = ComputeOptions(sites=(2, 3), nodes_per_process=500, vcpus=4, memory_mb=4096)
+    comp = ComputeOptions(Computes(processes=2, sites=[2, 3], nodes_per_process=500, vcpus=4,
+                                   memory_mb=4096))
     text = render_nova_conf("scheduler", ctx, opts, host="juice-sched-2")
     nodes = render_nodes("juice-c1", 20, comp)       # the fake driver's juice-nodes.json
     node_uuid("juice-c1", "juice-c1-n0003")          # uuid5: the same in every run
@@ -15,11 +16,16 @@ scheduler log request ids only at DEBUG, hence their DEBUG default.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Le
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from juice.errors import UserError
 from juice.services.openstack import simwait
+from juice.spec.base import PositiveInt, Strict, no_duplicates
 
 ROLES = ("api", "conductor", "scheduler", "compute", "manage")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING")
@@ -28,7 +34,6 @@ PROFILERS = (None, "redis")
 # The namespace of node UUIDs (a fixed uuid5 of the project's name: never change it, node UUIDs
 # of earlier runs would no longer match).
 NODE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "juice.compute-nodes")
-ISOLATIONS = ("shared", "fork")  # computes.isolation (docs/nova-simulation.md)
 DRIVER = "juice_fake.MultiNodeFakeDriver"  # nova.virt.juice_fake, registered by juice-nova-compute
 QUOTAS = ("instances", "cores", "ram", "metadata_items", "injected_files",
           "injected_file_content_bytes", "injected_file_path_length", "key_pairs",
@@ -129,54 +134,129 @@ class NovaOptions:
         return {self.control_site, self.api, self.conductor, *self.scheduler_placement}
 
 
+WAIT_DOC = ("seconds, SIMULATED: {dist: constant, value_s} | {dist: uniform, low_s, high_s} | "
+            "{dist: lognormal, median_s, sigma} | {dist: table, table: seed004 | points: "
+            "[[quantile, s], ...]}; optional cap_s (default 600, at most 3600) and seed")
+FORK_MAX = 2000  # isolation fork: nova-compute processes (one per node) on the lab's hosts
+NODES_MAX = 20_000  # simulated nodes of one deployment
+
+
+def _dist(v: dict[str, Any]) -> dict[str, Any]:
+    err = simwait.check(v)
+    if err:
+        raise ValueError(err)
+    return v
+
+
+# a SIMULATED wait: a ``juice.services.openstack.simwait`` distribution (a JSON mapping: it is
+# what the fake driver and the fake servers read), checked once when the spec is read
+Wait = Annotated[dict[str, Any], AfterValidator(_dist)]
+
+
+class Computes(Strict):
+    # The simulated compute hosts as a spec gives them (the nova study's ``computes:``),
+    # validated here once: their bounds and defaults are these fields' and nowhere else. (No
+    # docstring: it would become the JSON Schema's description.)
+
+    processes: Annotated[PositiveInt, Le(200)] = 2
+    nodes_per_process: Annotated[PositiveInt, Le(5000)] = 10
+    vcpus: Annotated[PositiveInt, Le(4096)] = 8
+    memory_mb: Annotated[PositiveInt, Le(16_777_216)] = 16384
+    disk_gb: Annotated[PositiveInt, Le(1_000_000)] = 200
+    max_concurrent_builds: Annotated[PositiveInt, Le(1000)] = 10
+    failing_nodes: Annotated[int, Ge(0), Le(5000)] = Field(default=0, description=(
+        "the first k nodes of each process fail every build (injected: reschedules, retries)"))
+    sites: list[Annotated[int, Ge(1), Le(9)]] | None = Field(default=None, min_length=1, description=(
+        "the sites of the nova-compute processes (spread round-robin); default: every site but "
+        "controllers_site"))
+    spawn_time: Wait | None = Field(default=None, description=(
+        "each spawn sleeps a drawn time, the build slot held (per instance uuid), " + WAIT_DOC))
+    isolation: Literal["shared", "fork"] = Field(default="shared", description=(
+        "shared: a process's nodes share one nova service (RPC topic, build slots, claim lock, "
+        "heartbeat); fork: one nova-compute forked per node, each its own service "
+        "(docs/nova-simulation.md)"))
+
+    @field_validator("sites")
+    @classmethod
+    def _once(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            no_duplicates(v)
+        return v
+
+    @model_validator(mode="after")
+    def _total(self) -> Computes:
+        if self.failing_nodes > self.nodes_per_process:
+            raise ValueError(f"failing_nodes: at most nodes_per_process ({self.nodes_per_process})")
+        if self.processes * self.nodes_per_process > NODES_MAX:
+            raise ValueError(f"{self.processes} x {self.nodes_per_process} nodes: at most 20,000 "
+                             "simulated nodes")
+        if self.isolation == "fork" and self.processes * self.nodes_per_process > FORK_MAX:
+            raise ValueError(f"isolation: fork runs one nova-compute per node; {self.processes} x "
+                             f"{self.nodes_per_process} nodes is more than {FORK_MAX:,} (fewer nodes, "
+                             "or isolation: shared)")
+        return self
+
+
 @dataclass(frozen=True)
 class ComputeOptions:
-    """Simulated compute hosts: one nova-compute process per entry of ``sites`` (a site may
-    repeat), each serving ``nodes_per_process`` fake nodes of the given size.
+    """Simulated compute hosts: ``shape.processes`` nova-compute processes spread round-robin
+    over ``shape.sites`` (else ``default_sites``), each serving ``shape.nodes_per_process`` fake
+    nodes of the given size. ``shape`` is the spec's ``computes`` as validated there (the one
+    form: its fields are read here, never copied nor checked again).
 
     ``isolation``: ``shared`` (one nova service per process: its nodes share one RPC topic, build
     pool, claim lock and heartbeat) or ``fork`` (the process forks one nova-compute per node,
     each its own service host ``<process host>-n<j>`` with one node of the same name:
     ``juice_nova.fork``)."""
 
-    sites: tuple[int, ...] = (2,)
-    nodes_per_process: int = 20
-    vcpus: int = 8
-    memory_mb: int = 16384
-    disk_gb: int = 200
-    max_concurrent_builds: int = 10       # [DEFAULT] max_concurrent_builds per process
+    shape: Computes = field(default_factory=Computes)
+    default_sites: tuple[int, ...] = (2,)  # where the processes go when shape.sites is unset
     update_resources_interval: int = 0    # [DEFAULT] update_resources_interval (0: every periodic tick)
     first_index: int = 1                  # host names juice-c<first_index>...: groups can coexist
-    failing_nodes: int = 0                # the first k nodes of each process fail every build
-                                          # (injected: nova reschedules, then gives up)
-    spawn_time: dict[str, Any] | None = None  # SIMULATED spawn time (juice.services.openstack.simwait)
     spawn_failure: float = 0.0            # SIMULATED: probability that a spawn fails (reschedule)
     sim_seed: int = 1                     # the draws' seed (a distribution's own seed wins)
-    isolation: str = "shared"             # shared | fork (one nova-compute per node)
 
-    def __post_init__(self) -> None:
-        if self.isolation not in ISOLATIONS:
-            raise UserError(f"computes.isolation: expected shared or fork, got {self.isolation!r}")
-        if not self.sites:
-            raise UserError("computes.sites: give at least one site (one nova-compute per entry)")
-        if not 1 <= self.nodes_per_process <= 20000:
-            raise UserError(f"computes.nodes_per_process: expected 1..20000, got {self.nodes_per_process}")
-        for name in ("vcpus", "memory_mb", "disk_gb", "max_concurrent_builds", "first_index"):
-            if getattr(self, name) < 1:
-                raise UserError(f"computes.{name}: expected >= 1, got {getattr(self, name)}")
-        if not 0 <= self.failing_nodes <= self.nodes_per_process:
-            raise UserError(f"computes.failing_nodes: expected 0..{self.nodes_per_process}, "
-                            f"got {self.failing_nodes}")
-        if self.spawn_time is not None and (err := simwait.check(self.spawn_time)):
-            raise UserError(f"computes.spawn_time.{err}")
-        if not 0.0 <= self.spawn_failure <= 1.0:
-            raise UserError(f"failures.spawn: expected a probability 0..1, got {self.spawn_failure}")
+    @property
+    def sites(self) -> tuple[int, ...]:
+        """The site of each nova-compute process (a site may repeat)."""
+        return spread(self.shape.processes, self.shape.sites or self.default_sites)
 
-    def simulation(self) -> dict[str, Any]:
+    @property
+    def nodes_per_process(self) -> int:
+        return self.shape.nodes_per_process
+
+    @property
+    def vcpus(self) -> int:
+        return self.shape.vcpus
+
+    @property
+    def memory_mb(self) -> int:
+        return self.shape.memory_mb
+
+    @property
+    def disk_gb(self) -> int:
+        return self.shape.disk_gb
+
+    @property
+    def max_concurrent_builds(self) -> int:
+        """[DEFAULT] max_concurrent_builds per nova service."""
+        return self.shape.max_concurrent_builds
+
+    @property
+    def failing_nodes(self) -> int:
+        """The first k nodes of each process fail every build (nova reschedules, then gives up)."""
+        return self.shape.failing_nodes
+
+    @property
+    def isolation(self) -> str:
+        return self.shape.isolation
+
+    def simulation(self) -> dict[str, object]:
         """The fake driver's ``simulation`` entry ({} when nothing is simulated)."""
-        if self.spawn_time is None and not self.spawn_failure:
+        if self.shape.spawn_time is None and not self.spawn_failure:
             return {}
-        return {"spawn_time": self.spawn_time, "spawn_failure": self.spawn_failure, "seed": self.sim_seed}
+        return {"spawn_time": self.shape.spawn_time, "spawn_failure": self.spawn_failure,
+                "seed": self.sim_seed}
 
     def hosts(self) -> list[tuple[str, int]]:
         """(service host name, site) per nova-compute process: juice-c1, juice-c2, ..."""
@@ -189,21 +269,21 @@ class ComputeOptions:
 
     def services_of(self, host: str) -> list[str]:
         """The nova service hosts process ``host`` runs."""
-        if self.isolation == "fork":
+        if self.forked:
             return [node_name(host, j) for j in range(self.nodes_per_process)]
         return [host]
 
     @property
     def forked(self) -> bool:
-        return self.isolation == "fork"
+        return self.shape.isolation == "fork"
 
     @property
     def nodes(self) -> int:
-        return self.nodes_per_process * len(self.sites)
+        return self.nodes_per_process * self.shape.processes
 
 
-def spread(processes: int, sites: list[int] | range) -> tuple[int, ...]:
-    """``processes`` placed round-robin over ``sites`` (for ComputeOptions.sites)."""
+def spread(processes: int, sites: Sequence[int]) -> tuple[int, ...]:
+    """``processes`` placed round-robin over ``sites`` (ComputeOptions.sites)."""
     s = list(sites)
     if not s or processes < 1:
         raise UserError("spread: need at least one site and one process")

@@ -2,7 +2,7 @@
 fake-glance when asked), fake-neutron, nova's control plane and the simulated compute hosts —
 torn down in reverse.
 
-    dep = NovaDeployment(lab, progress, NovaStack(computes=ComputeOptions(sites=(2,), nodes_per_process=20)))
+    dep = NovaDeployment(lab, progress, NovaStack(computes=ComputeOptions(Computes(nodes_per_process=20))))
     dep.up()                       # bounded; on failure everything started is stopped
     cli = dep.client(2)            # NovaClient logged in as Keystone's admin, from site 2
     flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=512, disk_gb=1)

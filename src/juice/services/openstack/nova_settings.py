@@ -3,7 +3,7 @@
 nova deployment may open (the sum of its pools).
 
     nova_deviations(NovaOptions(schedulers=3))          # [Deviation(...), ...]
-    compute_deviations(ComputeOptions(sites=(2, 3)))
+    compute_deviations(ComputeOptions(Computes(sites=[2, 3])))
     needed = db_connections(NovaOptions(), placement_workers=2, keystone=KeystoneOptions())
 
 A value equal to ``NovaOptions``'s / ``ComputeOptions``'s default is Juice's choice (source

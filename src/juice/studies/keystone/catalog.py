@@ -12,8 +12,6 @@ An unknown name is a UserError listing the choices.
 
 from __future__ import annotations
 
-from typing import Any
-
 from juice.errors import UserError
 from juice.load.api import Scenario
 from juice.studies.keystone.scenarios import SCENARIOS, KeystoneScenario
@@ -51,7 +49,7 @@ def canonical(name: str) -> str:
     raise UserError(f"scenario: unknown {name!r} (choose one of {', '.join(names())})")
 
 
-def get(name: str, args: dict[str, Any] | None = None, contexts: dict[str, Any] | None = None,
+def get(name: str, args: dict[str, object] | None = None, contexts: dict[str, object] | None = None,
         seed: int | None = None) -> Scenario:
     """A new scenario object (nothing contacted yet); UserError on a bad name or argument."""
     return _BY_NAME[canonical(name)](args, contexts, seed)

@@ -38,20 +38,20 @@ def runner_spec(p: RunPoint, sla: Sla | None = None, drivers: int = 1) -> Runner
     """The point's runner; with ``runner.stop_on_sla`` and ``sla``, the engine's stop rule over
     the run's planned iterations (``times`` × ``drivers``)."""
     spec = _runner_spec(p)
-    rule = stop_rule(sla, spec.times * drivers) if sla is not None and p.runner.get("stop_on_sla") \
+    rule = stop_rule(sla, spec.times * drivers) if sla is not None and p.runner.stop_on_sla \
         and spec.times else None
     return replace(spec, stop=rule) if rule is not None else spec
 
 
 def _runner_spec(p: RunPoint) -> RunnerSpec:
     r = p.runner
-    warm_n, warm_s = int(r.get("warmup") or 0), float(r.get("warmup_s") or 0.0)
-    if r.get("rate"):
-        return RunnerSpec(type="open", times=int(r["times"]), rate=float(r["rate"]),
-                          arrival=str(r["arrival"]), max_in_flight=int(r["max_in_flight"]),
-                          timeout_s=float(r["timeout_s"]), seed=p.seed, warmup_times=warm_n, warmup_s=warm_s)
-    return RunnerSpec(type="constant", times=int(r["times"]), concurrency=int(r["concurrency"]),
-                      timeout_s=float(r["timeout_s"]), seed=p.seed, warmup_times=warm_n, warmup_s=warm_s)
+    warm_n, warm_s = r.warmup or 0, r.warmup_s or 0.0
+    if r.rate:
+        return RunnerSpec(type="open", times=r.times, rate=r.rate, arrival=r.arrival,
+                          max_in_flight=r.max_in_flight, timeout_s=r.timeout_s, seed=p.seed,
+                          warmup_times=warm_n, warmup_s=warm_s)
+    return RunnerSpec(type="constant", times=r.times, concurrency=r.concurrency, timeout_s=r.timeout_s,
+                      seed=p.seed, warmup_times=warm_n, warmup_s=warm_s)
 
 
 def driver_sites(p: RunPoint, lab: Lab) -> list[int]:

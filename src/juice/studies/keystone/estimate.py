@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from juice.studies.keystone.matrix import RunPoint
 
@@ -64,13 +63,13 @@ def iteration_s(p: RunPoint) -> float:
 
 def run_s(p: RunPoint) -> float:
     r = p.runner
-    times, rate = float(r["times"]) + float(r.get("warmup") or 0), r.get("rate")
+    times, rate = float(r.times) + float(r.warmup or 0), r.rate
     drivers = p.sites if p.load == "high" else 1
-    latency_bound = times / float(rate) if rate else times / float(r["concurrency"]) * iteration_s(p)
+    latency_bound = times / float(rate) if rate else times / float(r.concurrency) * iteration_s(p)
     if p.max_rps:  # an existing cloud: every request through the rate cap (the RTT is unknown here)
         latency_bound = max(latency_bound, drivers * times * _cost(p)[0] / p.max_rps)
     cpu_bound = drivers * times * _cost(p)[0] * REQUEST_CPU_S / float(os.cpu_count() or 1)
-    return RUN_OVERHEAD_S + float(r.get("warmup_s") or 0.0) + max(latency_bound, cpu_bound)
+    return RUN_OVERHEAD_S + float(r.warmup_s or 0.0) + max(latency_bound, cpu_bound)
 
 
 def deployment_s(sites: int, rdbms: str, first_rtt_s: float) -> float:
@@ -84,8 +83,8 @@ def total_s(points: Sequence[RunPoint]) -> float:
     """Estimated seconds to run ``points`` (e.g. the runs not done yet)."""
     total = 0.0
     labs: set[int] = set()
-    deployments: set[tuple[Any, ...]] = set()
-    last_wan: tuple[tuple[Any, ...], str] | None = None  # a WAN change per change (run order)
+    deployments: set[tuple[object, ...]] = set()
+    last_wan: tuple[tuple[object, ...], str] | None = None  # a WAN change per change (run order)
     for p in points:
         if p.target is not None:  # no lab, no deployment: a token and the RTT probes
             total += 2.0 if not deployments else 0.0

@@ -65,7 +65,7 @@ class Data:
     cache: dict[str, Any] = field(default_factory=dict)  # per scenario: describe + its CIs
 
 
-def _key(v: Any) -> tuple[int, float, str]:
+def _key(v: object) -> tuple[int, float, str]:
     """Sort key: numbers numerically, then text, unknown last."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return (2, 0.0, "")
@@ -86,7 +86,7 @@ def needed(df: pd.DataFrame) -> list[str]:
     return [*params, "run", "site", "iteration", "operation", "depth", "duration_s", "iteration_failed"]
 
 
-def _rows(df: pd.DataFrame, scenario: Any, cols: list[str]) -> pd.DataFrame:
+def _rows(df: pd.DataFrame, scenario: object, cols: list[str]) -> pd.DataFrame:
     """The rows of one scenario, only ``cols`` (those present)."""
     cols = [c for c in dict.fromkeys(cols) if c in df.columns]
     if "scenario" not in df.columns:
@@ -106,7 +106,7 @@ def facets_for(df: pd.DataFrame, dim: str | None) -> list[str]:
     return [c for c in varying(df) if c not in skip]
 
 
-def value_label(col: str, v: Any) -> str:
+def value_label(col: str, v: object) -> str:
     """``9 sites``, ``50 ms``, ``zones Z1Z1Z3``, ``load=high``."""
     if col == "sites":
         return f"{fmt(v)} sites"
@@ -115,7 +115,7 @@ def value_label(col: str, v: Any) -> str:
     return f"{col}={fmt(v)}"
 
 
-def _label(cols: Sequence[str], values: Sequence[Any]) -> str:
+def _label(cols: Sequence[str], values: Sequence[object]) -> str:
     return ", ".join(value_label(c, v) for c, v in zip(cols, values, strict=True))
 
 
@@ -126,8 +126,8 @@ class _Plan:
     dim: str | None
     by: list[str]
     nf: int
-    combo: tuple[Any, ...]
-    rows: list[tuple[Any, ...]]
+    combo: tuple[object, ...]
+    rows: list[tuple[object, ...]]
     means: pd.DataFrame
     lam: pd.DataFrame
     sig: pd.DataFrame

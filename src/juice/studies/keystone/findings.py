@@ -7,7 +7,6 @@ iterations (mean; clusters = runs).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
@@ -20,7 +19,7 @@ from juice.results.tidy_table import param_columns
 NOT_CONFIG = REPEAT_COLUMNS | {"failed", "total_s", "key", "iteration_duration_s"}
 
 
-def _short(s: Any) -> str:
+def _short(s: object) -> str:
     return str(s).split(".")[-1]
 
 
@@ -31,7 +30,7 @@ def findings(it: pd.DataFrame, rw: pd.DataFrame | None = None,
 
     spread: Spread | None = None  # the scenario's run-to-run CV, pooled over its configurations
 
-    def _cmp(a: pd.DataFrame, b: pd.DataFrame, key: Any):  # type: ignore[no-untyped-def]
+    def _cmp(a: pd.DataFrame, b: pd.DataFrame, key: object):  # type: ignore[no-untyped-def]
         return contrast(a["total_s"].to_numpy(float), b["total_s"].to_numpy(float), a["run"].astype(str),
                         b["run"].astype(str), key=("keystone", key), stat="mean", order=order,
                         spread=spread)

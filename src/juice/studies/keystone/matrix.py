@@ -13,11 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from juice.faults.spec import Fault
 from juice.spec.wan import WanPoint, wan_points
-from juice.studies.keystone.spec import Experiment
+from juice.studies.keystone.spec import Experiment, Runner
 
 TARGET_RDBMS = "existing"  # the rdbms column of a run against an existing cloud
 TARGET_WAN = WanPoint(label="measured")  # no WAN spec: the RTT to each endpoint is recorded
@@ -27,8 +26,8 @@ TARGET_WAN = WanPoint(label="measured")  # no WAN spec: the RTT to each endpoint
 class RunPoint:
     study: str
     scenario: str
-    scenario_args: dict[str, Any] = field(hash=False, compare=False)
-    contexts: dict[str, Any] = field(hash=False, compare=False)
+    scenario_args: dict[str, object] = field(hash=False, compare=False)
+    contexts: dict[str, object] = field(hash=False, compare=False)
     rdbms: str
     sites: int
     wan: WanPoint
@@ -36,28 +35,28 @@ class RunPoint:
     cache: bool
     repetition: int
     seed: int
-    runner: dict[str, Any] = field(hash=False, compare=False)
+    runner: Runner = field(hash=False, compare=False)  # the spec's, as validated
     faults: tuple[Fault, ...] = field(default=(), hash=False, compare=False)
     target: str | None = None      # an existing cloud (its label): no lab, no deployment
     max_rps: float | None = None   # the target's rate cap (requests/s, the whole run)
     write_attribution: bool = False  # statements by kind and table (performance_schema ON)
     # server options the spec set under their upstream names (max_connections, max_pool_size,
     # max_overflow); unset ones are absent, so runs made before them keep their keys
-    server: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    server: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         """The run's parameters as stored in its manifest (and as analysis columns)."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "study": self.study, "workload": "keystone", "scenario": self.scenario,
             "rdbms": self.rdbms, "sites": self.sites, **self.wan.params(), "load": self.load,
-            "cache": self.cache, "times": self.runner["times"],
-            "concurrency": self.runner["concurrency"], "rate": self.runner.get("rate"),
+            "cache": self.cache, "times": self.runner.times,
+            "concurrency": self.runner.concurrency, "rate": self.runner.rate,
             "repetition": self.repetition, "seed": self.seed, "run_id": self.key,
             **({"faults": len(self.faults)} if self.faults else {}),
             **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
             **({"write_attribution": True} if self.write_attribution else {}),
-            **({"warmup": self.runner["warmup"]} if self.runner.get("warmup") else {}),
-            **({"warmup_s": self.runner["warmup_s"]} if self.runner.get("warmup_s") else {}),
+            **({"warmup": self.runner.warmup} if self.runner.warmup else {}),
+            **({"warmup_s": self.runner.warmup_s} if self.runner.warmup_s else {}),
             **self.server}
         if self.target is not None:  # the cloud's cache is the cloud's business: unknown here
             out["cache"] = None
@@ -68,7 +67,7 @@ class RunPoint:
         ident = {"study": self.study, "scenario": self.scenario, "args": self.scenario_args,
                  **({"contexts": self.contexts} if self.contexts else {}),
                  "rdbms": self.rdbms, "sites": self.sites, "wan": self.wan.label, "load": self.load,
-                 "cache": self.cache, "repetition": self.repetition, "runner": self.runner,
+                 "cache": self.cache, "repetition": self.repetition, "runner": self.runner.key_dump(),
                  **({"faults": [f.model_dump(mode="json") for f in self.faults]} if self.faults else {}),
                  **({"target": self.target, "max_rps": self.max_rps} if self.target else {}),
                  # a deviation from the server's defaults (performance_schema ON): other runs
@@ -88,7 +87,7 @@ class RunPoint:
                 f"{'cache' if self.cache else 'nocache'}{conns}-r{self.repetition}-{self.key}")
 
     @property
-    def deployment(self) -> tuple[int, str, bool, tuple[tuple[str, Any], ...]]:
+    def deployment(self) -> tuple[int, str, bool, tuple[tuple[str, int], ...]]:
         return (self.sites, self.rdbms, self.cache, tuple(sorted(self.server.items())))
 
     @property
@@ -109,7 +108,7 @@ class RunPoint:
         return self.sites
 
     @property
-    def deployment_key(self) -> tuple[int, str, bool, tuple[tuple[str, Any], ...]]:
+    def deployment_key(self) -> tuple[int, str, bool, tuple[tuple[str, int], ...]]:
         return self.deployment
 
     @property
@@ -124,7 +123,7 @@ def expand(exp: Experiment) -> list[RunPoint]:
     """Every run of the study, in execution order (see the module doc)."""
     from juice.studies.keystone import catalog as registry
 
-    runner = exp.runner.key_dump()
+    runner = exp.runner
     scenarios = [(registry.canonical(s.name), s.args, s.contexts) for s in exp.scenarios]
     out: list[RunPoint] = []
     if exp.target is not None:  # one "site" (this machine), the cloud's own database and WAN

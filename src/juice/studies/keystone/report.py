@@ -39,8 +39,8 @@ from juice.results import tidy
 from juice.studies.keystone import figures as keystone
 
 
-def _manifests(runs: Sequence[Path]) -> list[dict[str, Any]]:
-    out = []
+def _manifests(runs: Sequence[Path]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     for r in runs:
         try:
             out.append({"_dir": r.name, **tidy.read_manifest(r)})
@@ -62,7 +62,7 @@ class Keyed:
 
     extra: list[str]
     notes: list[str]
-    manifests: list[dict[str, Any]]
+    manifests: list[dict[str, object]]
 
 
 def keyed(df: pd.DataFrame, manifests: list[dict[str, Any]]) -> tuple[pd.DataFrame, Keyed]:
@@ -72,7 +72,7 @@ def keyed(df: pd.DataFrame, manifests: list[dict[str, Any]]) -> tuple[pd.DataFra
     runs = runs_table(df)
     base = [c for c in tidy.param_columns(df) if c not in keystone.POOLED]
     by_dir = {str(m.get("_dir")): m for m in manifests}
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, dict[str, object]] = {}
     for r in runs.to_dict("records"):
         name = str(r["run"])
         row = {k: r[k] for k in base}
@@ -92,7 +92,7 @@ def keyed(df: pd.DataFrame, manifests: list[dict[str, Any]]) -> tuple[pd.DataFra
     return df, Keyed(extra, notes, aug)
 
 
-def _distinct(values: list[Any]) -> str:
+def _distinct(values: list[object]) -> str:
     seen: list[str] = []
     for v in values:
         s = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
@@ -102,7 +102,7 @@ def _distinct(values: list[Any]) -> str:
 
 
 def _provenance(found: tidy.Discovery, df: pd.DataFrame, it: pd.DataFrame,
-                manifests: list[dict[str, Any]], filter_q: float | None, key: Keyed | None = None) -> str:
+                manifests: list[dict[str, object]], filter_q: float | None, key: Keyed | None = None) -> str:
     n_runs = int(df["run"].nunique())
     skipped = ""
     if found.failed or found.partial:
@@ -116,7 +116,7 @@ def _provenance(found: tidy.Discovery, df: pd.DataFrame, it: pd.DataFrame,
     rows += [{"parameter": k, "value": ", ".join(fmt(v) for v in sorted(
         runs[k].drop_duplicates().tolist(), key=keystone._key))} for k in var if k not in keystone.POOLED]
     facts: list[dict[str, str]] = []
-    keys: dict[str, list[Any]] = {}
+    keys: dict[str, list[object]] = {}
     for m in manifests:
         for k, v in m.items():
             if k in ("versions",) and isinstance(v, Mapping):
@@ -152,7 +152,7 @@ def _provenance(found: tidy.Discovery, df: pd.DataFrame, it: pd.DataFrame,
             "</details>")
 
 
-def _rwratio(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+def _rwratio(manifests: list[dict[str, object]]) -> pd.DataFrame:
     rows = []
     for m in manifests:
         rw = m.get("rwratio")
@@ -244,9 +244,9 @@ def _site_cpu(mine: Sequence[Path], df: pd.DataFrame) -> list[str]:
     return body
 
 
-def _targets(manifests: list[dict[str, Any]]) -> list[str]:
+def _targets(manifests: list[dict[str, object]]) -> list[str]:
     """Runs against existing clouds: the endpoints, their measured RTT, and what was not seen."""
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     missing: dict[str, str] = {}
     for m in manifests:
         t = m.get("target")
@@ -278,7 +278,7 @@ def _is_keystone(run_dir: Path) -> bool:
     return bool(workload == "keystone")
 
 
-def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any]],
+def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, object]],
           filter_q: float | None, key: Keyed | None = None) -> list[str]:
     it = iteration_totals(df)
     if filter_q:
@@ -311,7 +311,7 @@ def _body(found: tidy.Discovery, df: pd.DataFrame, manifests: list[dict[str, Any
                  "around each run's window (reads: SELECT; writes: INSERT, UPDATE, DELETE, REPLACE); "
                  "mean over runs.</p>", rw]
     body += by_table + order_parts
-    scenarios: list[Any] = (sorted(df["scenario"].dropna().unique().tolist(), key=str)
+    scenarios: list[object] = (sorted(df["scenario"].dropna().unique().tolist(), key=str)
                             if "scenario" in df.columns else [None])
     for s in scenarios:
         body.append(f"<h2>{escape(str(s) if s is not None else 'All runs')}</h2>")
@@ -337,7 +337,7 @@ def _split_findings(it: pd.DataFrame, rw: pd.DataFrame, var: Sequence[str],
     return configkey.relabel(groups, of, lambda f, lab: replace(f, text=f"{lab}: {f.text}"))
 
 
-def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+def describe_runs(paths: Sequence[Path], by: Sequence[str], params: Mapping[str, object],
                   filter_q: float | None) -> pd.DataFrame | None:
     """``juice analyze``: describe tables per operation (and the iteration Total) over the
     Keystone runs and Rally files under ``paths``, grouped by ``by``; None when there are none."""

@@ -117,7 +117,7 @@ def run_point(run: Run[Experiment, RunPoint], dep: Deployment) -> None:
     deviations = ({"performance_schema": "ON (keystone.write_attribution; MariaDB's default is OFF)"}
                   if p.write_attribution and p.rdbms in ("mariadb", "galera") else {})
     run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data),
-                 scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
+                 scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner.key_dump(), seed=p.seed,
                  versions=versions(dep.ks), deployment={"rdbms": p.rdbms, **dep.ks.facts(),
                                                         **({"deviations": deviations} if deviations else {})},
                  wan=dep.wan_report, **outcome)

@@ -54,8 +54,8 @@ def simulate(spec: Experiment, points: Sequence[RunPoint]) -> dryrun.Recorder:
             rec.phase = f"run {i}"
             dep_regions = target.driver_regions(p.load, regions, home)
             r = p.runner
-            closed = RunnerSpec(type="constant", times=int(r["times"]), concurrency=1,
-                                warmup_times=int(r.get("warmup") or 0), seed=p.seed)
+            closed = RunnerSpec(type="constant", times=r.times, concurrency=1,
+                                warmup_times=r.warmup or 0, seed=p.seed)
             jobs = [drive.job(p, k, closed, {**_env(creds, regions[reg], reg, k), "simulated": True})
                     for k, reg in enumerate(dep_regions, 1)]
             results = run_drivers(None, jobs, resolve=studies.resolve_scenario)

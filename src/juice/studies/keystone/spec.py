@@ -230,7 +230,7 @@ class KeystoneAxis(Strict):
         default=True, description="after deploying, requests until every Keystone worker had its first "
         "full garbage collection, a one-time ~0.1-0.2 s pause (juice.services.openstack.keystone_warm)")
 
-    def server(self) -> dict[str, Any]:
+    def server(self) -> dict[str, int]:
         """The pool options set (run keys hash them; unset ones are left out)."""
         return {k: v for k in ("max_pool_size", "max_overflow") if (v := getattr(self, k)) is not None}
 

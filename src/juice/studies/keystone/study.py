@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from juice.contract import Progress, ReportInput, Run, Study
+from juice.contract import Data, Progress, ReportInput, Run, Study
 from juice.studies.keystone import estimate
 from juice.studies.keystone import run as runs
 from juice.studies.keystone.matrix import RunPoint, expand
@@ -24,18 +24,19 @@ if TYPE_CHECKING:
 
     from juice.lab.place import Lab
     from juice.load.api import Scenario
+    from juice.studies.keystone.target import TargetDeployment
 
 WORKLOAD = "keystone"
 
 
-class KeystoneStudy(Study[Experiment, RunPoint]):
+class KeystoneStudy(Study[Experiment, RunPoint, "runs.Deployment | TargetDeployment"]):
     """Seed 000: Keystone on MariaDB/Galera/PostgreSQL/CockroachDB across sites and WANs."""
 
     name = WORKLOAD
     title = "Keystone (seed 000)"
     example = "examples/quickstart.yaml"
 
-    def parse(self, data: Mapping[str, Any], source: str) -> Experiment:
+    def parse(self, data: Data, source: str) -> Experiment:
         return parse(dict(data), source)
 
     def expand(self, spec: Experiment) -> list[RunPoint]:
@@ -44,7 +45,7 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
     def results_dir(self, spec: Experiment) -> Path:
         return Path(spec.results or f"results/{spec.name}")
 
-    def key_of(self, manifest: Mapping[str, Any]) -> str | None:
+    def key_of(self, manifest: Data) -> str | None:
         key = super().key_of(manifest)
         if key or "workload" in manifest:
             return key
@@ -64,7 +65,7 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
 
     @contextmanager
     def deployment(self, spec: Experiment, lab: Lab | None, points: Sequence[RunPoint],
-                   progress: Progress) -> Iterator[Any]:
+                   progress: Progress) -> Iterator[runs.Deployment | TargetDeployment]:
         if spec.target is not None:
             from juice.studies.keystone import target
 
@@ -75,13 +76,14 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
         with runs.deployment(lab, points[0], spec, progress) as dep:
             yield dep
 
-    def run_point(self, run: Run[Experiment, RunPoint], deployment: Any) -> None:
-        if run.spec.target is not None:
-            from juice.studies.keystone import target
-
-            target.run_point(run, deployment)
+    def run_point(self, run: Run[Experiment, RunPoint],
+                  deployment: runs.Deployment | TargetDeployment) -> None:
+        if isinstance(deployment, runs.Deployment):
+            runs.run_point(run, deployment)
             return
-        runs.run_point(run, deployment)
+        from juice.studies.keystone import target
+
+        target.run_point(run, deployment)
 
     def preflight(self, spec: Experiment, points: Sequence[RunPoint], assume_yes: bool) -> None:
         if spec.target is not None:
@@ -103,7 +105,7 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
 
         return safety.cleanup_lines(spec, prefix, progress)
 
-    def plan_columns(self, point: RunPoint) -> dict[str, Any]:
+    def plan_columns(self, point: RunPoint) -> dict[str, object]:
         return {"scenario": point.scenario.split(".")[-1], "rdbms": point.rdbms, "sites": point.sites,
                 "wan (one-way)": point.wan.label, "load": point.load,
                 "cache": "-" if point.target else "on" if point.cache else "off",
@@ -125,13 +127,13 @@ class KeystoneStudy(Study[Experiment, RunPoint]):
 
         return report.sections(inputs)
 
-    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Data,
                 filter_q: float | None) -> pd.DataFrame | None:
         from juice.studies.keystone import report
 
         return report.describe_runs(paths, by, params, filter_q)
 
-    def scenario(self, name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | None,
+    def scenario(self, name: str, args: Data, contexts: Data | None,
                  seed: int | None) -> Scenario | None:
         from juice.studies.keystone import catalog
 

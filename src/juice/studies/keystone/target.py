@@ -237,7 +237,7 @@ def _run_point(run: Any, dep: TargetDeployment) -> None:
             run.progress(str(e))
             cleaned = str(e)
     run.manifest(kind="keystone-run", params=p.params(), spec=dict(run.spec_data),
-                 scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner, seed=p.seed,
+                 scenario_args=p.scenario_args, contexts=p.contexts, runner=p.runner.key_dump(), seed=p.seed,
                  versions={}, deployment={"rdbms": p.rdbms, "target": dep.target.label},
                  target=dep.facts(), created_prefix=prefix, leftovers_deleted=cleaned,
                  drivers_in={str(i): r for i, r in enumerate(regions, 1)}, **outcome)

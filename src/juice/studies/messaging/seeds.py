@@ -6,7 +6,6 @@ whose bus or case was not run (Juice has no qdrouterd mesh) says "not measured h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -100,7 +99,7 @@ def matches(df: pd.DataFrame) -> list[Match]:
               "the resource profiles below")]
 
 
-def section(df: pd.DataFrame, manifests: Sequence[Mapping[str, Any]]) -> str:
+def section(df: pd.DataFrame, manifests: Sequence[Mapping[str, object]]) -> str:
     """The "seed beside Juice" block of the messaging section."""
     return guarded("messaging", lambda: seed_table(
         "messaging", load_references(PACKAGE), matches(plain(df)), juice_conditions(manifests)))

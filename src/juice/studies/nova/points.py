@@ -13,10 +13,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
+from typing import Any, Literal
 
+from juice.services.openstack.nova_conf import Computes
 from juice.studies.nova.simulation import record
-from juice.studies.nova.spec import SCENARIO_ARGS, NovaSpec
+from juice.studies.nova.spec import SCENARIO_ARGS, Configuration, NovaSpec, ServerOptions
 
 TARGET_DB = "existing"  # the db column of a run against an existing cloud
 
@@ -42,21 +43,34 @@ class NovaPoint:
     arrival: str = "poisson"
     configuration: str = ""    # a named set of server options (spec.configurations), "" when none
     haproxy_maxconn: int | None = None  # haproxy's global maxconn (with haproxy on; None: its default)
-    args: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)
-    fixed: dict[str, Any] = field(hash=False, compare=False, default_factory=dict)  # computes, flavor...
+    args: dict[str, object] = field(hash=False, compare=False, default_factory=dict)
+    # what the key hashes besides the axes (computes, flavor...: the spec's values as stored)
+    fixed: dict[str, object] = field(hash=False, compare=False, default_factory=dict)
+    # the same values typed, as the deployment takes them: the spec's computes (None against an
+    # existing cloud), the server options (the spec's ``server`` with the configuration's on top)
+    computes: Computes | None = field(hash=False, compare=False, default=None)
+    server: ServerOptions = field(hash=False, compare=False, default_factory=ServerOptions)
+    preload_method: Literal["api", "rows"] = "api"
+    # the SIMULATED waits a boot meets (simwait distributions, seeded: the manifest's
+    # ``simulation`` stages'), for the estimate
+    waits: tuple[dict[str, Any], ...] = field(hash=False, compare=False, default=())
 
-    def params(self) -> dict[str, Any]:
+    @property
+    def nodes(self) -> int:
+        """Simulated nodes (0 against an existing cloud)."""
+        return self.computes.processes * self.computes.nodes_per_process if self.computes else 0
+
+    def params(self) -> dict[str, object]:
         return {"study": self.study, "workload": "nova", "scenario": self.scenario, "sites": self.sites,
                 "delay_ms": self.delay_ms, "db": self.db, "schedulers": self.schedulers,
                 "host_subset_size": self.host_subset_size, "concurrency_backend": self.backend,
                 "max_pool_size": self.max_pool_size, "preload": self.preload,
                 "concurrency": self.concurrency, "times": self.times, "repetition": self.repetition,
-                "seed": self.seed, "nodes": self.fixed["computes"]["processes"]
-                * self.fixed["computes"]["nodes_per_process"],
-                "compute_processes": self.fixed["computes"]["processes"],
+                "seed": self.seed, "nodes": self.nodes,
+                "compute_processes": self.computes.processes if self.computes else 0,
                 **({"compute_isolation": "fork"}
-                   if self.fixed["computes"].get("isolation") == "fork" else {}),
-                **({"preload_method": "rows"} if self.fixed.get("preload_method") == "rows" else {}),
+                   if self.computes and self.computes.isolation == "fork" else {}),
+                **({"preload_method": "rows"} if self.preload_method == "rows" else {}),
                 **({"rate": self.rate, "arrival": self.arrival} if self.rate is not None else {}),
                 **({"galera_writers": self.writers} if self.writers != "single" else {}),
                 **({"configuration": self.configuration} if self.configuration else {}),
@@ -89,8 +103,8 @@ class NovaPoint:
         return (self.sites, self.delay_ms)
 
     @property
-    def deployment_key(self) -> tuple[Any, ...]:
-        base: tuple[Any, ...] = (self.db, self.writers, self.schedulers, self.host_subset_size,
+    def deployment_key(self) -> tuple[str | int, ...]:
+        base: tuple[str | int, ...] = (self.db, self.writers, self.schedulers, self.host_subset_size,
                                  self.backend, self.max_pool_size)
         # haproxy's maxconn only with haproxy on, the configuration only when named: earlier
         # specs keep their keys (and run orders)
@@ -104,12 +118,21 @@ def sim_record(spec: NovaSpec) -> dict[str, Any]:
     return record(spec.computes.spawn_time, spec.fakes, spec.failures, spec.seed)
 
 
+def sim_waits(sim: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The waits of a ``simulation`` record, stage by stage (those with one)."""
+    return tuple(v["wait_s"] for v in sim.get("stages", {}).values() if v.get("wait_s"))
+
+
+def computes_key(c: Computes) -> dict[str, object]:
+    """What run keys hash of ``computes``: its fields, those added later left out while at their
+    default (earlier runs keep their keys)."""
+    return {k: v for k, v in c.model_dump().items()
+            if not (k == "failing_nodes" and v == 0) and not (k in ("sites", "spawn_time") and v is None)
+            and not (k == "isolation" and v == "shared")}
+
+
 def expand(spec: NovaSpec) -> list[NovaPoint]:
-    # fields added later are left out of the key while at their default (earlier runs keep theirs)
-    computes = {k: v for k, v in spec.computes.model_dump().items()
-                if not (k == "failing_nodes" and v == 0) and not (k in ("sites", "spawn_time") and v is None)
-                and not (k == "isolation" and v == "shared")}
-    fixed = {"computes": computes, "flavor": spec.flavor.model_dump(),
+    fixed: dict[str, object] = {"computes": computes_key(spec.computes), "flavor": spec.flavor.model_dump(),
              "users": spec.users.model_dump(), "driver_site": spec.driver_site,
              "boot_timeout_s": spec.boot_timeout_s, "poll_interval_s": spec.poll_interval_s,
              **({"log_format": spec.log_format} if spec.log_format != "text" else {}),
@@ -134,7 +157,7 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
                           host_subset_size=0, backend="-", max_pool_size=0, preload=0, scenario=sc.name,
                           concurrency=conc, times=spec.runner.times, repetition=rep, seed=spec.seed + rep,
                           rate=rate, arrival=spec.runner.arrival, args={**SCENARIO_ARGS[sc.name], **sc.args},
-                          fixed=fixed)
+                          fixed=fixed, preload_method=spec.preload_method)
                 for sc in spec.scenarios for conc, rate in spec.runner.loads()
                 for rep in range(spec.repetitions)]
     # with configurations: each repetition runs every configuration in turn (before, after,
@@ -147,27 +170,31 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
         for rep_group in reps:
             for conf in confs:
                 c = spec.configurations[conf] if spec.configurations and conf else None
-                server = {**spec.server.set(), **(c.server() if c else {})}
-                fx = {**base, **({"server": server} if server else {})}
-                out += _lab_points(spec, delay, rep_group, conf, fx, c.axes() if c else {})
+                server = spec.server.model_copy(update=c.server()) if c else spec.server
+                fx = {**base, **({"server": server.set()} if server.set() else {})}
+                out += _lab_points(spec, delay, rep_group, conf, fx, server, c)
     return out
 
 
-def _lab_points(spec: NovaSpec, delay: float, reps: list[int], conf: str, fixed: dict[str, Any],
-                axes: dict[str, Any]) -> list[NovaPoint]:
-    """The points of one lab (one delay) for these repetitions and configuration (``axes``: the
+def _lab_points(spec: NovaSpec, delay: float, reps: list[int], conf: str, fixed: dict[str, object],
+                server: ServerOptions, c: Configuration | None) -> list[NovaPoint]:
+    """The points of one lab (one delay) for these repetitions and configuration (``c``: the
     deployment axes it fixes), deployment by deployment (equal ``deployment_key``s adjacent)."""
-    writers = [axes["galera_writers"]] if "galera_writers" in axes else spec.galera_writers
+    writers: list[str] = ([c.galera_writers] if c and c.galera_writers is not None
+                          else list(spec.galera_writers))
     dbs = [(d, w) for d in spec.db for w in (writers if d == "galera" else ["single"])]
-    subsets = [axes["host_subset_size"]] if "host_subset_size" in axes else spec.host_subset_size
-    pools = [axes["max_pool_size"]] if "max_pool_size" in axes else spec.max_pool_size
+    subsets = [c.host_subset_size] if c and c.host_subset_size is not None else spec.host_subset_size
+    pools = [c.max_pool_size] if c and c.max_pool_size is not None else spec.max_pool_size
     maxconns: list[int | None] = list(spec.haproxy.axis()) if spec.haproxy is not None else [None]
+    waits = sim_waits(sim_record(spec))
     return [NovaPoint(study=spec.name, sites=spec.sites, delay_ms=delay, db=db, schedulers=sched,
                       host_subset_size=hss, backend=backend, max_pool_size=pool, preload=pre,
                       scenario=sc.name, concurrency=conc, times=spec.runner.times, repetition=rep,
                       seed=spec.seed + rep, rate=rate, writers=writers, arrival=spec.runner.arrival,
                       configuration=conf, haproxy_maxconn=maxconn,
-                      args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed)
+                      args={**SCENARIO_ARGS[sc.name], **sc.args}, fixed=fixed,
+                      computes=spec.computes, server=server, preload_method=spec.preload_method,
+                      waits=waits)
             for (db, writers), sched, hss, backend, pool, maxconn in product(
                 dbs, spec.schedulers, subsets, spec.concurrency_backend, pools, maxconns)
             for pre in sorted(spec.preload) for sc in spec.scenarios for conc, rate in spec.runner.loads()

@@ -11,7 +11,6 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -227,7 +226,7 @@ def _phases(boots: pd.DataFrame | None) -> list[Match]:
     return out
 
 
-def manifests(df: pd.DataFrame) -> list[dict[str, Any]]:
+def manifests(df: pd.DataFrame) -> list[dict[str, object]]:
     out = []
     for d in df.get("dir", pd.Series(dtype=str)):
         try:
@@ -279,7 +278,7 @@ def simulated(df: pd.DataFrame, out: list[Match]) -> list[Match]:
 
 
 def section(df: pd.DataFrame, boots: pd.DataFrame | None = None, summary: pd.DataFrame | None = None,
-            mans: Sequence[Mapping[str, Any]] | None = None) -> str:
+            mans: Sequence[Mapping[str, object]] | None = None) -> str:
     """The "seed beside Juice" block of the nova section (``boots``, ``summary``: the traced
     boots and per-run summary of ``juice.trace``, when the runs kept their logs)."""
     return guarded("nova", lambda: seed_table(

@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from juice.services.openstack import simwait
+from juice.services.openstack.nova_conf import WAIT_DOC, Wait
 from juice.spec.base import FiniteFloat, Strict
 
 KINDS = {"spawn": "spawn_time", "image_fetch": "image_fetch_s", "port_create": "port_create_s"}
@@ -29,18 +30,7 @@ WHERE = {"spawn": "the fake virt driver's spawn (the build slot held)",
          "port_create": "fake-neutron's POST /v2.0/ports"}
 
 
-def _dist(v: dict[str, Any]) -> dict[str, Any]:
-    err = simwait.check(v)
-    if err:
-        raise ValueError(err)
-    return v
-
-
-Wait = Annotated[dict[str, Any], AfterValidator(_dist)]
 Probability = Annotated[FiniteFloat, Ge(0), Le(1)]
-WAIT_DOC = ("seconds, SIMULATED: {dist: constant, value_s} | {dist: uniform, low_s, high_s} | "
-            "{dist: lognormal, median_s, sigma} | {dist: table, table: seed004 | points: "
-            "[[quantile, s], ...]}; optional cap_s (default 600, at most 3600) and seed")
 
 
 class Fakes(Strict):

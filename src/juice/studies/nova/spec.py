@@ -84,6 +84,7 @@ from pydantic import Field, field_validator, model_validator
 from juice.errors import UserError
 from juice.faults.spec import Fault, check_sites
 from juice.profile.spec import Profile
+from juice.services.openstack.nova_conf import Computes
 from juice.sla.criteria import NovaSla
 from juice.spec import warmup as spec_warmup
 from juice.spec.base import (
@@ -96,7 +97,7 @@ from juice.spec.base import (
 )
 from juice.spec.study import TargetStudySpec
 from juice.spec.warmup import WarmupRuns
-from juice.studies.nova.simulation import WAIT_DOC, Failures, Fakes, Wait
+from juice.studies.nova.simulation import Failures, Fakes
 from juice.studies.nova.topology import HAProxyOptions, Topology
 from juice.studies.nova.topology import check as check_topology
 from juice.util.validation import validate
@@ -113,7 +114,6 @@ SCENARIO_ARGS: dict[str, dict[str, Any]] = {
     "NovaServers.boot_and_delete_server": {"min_sleep": 0.0, "max_sleep": 0.0, "force_delete": False},
 }
 Delay = Annotated[FiniteFloat, Ge(0), Le(500)]
-FORK_MAX = 2000  # computes.isolation fork: nova-compute processes (one per node) on the lab's hosts
 
 
 class ScenarioRef(Strict):
@@ -199,46 +199,6 @@ class Configuration(ServerOptions):
     def axes(self) -> dict[str, Any]:
         """The deployment axes it sets."""
         return {k: v for k, v in self.set().items() if k not in ServerOptions.model_fields}
-
-
-class Computes(Strict):
-    processes: Annotated[PositiveInt, Le(200)] = 2
-    nodes_per_process: Annotated[PositiveInt, Le(5000)] = 10
-    vcpus: Annotated[PositiveInt, Le(4096)] = 8
-    memory_mb: Annotated[PositiveInt, Le(16_777_216)] = 16384
-    disk_gb: Annotated[PositiveInt, Le(1_000_000)] = 200
-    max_concurrent_builds: Annotated[PositiveInt, Le(1000)] = 10
-    failing_nodes: Annotated[int, Ge(0), Le(5000)] = Field(default=0, description=(
-        "the first k nodes of each process fail every build (injected: reschedules, retries)"))
-    sites: list[Annotated[int, Ge(1), Le(9)]] | None = Field(default=None, min_length=1, description=(
-        "the sites of the nova-compute processes (spread round-robin); default: every site but "
-        "controllers_site"))
-    spawn_time: Wait | None = Field(default=None, description=(
-        "each spawn sleeps a drawn time, the build slot held (per instance uuid), " + WAIT_DOC))
-    isolation: Literal["shared", "fork"] = Field(default="shared", description=(
-        "shared: a process's nodes share one nova service (RPC topic, build slots, claim lock, "
-        "heartbeat); fork: one nova-compute forked per node, each its own service "
-        "(docs/nova-simulation.md)"))
-
-    @field_validator("sites")
-    @classmethod
-    def _once(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None:
-            no_duplicates(v)
-        return v
-
-    @model_validator(mode="after")
-    def _total(self) -> Computes:
-        if self.failing_nodes > self.nodes_per_process:
-            raise ValueError(f"failing_nodes: at most nodes_per_process ({self.nodes_per_process})")
-        if self.processes * self.nodes_per_process > 20_000:
-            raise ValueError(f"{self.processes} x {self.nodes_per_process} nodes: at most 20,000 "
-                             "simulated nodes")
-        if self.isolation == "fork" and self.processes * self.nodes_per_process > FORK_MAX:
-            raise ValueError(f"isolation: fork runs one nova-compute per node; {self.processes} x "
-                             f"{self.nodes_per_process} nodes is more than {FORK_MAX:,} (fewer nodes, "
-                             "or isolation: shared)")
-        return self
 
 
 class Flavor(Strict):

@@ -26,13 +26,13 @@ from __future__ import annotations
 import secrets
 import string
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from juice.contract import Progress, ReportInput, Run, Study
+from juice.contract import Data, Progress, ReportInput, Run, Study
 from juice.errors import ServiceError
 from juice.lab.open import open_lab, uniform_spec
 from juice.lab.place import Lab
@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from juice.load.api import Scenario
-    from juice.services.openstack.nova_deploy import NovaDeployment
+    from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
+    from juice.studies.nova.target import NovaTarget
 
 WORKLOAD = "nova"
 PRELOAD_PREFIX = "juice-preload"
@@ -64,18 +65,15 @@ class Deployment:
     versions: dict[str, str] = field(default_factory=dict)  # asked where the servers run
 
 
-def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
+def _stack(spec: NovaSpec, p: NovaPoint) -> NovaStack:
     from juice.services.openstack.nova_conf import ComputeOptions, NovaOptions, spread
     from juice.services.openstack.nova_deploy import NovaStack
     from juice.studies.nova.simulation import fake_simulation
     from juice.studies.nova.topology import stack_shape
 
-    c, home = spec.computes, spec.controllers_site
+    # the server options as the spec set them (unset: None, i.e. the service's own default)
+    home, given = spec.controllers_site, p.server
     multi = p.db == "galera" and p.writers == "multi"
-    given = p.fixed.get("server", {})
-    srv = {k: v for k, v in given.items()
-           if k not in ("max_connections", "placement_workers", "haproxy_timeout_server")}
-    shape_workers = {"placement_workers": given["placement_workers"]} if "placement_workers" in given else {}
     shape: dict[str, Any] = {"bus_sites": (home,), "keystone_site": home, "placement_site": home,
                              "fakes_site": home}
     roles: dict[str, Any] = {"control_site": home, "scheduler_sites": None}
@@ -84,25 +82,31 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> Any:
         roles = shape.pop("nova")
     if multi and roles["scheduler_sites"] is None:  # the seed's multi: schedulers over every site
         roles["scheduler_sites"] = spread(p.schedulers, range(1, spec.sites + 1))
-    return NovaStack(db=p.db, db_site=home, **shape, **shape_workers,
-                     db_max_connections=given.get("max_connections"),
-                     haproxy_timeout_server_s=(float(given["haproxy_timeout_server"])
-                                               if "haproxy_timeout_server" in given else None),
+    return NovaStack(db=p.db, db_site=home, **shape,
+                     placement_workers=given.placement_workers or NovaStack.placement_workers,
+                     db_max_connections=given.max_connections,
+                     haproxy_timeout_server_s=(float(given.haproxy_timeout_server)
+                                               if given.haproxy_timeout_server is not None else None),
                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
                      image_service=spec.image_service, image_download=spec.image_download,
-                     nova=NovaOptions(**srv, **roles, schedulers=p.schedulers,
+                     nova=NovaOptions(**roles, schedulers=p.schedulers,
+                                      max_overflow=given.max_overflow,
+                                      rpc_response_timeout=given.rpc_response_timeout,
+                                      rpc_conn_pool_size=given.rpc_conn_pool_size,
+                                      executor_thread_pool_size=given.executor_thread_pool_size,
+                                      service_down_time=given.service_down_time,
+                                      api_workers=given.api_workers or NovaOptions.api_workers,
+                                      conductor_workers=(given.conductor_workers
+                                                         or NovaOptions.conductor_workers),
+                                      scheduler_workers=(given.scheduler_workers
+                                                         or NovaOptions.scheduler_workers),
                                       host_subset_size=p.host_subset_size,
                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
                                       notifications_log=True, log_json=spec.log_format == "json",
                                       db_writers="local" if multi else "single",
                                       profiler=None if spec.profiler == "off" else spec.profiler),
-                     computes=ComputeOptions(sites=spread(c.processes, spec.compute_sites()),
-                                             nodes_per_process=c.nodes_per_process, vcpus=c.vcpus,
-                                             memory_mb=c.memory_mb, disk_gb=c.disk_gb,
-                                             max_concurrent_builds=c.max_concurrent_builds,
-                                             failing_nodes=c.failing_nodes, spawn_time=c.spawn_time,
-                                             spawn_failure=spec.failures.spawn, sim_seed=spec.seed,
-                                             isolation=c.isolation))
+                     computes=ComputeOptions(spec.computes, default_sites=tuple(spec.compute_sites()),
+                                             spawn_failure=spec.failures.spawn, sim_seed=spec.seed))
 
 
 def osprofiler_traces(run: Run[NovaSpec, NovaPoint], stack: NovaDeployment) -> None:
@@ -262,12 +266,12 @@ def _boot_batch(dep: Deployment, n: int, t0: float, timeout_s: float) -> None:
     dep.running += n
 
 
-class NovaStudy(Study[NovaSpec, NovaPoint]):
+class NovaStudy(Study[NovaSpec, NovaPoint, "Deployment | NovaTarget"]):
     name = WORKLOAD
     title = "nova boots (seeds 002, 004)"
     example = "examples/nova-boot.yaml"
 
-    def parse(self, data: Mapping[str, Any], source: str) -> NovaSpec:
+    def parse(self, data: Data, source: str) -> NovaSpec:
         return parse(dict(data), source)
 
     def expand(self, spec: NovaSpec) -> list[NovaPoint]:
@@ -287,7 +291,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
 
     @contextmanager
     def deployment(self, spec: NovaSpec, lab: Lab | None, points: Sequence[NovaPoint],
-                   progress: Progress) -> Iterator[Any]:
+                   progress: Progress) -> Iterator[Deployment | NovaTarget]:
         from juice.services.openstack.nova_deploy import NovaDeployment
 
         if spec.target is not None:
@@ -308,16 +312,17 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         finally:
             stack.stop()
 
-    def run_point(self, run: Run[NovaSpec, NovaPoint], dep: Any) -> None:
+    def run_point(self, run: Run[NovaSpec, NovaPoint], dep: Deployment | NovaTarget) -> None:
         from juice.lab.place import ThisHost
         from juice.studies.nova import drive
 
         spec, p = run.spec, run.point
-        if spec.target is not None:
+        if not isinstance(dep, Deployment):  # an existing cloud
             from juice.studies.nova import target
 
+            remote_probe = dep.probe
             target.run_point(run, dep, lambda sites, env: drive.execute(
-                run, sites, env, site=1, at=ThisHost(sites.workdir), logs=[], probe=dep.probe,
+                run, sites, env, site=1, at=ThisHost(sites.workdir), logs=[], probe=remote_probe,
                 running=None, facts={}))
             return
         from juice.services.buses import mqstats
@@ -404,22 +409,22 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
         per_boot = 1.5 + 0.02 * point.schedulers  # measured order of magnitude on 2 cores
         # SIMULATED waits hold a boot (and its build slot) for their mean: spawn on the node,
         # image fetch and port creation in the stand-ins
-        stages = point.fixed.get("simulation", {}).get("stages", {})
-        held = sum(simwait.mean(v["wait_s"]) for v in stages.values() if v.get("wait_s"))
+        held = sum(simwait.mean(w) for w in point.waits)
         if point.rate is not None:
             return 20.0 + point.times / point.rate + 30.0 + held
-        c = point.fixed.get("computes", {})  # build slots: max_concurrent_builds per nova service
-        forked = c.get("isolation") == "fork"
-        services = c.get("processes", 1) * (c.get("nodes_per_process", 1) if forked else 1)
-        slots = min(point.concurrency, 10) if not held else min(
-            point.concurrency, services * (c.get("max_concurrent_builds") or 10))
+        c = point.computes  # build slots: max_concurrent_builds per nova service
+        if not held or c is None:
+            slots = min(point.concurrency, 10)
+        else:
+            services = c.processes * (c.nodes_per_process if c.isolation == "fork" else 1)
+            slots = min(point.concurrency, services * c.max_concurrent_builds)
         return 20.0 + point.times * (per_boot + held) / slots + 2.0 * point.times / 10
 
     def overhead_s(self, points: Sequence[NovaPoint]) -> float:
         deps = {(p.lab_key, p.deployment_key) for p in points}
-        nodes = points[0].params()["nodes"] if points else 0
+        nodes = points[0].nodes if points else 0
         most = max((p.preload for p in points), default=0)
-        if points and points[0].fixed.get("preload_method") == "rows":  # a level: clone, then the
+        if points and points[0].preload_method == "rows":  # a level: clone, then the
             levels = len({p.preload for p in points if p.preload})     # trackers' periodic update
             preload = PRELOAD_ROWS_S[0] * levels + PRELOAD_ROWS_S[1] * most
         else:
@@ -433,13 +438,13 @@ class NovaStudy(Study[NovaSpec, NovaPoint]):
 
         return report.sections(inputs.paths)
 
-    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Data,
                 filter_q: float | None) -> pd.DataFrame | None:
         from juice.studies.nova import report
 
         return report.table(paths, by)
 
-    def scenario(self, name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | None,
+    def scenario(self, name: str, args: Data, contexts: Data | None,
                  seed: int | None) -> Scenario | None:
         from juice.studies.nova import scenarios
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from juice.errors import ServiceError
 from juice.lab.place import Lab
@@ -57,7 +56,7 @@ def stats_json(seed: int, i: int, k: int, version: int = 0) -> str:
     return json.dumps(dict(s13.stats(seed, i, k, version)))
 
 
-def node_row(seed: int, i: int, k: int) -> tuple[Any, ...]:
+def node_row(seed: int, i: int, k: int) -> tuple[object, ...]:
     u = s13.usage(seed, i)
     return (i, s13.NOW, s13.NOW, None, 0, None, 32, 131072, 2000, u["vcpus_used"], u["memory_mb_used"],
             u["local_gb_used"], "QEMU", 8002000, s13.CPU_INFO, u["disk_available_least"], u["free_ram_mb"],
@@ -66,7 +65,7 @@ def node_row(seed: int, i: int, k: int) -> tuple[Any, ...]:
             stats_json(seed, i, k), NUMA, s13.host(i), 1.0, 4.0, s13.node_uuid(i), 1.0, 1)
 
 
-def service_row(i: int) -> tuple[Any, ...]:
+def service_row(i: int) -> tuple[object, ...]:
     return (i, s13.NOW, s13.NOW, None, 0, s13.host(i), "nova-compute", "compute", 10, False, None,
             s13.NOW, False, 66, s13.node_uuid(i + 10_000_000))
 
@@ -81,7 +80,7 @@ def render_conf(url: str, state_path: Path) -> str:
             f"[database]\nconnection = {url}\n")
 
 
-def sync(lab: Lab, site: int, url: str) -> dict[str, Any]:
+def sync(lab: Lab, site: int, url: str) -> dict[str, object]:
     """Create nova's cell-DB schema at ``url`` with ``nova-manage db sync --local_cell``
     (its own venv and process, inside ``site``). Returns what ran and how long it took."""
     exe = nova_manage()

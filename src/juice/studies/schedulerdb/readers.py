@@ -61,10 +61,10 @@ class PackedState:
 
     __slots__ = ("pos", "values")
 
-    def __init__(self, pos: dict[str, int], values: list[Any]) -> None:
+    def __init__(self, pos: dict[str, int], values: list[object]) -> None:
         self.pos, self.values = pos, values
 
-    def __getitem__(self, field: str) -> Any:
+    def __getitem__(self, field: str) -> object:
         return self.values[self.pos[field]]
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from typing import Any
 
 TABLES = ("compute_node_stats", "compute_nodes", "services")
 STAT_KEYS = ("num_instances", "num_vm_active", "num_vm_building", "num_vm_stopped", "num_task_None",
@@ -96,18 +95,18 @@ def stats(seed: int, i: int, k: int, version: int = 0) -> list[tuple[str, str]]:
     return [(key, str(r.randint(0, 40))) for key in keys]
 
 
-def service_row(i: int) -> tuple[Any, ...]:
+def service_row(i: int) -> tuple[object, ...]:
     return (i, NOW, NOW, None, 0, host(i), "nova-compute", "compute", 0, False)
 
 
-def node_row(seed: int, i: int) -> tuple[Any, ...]:
+def node_row(seed: int, i: int) -> tuple[object, ...]:
     u = usage(seed, i)
     return (i, NOW, NOW, None, 0, i, 32, 131072, 2000, u["vcpus_used"], u["memory_mb_used"],
             u["local_gb_used"], "QEMU", 1005003, host(i), u["free_ram_mb"], u["free_disk_gb"],
             u["current_workload"], u["running_vms"], CPU_INFO, u["disk_available_least"])
 
 
-def stat_rows(seed: int, i: int, k: int, version: int = 0) -> list[tuple[Any, ...]]:
+def stat_rows(seed: int, i: int, k: int, version: int = 0) -> list[tuple[object, ...]]:
     return [(NOW, NOW, None, 0, key, value, i) for key, value in stats(seed, i, k, version)]
 
 
@@ -122,7 +121,7 @@ def kv_fields(k: int) -> list[str]:
             *(f"stats.{key}" for key, _ in stats(0, 0, k))]
 
 
-def kv_value(seed: int, i: int, k: int, version: int = 0) -> list[Any]:
+def kv_value(seed: int, i: int, k: int, version: int = 0) -> list[object]:
     """Node ``i``'s state as one packed cache entry: the values of ``kv_fields(k)`` in order —
     what the scheduler's HostState is built from (resources, usage, hypervisor, its
     service's liveness, its stats), not the static blobs (cpu_info) a per-minute report need

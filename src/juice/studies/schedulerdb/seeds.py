@@ -133,8 +133,8 @@ def _memcached(confs: Sequence[dict[str, Any]], label: Callable[[Any], str]) -> 
                  label(c))
 
 
-def matches(reads: pd.DataFrame, confs: Sequence[dict[str, Any]], thr: float,
-            label: Callable[[Any], str]) -> list[Match]:
+def matches(reads: pd.DataFrame, confs: Sequence[dict[str, object]], thr: float,
+            label: Callable[[object], str]) -> list[Match]:
     out: list[Match] = []
     m = _static(confs, label)
     if m is not None:
@@ -145,7 +145,7 @@ def matches(reads: pd.DataFrame, confs: Sequence[dict[str, Any]], thr: float,
 
 
 def section(reads: pd.DataFrame, confs: Sequence[dict[str, Any]], thr: float, label: Callable[[Any], str],
-            manifests: Sequence[Mapping[str, Any]]) -> str:
+            manifests: Sequence[Mapping[str, object]]) -> str:
     """The "seed beside Juice" block of the scheduler-db section."""
     return guarded("scheduler-db", lambda: seed_table(
         "scheduler-db", load_references(PACKAGE), matches(plain(reads), confs, thr, label),
