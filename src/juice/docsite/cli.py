@@ -93,7 +93,7 @@ def page() -> str:
              "(one line naming the field or option), 130 interrupted (everything the command "
              "created is removed).\n\nCommands: " + ", ".join(
                  f"[`{' '.join(p)}`](#{'-'.join(p)})" for p, _ in commands[1:]) + ".")
-    parts = [header("CLI reference", "cli.py", intro)]
+    parts = [header("CLI reference", "cli.py", intro, toc=True)]
     for path, cmd in commands:
         title = " ".join(path)
         parts.append(f"## {title} {{#{'-'.join(path)}}}\n")

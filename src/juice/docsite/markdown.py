@@ -31,9 +31,10 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def header(title: str, module: str, intro: str = "") -> str:
-    """A generated page's title, the note that it is generated, and its introduction."""
-    parts = [f"# {title}\n", GENERATED.format(module=module)]
+def header(title: str, module: str, intro: str = "", toc: bool = False) -> str:
+    """A generated page's title, the note that it is generated, and its introduction; without
+    ``toc`` the page hides its table of contents (the width goes to the tables)."""
+    parts = ([] if toc else ["---\nhide: [toc]\n---\n"]) + [f"# {title}\n", GENERATED.format(module=module)]
     if intro:
         parts.append(intro.strip() + "\n")
     return "\n".join(parts) + "\n"
