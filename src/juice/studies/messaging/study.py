@@ -114,7 +114,7 @@ class Deployment:
         self.lab, self.bus, self.svc, self.delay_ms, self.facts = lab, bus, svc, delay_ms, facts
 
 
-class Messaging(Study[MessagingSpec, MsgPoint]):
+class Messaging(Study[MessagingSpec, MsgPoint, Deployment]):
     name = "messaging"
     title = "Messaging: oslo.messaging RPC over RabbitMQ and NATS"
     example = "examples/messaging.yaml"

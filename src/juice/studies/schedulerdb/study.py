@@ -170,7 +170,7 @@ class Deployment:
         self.readers, self.updaters = {}, []
 
 
-class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint]):
+class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint, Deployment]):
     """Seed 001: the scheduler's read of every compute node's state as N grows."""
 
     name = WORKLOAD
