@@ -20,8 +20,8 @@ HEADING = re.compile(r"<(h[234])\b[^>]*>(.*?)</\1>", re.S)
 TAG = re.compile(r"<[^>]+>")
 # The frame's own modules (every study's report may hold their sections).
 FRAME = ("report/shared.py", "report/sla.py", "report/deviations.py", "report/seeds.py",
-         "report/findings.py", "faults/report.py", "profile/report.py", "trace/report.py",
-         "trace/logerrors.py")
+         "report/findings.py", "report/faults.py", "report/profiles.py", "report/traces.py",
+         "report/errors.py")
 PAGES = ("report/pages.py",)
 HEAD = ["level", "heading", "where"]   # the pages of juice compare --html and juice trend --html
 
