@@ -62,13 +62,14 @@ def package_rows(root: Path, base: Path) -> list[list[str]]:
 def page() -> str:
     """The code-layout page (Markdown)."""
     intro = (
-        "Layers, top to bottom: `juice.cli` → `juice.studies.<name>` → shared instruments "
-        "(`runner`, `profile`, `faults`, `trace`, `report`, `sla`, `compare`) → `services` + "
-        "`openstack` (API clients shared by studies) → `lab` + `remote` + `load` + `results` → "
-        "`util`. The study contract (`juice.contract`) sits below the runner; nothing low imports "
-        "a study, and studies never import each other. Modules stay under about 600 lines. Each "
-        "row below is the first paragraph of the module's own docstring: a module without one "
-        "shows `—`.")
+        "Layers, top to bottom: `juice.cli` → `juice.studies.<name>` → `report` (every section "
+        "drawn from what the instruments recorded) → shared instruments (`runner`, `profile`, "
+        "`faults`, `trace`, `sla`, `compare`) → `services` + `openstack` (API clients shared by "
+        "studies) → `lab` + `remote` + `load` + `results` → `util` + `onhost` (the programs run "
+        "at a place, sent as their own source). The study contract (`juice.contract`) sits below "
+        "the runner; nothing low imports a study, and studies never import each other. Modules "
+        "stay under about 600 lines. Each row below is the first paragraph of the module's own "
+        "docstring: a module without one shows `—`.")
     parts = [header("Code layout", "layout.py", intro)]
     parts.append("## src/juice\n")
     parts.append(table(["package / module", "what"], package_rows(SRC, SRC.parent)))
