@@ -4,6 +4,7 @@ built with warnings as errors. ``juice docs serve`` serves it with live reload."
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -13,16 +14,27 @@ from juice.errors import UserError
 docs_app = typer.Typer(help="The documentation site: build it (warnings are errors) or serve it.",
                        no_args_is_help=True)
 
+OUT = typer.Option(None, "--out", "-o", show_default=False,
+                   help="Where the site goes (HTML); default: build/site in the clone (git ignores build/).")
+STRICT = typer.Option(True, "--strict/--no-strict",
+                      help="Fail on any warning: a broken link or anchor, a page outside the navigation.")
+
+
+def _mkdocs() -> None:
+    try:
+        import mkdocs  # noqa: F401
+    except ImportError as e:
+        raise UserError("mkdocs is not installed in this venv: run `bash scripts/setup.sh` "
+                        "(it installs scripts/lock/juice.txt)") from e
+
 
 @docs_app.command("build")
-def build(out: Path = typer.Option(Path("site"), "--out", "-o", help="Where the site goes (HTML)."),
-          strict: bool = typer.Option(True, "--strict/--no-strict",
-                                      help="Fail on any warning: a broken link or anchor, a page "
-                                           "outside the navigation.")) -> None:
+def build(out: Path | None = OUT, strict: bool = STRICT) -> None:
     """Build the documentation site into DIR; open DIR/index.html.
 
     juice docs build --out /tmp/site
     """
+    _mkdocs()
     from mkdocs.exceptions import MkDocsException
 
     from juice.docsite.pages import CONFIG
@@ -30,21 +42,24 @@ def build(out: Path = typer.Option(Path("site"), "--out", "-o", help="Where the 
 
     if not CONFIG.is_file():
         raise UserError(f"{CONFIG}: not found; run from a Juice clone")
+    site = out if out is not None else CONFIG.parent / "build" / "site"
     try:
-        do_build(out, strict=strict)
+        do_build(site, strict=strict)
     except MkDocsException as e:
         raise UserError(f"the site did not build: {e} (the warnings above say where)") from e
-    typer.echo(f"site: {out.resolve() / 'index.html'}")
+    typer.echo(f"site: {site.resolve() / 'index.html'}")
 
 
 @docs_app.command("serve")
 def serve(addr: str = typer.Option("127.0.0.1:8000", help="Address to serve on.")) -> None:
     """Serve the site with live reload while you edit docs/ (Ctrl-C stops)."""
+    _mkdocs()
     from mkdocs.commands import serve as mk_serve
 
     from juice.docsite.pages import CONFIG
 
-    mk_serve.serve(str(CONFIG), dev_addr=addr, livereload=True)
+    with contextlib.chdir(CONFIG.parent):  # the included files' paths are the clone's
+        mk_serve.serve(str(CONFIG), dev_addr=addr, livereload=True)
 
 
 def register(app: typer.Typer) -> None:

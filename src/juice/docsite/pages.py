@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 CLONE = Path(__file__).resolve().parents[3]
@@ -38,6 +39,8 @@ def build(out: Path, strict: bool = True, config: Path = CONFIG) -> Path:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s - %(message)s"))
         log.addHandler(handler)
-    cfg = load_config(str(config), site_dir=str(out.resolve()), strict=strict)
-    mk_build.build(cfg)
+    site = out.resolve()
+    with contextlib.chdir(config.parent):  # the included files' paths are the clone's
+        cfg = load_config(str(config), site_dir=str(site), strict=strict)
+        mk_build.build(cfg)
     return out
