@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from juice.errors import UserError
 from juice.results.store import WARMUP_SUFFIX, counted
-from juice.util.jsontypes import JSONObject, JSONValue, as_float, as_objects
+from juice.util.jsontypes import JSONObject, JSONValue, as_float, as_object, as_objects
 
 F64 = npt.NDArray[np.float64]
 MAX_DEPTH = 4  # results root -> study -> ... -> run directory
@@ -186,25 +186,23 @@ def rally_units(path: Path) -> list[Unit]:
     doc = rally_import.read(path)
     found: list[tuple[str, JSONObject, JSONValue, JSONValue, JSONValue, JSONValue]] = []
     if isinstance(doc, dict) and isinstance(doc.get("tasks"), list):
-        for ti, task in enumerate(doc["tasks"]):
-            for si, sub in enumerate(task.get("subtasks") or []):
-                for wi, w in enumerate(sub.get("workloads") or []):
+        for ti, task in enumerate(as_objects(doc["tasks"])):
+            for si, sub in enumerate(as_objects(task.get("subtasks"))):
+                for wi, w in enumerate(as_objects(sub.get("workloads"))):
                     scen = w.get("scenario")
                     name = next(iter(scen)) if isinstance(scen, dict) and scen else w.get("name")
-                    runner = w.get("runner") or {}
-                    rtype, rcfg = (next(iter(runner.items())) if "type" not in runner and runner
-                                   else (w.get("runner_type") or runner.get("type"), runner))
-                    res = (w.get("sla_results") or {}).get("sla")
-                    found.append((f"{path.stem}#{ti}.{si}.{wi}", _rally_params(name, rcfg or {}, rtype),
+                    rtype, rcfg = rally_import.runner_of(w)
+                    res = as_object(w.get("sla_results")).get("sla")
+                    found.append((f"{path.stem}#{ti}.{si}.{wi}", _rally_params(name, rcfg, rtype),
                                   w.get("data"), w.get("sla"), res,
                                   w.get("created_at") or task.get("created_at")))
     elif isinstance(doc, list):
         for pos, e in enumerate(doc):
-            if not isinstance(e, Mapping) or "key" not in e or "result" not in e:
+            if not isinstance(e, dict) or "key" not in e or "result" not in e:
                 raise UserError(f"{path}: entry {pos} is not a Rally result (needs 'key' and 'result')")
-            key = e["key"] or {}
-            kw = key.get("kw") or {}
-            runner = dict(kw.get("runner") or {})
+            key = as_object(e["key"])
+            kw = as_object(key.get("kw"))
+            runner = as_object(kw.get("runner"))
             found.append((f"{path.stem}#{key.get('pos', pos)}",
                           _rally_params(key.get("name"), runner, runner.get("type")),
                           e["result"], kw.get("sla"), e.get("sla"), e.get("created_at")))

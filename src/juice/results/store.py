@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TypedDict
 
 from juice import __version__
 from juice.util import atomic
@@ -37,7 +37,18 @@ def counted(name: str) -> bool:
     return not name.startswith(".") and not name.endswith(NOT_COUNTED)
 
 
-def host_facts() -> dict[str, Any]:
+class HostFacts(TypedDict):
+    """A manifest's ``host``."""
+
+    hostname: str
+    kernel: str
+    cpus: int | None
+    mem_gib: float
+    python: str
+    machine: str
+
+
+def host_facts() -> HostFacts:
     """What the numbers depend on: kernel, CPUs, memory, Python."""
     mem_kib = 0
     try:
@@ -90,7 +101,7 @@ class RunDir:
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 
-    def write_json(self, rel: str, data: Any) -> Path:
+    def write_json(self, rel: str, data: object) -> Path:
         atomic.write_json(self.file(rel), data)
         return self.path / rel
 
@@ -98,7 +109,7 @@ class RunDir:
         atomic.write_text(self.file(rel), text)
         return self.path / rel
 
-    def manifest(self, **fields: Any) -> None:
+    def manifest(self, **fields: object) -> None:
         data = {"version": MANIFEST_VERSION, "run": self.name, "juice": __version__,
                 "started_at": self.started, "host": host_facts(), **fields}
         self.write_json("manifest.json", data)

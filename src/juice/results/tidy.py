@@ -29,10 +29,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -48,17 +48,19 @@ from juice.results.tidy_table import MEASURES, TIDY_VERSION, assemble, iteration
 from juice.results.tidy_table import flatten_params as flatten_params
 from juice.results.tidy_table import param_columns as param_columns
 from juice.results.tidy_table import to_frame as to_frame
+from juice.util.jsontypes import JSONObject
 
 TABLE_NAME = "actions.parquet"
 ITERATIONS = "iterations.jsonl"
 MANIFEST = "manifest.json"
 MAX_SEARCH_DEPTH = 4  # results root -> study -> ... -> run directory
+T = TypeVar("T")
 
 
 # ------------------------------------------------------------------------ run directories
 
 
-def manifest_or_empty(run_dir: Path) -> dict[str, Any]:
+def manifest_or_empty(run_dir: Path) -> JSONObject:
     """The run's manifest, or {} when it is missing or unreadable (for the report's optional
     blocks, which leave such a run out; ``read_manifest`` says why)."""
     try:
@@ -67,7 +69,7 @@ def manifest_or_empty(run_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
+def read_manifest(run_dir: Path) -> JSONObject:
     """The run's manifest (a UserError naming the file if it is missing or not JSON)."""
     path = run_dir / MANIFEST
     try:
@@ -81,15 +83,15 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def run_params(run_dir: Path, manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def run_params(run_dir: Path, manifest: Mapping[str, object] | None = None) -> dict[str, object]:
     """The manifest's ``params`` (``{}`` when absent)."""
     m = manifest if manifest is not None else read_manifest(run_dir)
     params = m.get("params") or {}
     return dict(params) if isinstance(params, Mapping) else {}
 
 
-def _read_iterations(path: Path) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
+def _read_iterations(path: Path) -> list[JSONObject]:
+    records: list[JSONObject] = []
     try:
         with path.open() as f:
             for lineno, line in enumerate(f, 1):
@@ -116,13 +118,13 @@ def run_name(run_dir: Path) -> str:
     return name
 
 
-def _table_of(run_dir: Path) -> Any:
+def _table_of(run_dir: Path) -> pa.Table:
     manifest = read_manifest(run_dir)
     params = run_params(run_dir, manifest)
     return iterations_table(run_name(run_dir), params, _read_iterations(run_dir / ITERATIONS))
 
 
-def write_parquet_atomic(table: Any, path: Path) -> None:
+def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` so readers see the old file or the new one, never half."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -158,7 +160,7 @@ def _cache_fresh(run_dir: Path) -> bool:
     return bool(meta.get(b"juice_tidy_version") == TIDY_VERSION.encode())
 
 
-def _build_cached(run_dir: Path) -> Any:
+def _build_cached(run_dir: Path) -> pa.Table:
     table = _table_of(run_dir)
     if not (run_dir / ITERATIONS).exists():
         return table  # not a run of iterations (e.g. scheduler-db): nothing worth caching
@@ -169,7 +171,7 @@ def _build_cached(run_dir: Path) -> Any:
     return table
 
 
-def _measures(run_dir: Path) -> tuple[Any, dict[str, Any]]:
+def _measures(run_dir: Path) -> tuple[pa.Table, dict[str, object]]:
     """Measure columns and parameters of one run; the constant parameter columns of a cached
     parquet are not even read (they are in its metadata)."""
     if _cache_fresh(run_dir):
@@ -268,7 +270,7 @@ def discover(paths: Sequence[Path]) -> Discovery:
 # ---------------------------------------------------------------------------------- load
 
 
-def _parallel(fn: Any, items: list[Path]) -> Iterable[Any]:
+def _parallel(fn: Callable[[Path], T], items: list[Path]) -> Iterable[T]:
     """``map(fn, items)`` on a few threads (parquet decoding releases the GIL), in order."""
     if len(items) < 4:
         return [fn(i) for i in items]
@@ -286,7 +288,7 @@ def no_run_error(paths: Sequence[Path], found: Discovery) -> UserError:
                      "such as results/quickstart, a run directory or a Rally JSON file")
 
 
-def load(paths: Sequence[Path], params: Mapping[str, Any] | None = None,
+def load(paths: Sequence[Path], params: Mapping[str, object] | None = None,
          allow_empty: bool = False) -> pd.DataFrame:
     """One tidy DataFrame over run dirs, results roots and Rally JSON files.
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa  # type: ignore[import-untyped]  # (no stubs: its types are unchecked)
+from pandas.api.extensions import ExtensionArray
 
 TIDY_VERSION = "1"
 
@@ -43,9 +45,9 @@ def param_columns(df: pd.DataFrame) -> list[str]:
 # --------------------------------------------------------------------------- building rows
 
 
-def flatten_params(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_params(params: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     """``{"a": {"b": 1}, "z": [1, 2]}`` -> ``{"a.b": 1, "z": "[1, 2]"}`` (scalars kept)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for k, v in params.items():
         key = f"{prefix}{k}"
         if isinstance(v, Mapping):
@@ -57,11 +59,11 @@ def flatten_params(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any
     return out
 
 
-def _f(v: Any) -> float | None:
+def _f(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _error(err: Any) -> tuple[bool, str | None, str | None]:
+def _error(err: object) -> tuple[bool, str | None, str | None]:
     """Rally's ``error``: [] or [type, message, traceback] (a bare string is tolerated)."""
     if not err:
         return False, None, None
@@ -78,9 +80,9 @@ def _error(err: Any) -> tuple[bool, str | None, str | None]:
 class _Columns:
     """Column-wise accumulator (one list per measure column)."""
 
-    cols: dict[str, list[Any]] = field(default_factory=lambda: {m: [] for m in MEASURES})
+    cols: dict[str, list[object]] = field(default_factory=lambda: {m: [] for m in MEASURES})
 
-    def add(self, **row: Any) -> None:
+    def add(self, **row: object) -> None:
         for m in MEASURES:
             self.cols[m].append(row.get(m))
 
@@ -88,9 +90,9 @@ class _Columns:
         return len(self.cols["run"])
 
 
-def _action_rows(cols: _Columns, base: dict[str, Any], actions: Sequence[Any]) -> int:
+def _action_rows(cols: _Columns, base: dict[str, object], actions: Sequence[object]) -> int:
     """Append the rows of ``actions`` (pre-order, children after their parent); returns count."""
-    stack: list[tuple[Any, str | None, int]] = [(a, None, 0) for a in reversed(actions)]
+    stack: list[tuple[object, str | None, int]] = [(a, None, 0) for a in reversed(actions)]
     seq = 0
     guard = 1_000_000  # a bounded walk, whatever the input
     while stack and guard > 0:
@@ -111,20 +113,23 @@ def _action_rows(cols: _Columns, base: dict[str, Any], actions: Sequence[Any]) -
     return seq
 
 
-def iterations_table(run: str, params: Mapping[str, Any], records: Iterable[Mapping[str, Any]]) -> Any:
+def iterations_table(run: str, params: Mapping[str, object], records: Iterable[Mapping[str, object]]
+                     ) -> pa.Table:
     """The tidy ``pyarrow.Table`` of one run: ``records`` are iteration dicts as in
     ``iterations.jsonl`` (``atomic_actions`` in Rally's list form)."""
     cols = _Columns()
     for rec in records:
         failed, etype, emsg = _error(rec.get("error"))
-        site = rec.get("site")
-        base = {"run": run, "site": int(site) if isinstance(site, int | float) else 0,
-                "iteration": int(rec.get("index", 0) or 0),
+        site, index = rec.get("site"), rec.get("index", 0) or 0
+        base: dict[str, object] = {
+                "run": run, "site": int(site) if isinstance(site, int | float) else 0,
+                "iteration": int(index) if isinstance(index, int | float | str) else 0,
                 "iteration_failed": failed, "error_type": etype, "error_message": emsg,
                 "timestamp": _f(rec.get("timestamp")),
                 "iteration_duration_s": _f(rec.get("duration")),
                 "latency_s": _f(rec.get("latency")), "dispatch_lag_s": _f(rec.get("dispatch_lag"))}
-        if _action_rows(cols, base, rec.get("atomic_actions") or []) == 0:
+        acts = rec.get("atomic_actions") or []
+        if _action_rows(cols, base, acts if isinstance(acts, list | tuple) else []) == 0:
             # no atomic action at all (failed before the first one, or a scenario without
             # actions): one row so the iteration is counted
             cols.add(**base, seq=0, operation=None, parent=None, depth=0, started_at=None,
@@ -132,20 +137,20 @@ def iterations_table(run: str, params: Mapping[str, Any], records: Iterable[Mapp
     return _to_arrow(cols, flatten_params(params))
 
 
-_TYPES: dict[str, Any] = {
+_TYPES: dict[str, pa.DataType] = {
     "site": pa.int32(), "iteration": pa.int64(), "seq": pa.int32(), "depth": pa.int16(),
     "action_failed": pa.bool_(), "iteration_failed": pa.bool_(),
 }
 
 
-def _param_names(params: Mapping[str, Any]) -> dict[str, Any]:
+def _param_names(params: Mapping[str, object]) -> dict[str, object]:
     """Parameters as columns: a parameter named like a measure becomes ``param.<name>``."""
     return {(f"param.{k}" if k in MEASURES else k): v for k, v in params.items()}
 
 
-def _to_arrow(cols: _Columns, params: Mapping[str, Any]) -> Any:
+def _to_arrow(cols: _Columns, params: Mapping[str, object]) -> pa.Table:
     n = len(cols)
-    arrays: dict[str, Any] = {}
+    arrays: dict[str, pa.Array] = {}
     params = _param_names(params)
     for name, value in params.items():
         arr = pa.array([value] * n) if n else pa.array([], type=pa.null())
@@ -164,7 +169,7 @@ def _to_arrow(cols: _Columns, params: Mapping[str, Any]) -> Any:
 
 
 
-def split_params(table: Any) -> tuple[Any, dict[str, Any]]:
+def split_params(table: pa.Table) -> tuple[pa.Table, dict[str, object]]:
     """``(measure columns only, parameters)`` of a tidy table (parameters from its metadata,
     else from the first row of its parameter columns)."""
     meta = table.schema.metadata or {}
@@ -178,8 +183,12 @@ def split_params(table: Any) -> tuple[Any, dict[str, Any]]:
 
 # ---------------------------------------------------------------------------------- frames
 
+# a run-constant parameter column, as assemble builds it
+ParamColumn: TypeAlias = ("pd.Categorical | ExtensionArray | npt.NDArray[np.bool_] | npt.NDArray[np.int64] "
+                          "| npt.NDArray[np.float64]")
 
-def to_frame(table: Any) -> pd.DataFrame:
+
+def to_frame(table: pa.Table) -> pd.DataFrame:
     """A tidy ``pyarrow.Table`` as pandas: dictionary strings become categoricals."""
     df: pd.DataFrame = table.to_pandas(split_blocks=True)
     for c in df.columns:
@@ -188,7 +197,7 @@ def to_frame(table: Any) -> pd.DataFrame:
     return df
 
 
-def _param_column(values: list[Any], lengths: np.ndarray[Any, Any]) -> Any:
+def _param_column(values: Sequence[object], lengths: npt.NDArray[np.int64]) -> ParamColumn:
     """One run-constant column: categorical for text, numeric when every value is a number
     (float when some are NULL), object otherwise."""
     present = [v for v in values if v is not None]
@@ -214,7 +223,7 @@ def _param_column(values: list[Any], lengths: np.ndarray[Any, Any]) -> Any:
     return _param_column(text, lengths)
 
 
-def assemble(parts: Sequence[tuple[Any, Mapping[str, Any]]]) -> pd.DataFrame:
+def assemble(parts: Sequence[tuple[pa.Table, Mapping[str, object]]]) -> pd.DataFrame:
     """One DataFrame from ``(measure table, params)`` per run: parameter columns first (run
     constants, rebuilt without reading them row by row), then the measures."""
     tables = [t for t, _ in parts]
@@ -223,6 +232,7 @@ def assemble(parts: Sequence[tuple[Any, Mapping[str, Any]]]) -> pd.DataFrame:
     names: list[str] = []
     for _, p in parts:
         names.extend(k for k in p if k not in names)
-    cols: dict[str, Any] = {k: _param_column([p.get(k) for _, p in parts], lengths) for k in names}
+    cols: dict[str, ParamColumn | pd.Series[float]] = {
+        k: _param_column([p.get(k) for _, p in parts], lengths) for k in names}
     cols.update({c: measures[c] for c in measures.columns})
     return pd.DataFrame(cols, copy=False)

@@ -6,7 +6,6 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 
 def write_text(path: Path, text: str, mode: int = 0o644) -> None:
@@ -30,6 +29,6 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     """Atomically write ``data`` as indented JSON."""
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")

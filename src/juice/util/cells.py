@@ -8,13 +8,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 
-def fmt(v: Any, digits: int = 4, na: str = "n/a") -> str:
+def fmt(v: object, digits: int = 4, na: str = "n/a") -> str:
     """A cell as text: integral floats without decimals (50.0 -> "50"), others with
     ``digits`` significant digits, NULL/NaN as ``na``."""
     if v is None or v is pd.NA or (isinstance(v, float | np.floating) and math.isnan(float(v))):

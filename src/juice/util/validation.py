@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -30,7 +30,7 @@ _TYPE_TEXT = {"int_type": "expected an integer", "float_type": "expected a numbe
 _PATH_PREFIX = re.compile(r"^([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*): ")
 
 
-def validate(model: type[M], data: Any, source: str, *, expected: str, unknown_key_hint: str) -> M:
+def validate(model: type[M], data: object, source: str, *, expected: str, unknown_key_hint: str) -> M:
     """``model`` validated from ``data``, or a one-line UserError naming ``source`` and the field.
 
     ``expected`` says what the file should hold when it is not a mapping at all."""
@@ -42,7 +42,7 @@ def validate(model: type[M], data: Any, source: str, *, expected: str, unknown_k
         raise UserError(one_line(e, source, unknown_key_hint, data)) from None
 
 
-def one_line(e: ValidationError, source: str, unknown_key_hint: str, data: Any = None) -> str:
+def one_line(e: ValidationError, source: str, unknown_key_hint: str, data: object = None) -> str:
     """The first error of ``e``, naming ``source`` (a file, or "" for none) and the field path.
 
     ``unknown_key_hint`` replaces pydantic's text for a key the model forbids (say where the
@@ -71,19 +71,20 @@ def one_line(e: ValidationError, source: str, unknown_key_hint: str, data: Any =
     return f"{where}{loc + ': ' if loc else ''}{msg}{more}"
 
 
-def user_path(loc: tuple[int | str, ...], data: Any, missing: bool = False) -> list[int | str]:
+def user_path(loc: tuple[int | str, ...], data: object, missing: bool = False) -> list[int | str]:
     """``loc`` without the parts that are not keys or indices of ``data`` (union member tags,
     ``[key]`` markers); unchanged when ``data`` is None. With ``missing`` (the error is a
     missing key) the last part stays."""
     if data is None:
         return list(loc)
     out: list[int | str] = []
-    cur: Any = data
+    cur: object = data
     for i, part in enumerate(loc):
         last = i == len(loc) - 1
-        key = isinstance(cur, dict) and part in cur
-        index = isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
-        if key or index:
+        if isinstance(cur, dict) and part in cur:  # noqa: SIM114 (two branches: two narrowings)
+            out.append(part)
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
             out.append(part)
             cur = cur[part]
         elif missing and last and isinstance(cur, dict):
@@ -93,7 +94,7 @@ def user_path(loc: tuple[int | str, ...], data: Any, missing: bool = False) -> l
     return out
 
 
-def shown(v: Any) -> str:
+def shown(v: object) -> str:
     """A value as the user wrote it in YAML, short and on one line."""
     if v is None:
         return "null"
