@@ -11,9 +11,11 @@
 #   wheels/   every file of every lock (uv, build, juice, openstack, rally, messaging), as pinned
 #             with hashes (pip download --require-hashes, for this machine's platform: Linux
 #             x86-64 or arm64, CPython 3.11 = Debian 12's); sdists where the lock has no wheel
-#   debs/     the .deb files of setup.sh's Debian packages and of their dependencies that a bare
-#             Debian 12 (the image of scripts/bare.sh: debootstrap + sshd, git, ca-certificates)
-#             lacks, with a Packages index: a flat apt repository (`deb [trusted=yes] file:...`)
+#   debs/     the .deb files of setup.sh's Debian packages and of ALL their dependencies (resolved
+#             as if nothing were installed: a host whose own packages are older than this
+#             machine's lists still finds every version it needs), with a Packages index: a flat
+#             apt repository (`deb [trusted=yes] file:...`); apt on the host takes from it only
+#             what the host lacks
 #   bin/      the native helpers, built here with the pinned Go (native/build.sh)
 #   SHA256SUMS  every file above; INFO  what it holds (counts, MB, when, from which inputs)
 # On the host, `JUICE_OFFLINE=<that dir> bash scripts/setup.sh` installs from it and nothing
@@ -52,11 +54,12 @@ mkdir -p "$cache/offline"
 exec 9> "$cache/offline/.lock"
 flock 9
 if [ -f "$out/INFO" ] && [ -f "$out/SHA256SUMS" ]; then
+  touch "$out/INFO"  # used: kept
   echo "$out"; exit 0
 fi
-# Older bundles (other digests) are removed: one bundle is kept.
+# Bundles of other digests not used for 2 days are removed (another clone's may be in use).
 for d in "$cache"/offline/*/; do
-  [ -d "$d" ] && [ "${d%/}" != "$out" ] && rm -rf "$d"
+  [ -d "$d" ] && [ "${d%/}" != "$out" ] && [ -n "$(find "$d/INFO" -mtime +2 2>/dev/null)" ] && rm -rf "$d"
 done
 tmp=$cache/offline/.tmp.$$
 rm -rf "$tmp"
@@ -72,23 +75,22 @@ for l in "${locks[@]}"; do
     || die "pip download of scripts/lock/$l.txt failed (see above); check the network to PyPI and rerun"
 done
 
-# 2. Debian packages: setup.sh's list (golang-go aside: the helpers come built) and what a bare
-# Debian 12 lacks of their dependencies, resolved against the bare image's dpkg status.
-bare_status=$cache/bare/bookworm/var/lib/dpkg/status
-if ! [ -f "$bare_status" ]; then
-  log "no bare Debian 12 image yet: making it (scripts/bare.sh image) to resolve against its packages"
-  bash "$here/scripts/bare.sh" image >/dev/null
-fi
-aptopts=(-q -y -o "Dir::State::status=$bare_status" -o "Dir::Cache::archives=$tmp/debs" -o Debug::NoLocking=1
+# 2. Debian packages: setup.sh's list (golang-go aside: the helpers come built) and their whole
+# dependency closure, resolved against an empty dpkg status (as if nothing were installed).
+# Against a bare image's status instead, the bundle would be ~30 MB smaller but would miss, on
+# a host older than that image, the newer libraries its packages depend on.
+none=$tmp/empty-status
+: > "$none"
+aptopts=(-q -y -o "Dir::State::status=$none" -o "Dir::Cache::archives=$tmp/debs" -o Debug::NoLocking=1
          -o APT::Install-Recommends=false)
-log "Debian packages: ${apt_pkgs[*]} and their dependencies (against $bare_status)"
+log "Debian packages: ${apt_pkgs[*]} and all their dependencies"
 if ! timeout 1800 apt-get "${aptopts[@]}" install --download-only "${apt_pkgs[@]}" >/dev/null; then
   log "apt-get download failed: updating the package lists and trying again"
   apt-get update -qq >&2
   timeout 1800 apt-get "${aptopts[@]}" install --download-only "${apt_pkgs[@]}" >/dev/null \
     || die "apt-get could not download the Debian packages (see above)"
 fi
-rm -rf "$tmp/debs/partial" "$tmp/debs/lock"
+rm -rf "$tmp/debs/partial" "$tmp/debs/lock" "$none"
 # A flat repository's index (what dpkg-scanpackages writes), with dpkg-deb only.
 (
   cd "$tmp/debs"

@@ -179,7 +179,7 @@ _MARK = re.compile(r"\[setup \+(\d+)s\](?:\x1b\[0m)? (.*)")
 def setup_phases(text: str) -> list[tuple[str, float]]:
     """setup.sh's ``[setup +Ns] what`` lines: (what, seconds until the next line), the last one
     (``ready: ...``) left out."""
-    marks = [(int(m.group(1)), m.group(2).strip().split(": ")[0][:60])
+    marks = [(int(m.group(1)), re.split(r": | \(", m.group(2).strip())[0][:60])
              for m in map(_MARK.search, text.splitlines()) if m]
     return [(what, float(marks[i + 1][0] - t)) for i, (t, what) in enumerate(marks[:-1])]
 
@@ -201,10 +201,14 @@ def parse_stats(text: str) -> dict[str, Stat]:
 
 
 def local_stats(source: Path, files: Sequence[str]) -> dict[str, Stat]:
-    """The same triple for the files here (lstat: a symlink as itself)."""
+    """The same triple for the files here (lstat: a symlink as itself); a file removed since it
+    was listed is left out (not sent)."""
     got = {}
     for f in files:
-        st = os.lstat(source / f)
+        try:
+            st = os.lstat(source / f)
+        except FileNotFoundError:
+            continue
         got[f] = (st.st_mode & 0o7777, st.st_size, int(st.st_mtime))
     return got
 
