@@ -316,6 +316,19 @@ def test_the_keystone_wsgi_module_empties_argv_before_keystone_then_logs_collect
     assert collections and all(" gen=2 collected=" in line for line in collections)  # gc.collect()'s at least
 
 
+def test_the_api_wsgi_module_empties_argv_before_importing_the_app_it_was_given(tmp_path: Path) -> None:
+    from juice.services.openstack.os_api import argv_shim
+
+    (tmp_path / "fakeapp").mkdir()
+    (tmp_path / "fakeapp" / "__init__.py").write_text("")
+    (tmp_path / "fakeapp" / "wsgi.py").write_text("import sys\napp = list(sys.argv)\n")
+    (tmp_path / "juice_fake_api_wsgi.py").write_text(argv_shim("fakeapp.wsgi", "app"))
+    r = subprocess.run([sys.executable, "-c", "import sys\nsys.argv[1:] = ['-b', 'x']\n"
+                        "import juice_fake_api_wsgi as m\nprint(m.application, m.APP)"],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path, check=True)
+    assert r.stdout.strip() == "['-c'] ('fakeapp.wsgi', 'app')"
+
+
 # ---- osprofiler_reader ---------------------------------------------------------------------
 
 class FakeRedis:

@@ -17,6 +17,7 @@ import layers: anything may read a program's source, and a program imports nothi
     dists             distributions' versions in a venv; a venv's module check
     keystone_api      Keystone's regions/endpoints and its pre-warm requests (OpenStack venv)
     keystone_wsgi     the WSGI module gunicorn loads for Keystone, with ``gc_probe`` beside it
+    wsgi_argv         the WSGI module gunicorn loads for nova's and neutron's APIs (its app set)
     gc_probe          each full garbage collection of a worker, logged (written as a file)
     osprofiler_reader OSProfiler's notifications read from its backend (OpenStack venv)
     amqp_declare      exchanges and queues declared on a broker (messaging venv)

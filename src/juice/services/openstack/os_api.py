@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from juice import onhost
 from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
@@ -66,9 +67,11 @@ def gunicorn_argv(bind: str, workers: int, pidfile: Path, app: str, name: str, *
 
 def argv_shim(module: str, attr: str = "application") -> str:
     """A WSGI module that empties sys.argv before importing ``module`` (oslo.config parses
-    sys.argv when the app initializes, and a gunicorn worker inherits gunicorn's)."""
-    return (f"import sys\n\nsys.argv = sys.argv[:1]\n"
-            f"from {module} import {attr}  # noqa: E402,F401\n")
+    sys.argv when the app initializes, and a gunicorn worker inherits gunicorn's):
+    ``juice.onhost.wsgi_argv`` with its ``APP`` set to ``(module, attr)``."""
+    src, unset = onhost.source("wsgi_argv"), 'APP = ("", "application")'
+    assert src.count(unset) == 1, "juice.onhost.wsgi_argv: its APP line is not the one set here"
+    return src.replace(unset, f"APP = ({module!r}, {attr!r})")
 
 
 class Catalog:
