@@ -67,9 +67,9 @@ def keystone_env(ks: Any, site: int, concurrency: int) -> dict[str, Any]:
             "concurrency": concurrency}
 
 
-def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Any, progress: Progress,
+def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: object, progress: Progress,
             ui: ProgressUI | None = None, target: FaultTarget | None = None,
-            sla: Sla | None = None) -> dict[str, Any]:
+            sla: Sla | None = None) -> dict[str, object]:
     """Run the drivers of ``p`` (with its fault schedule applied through ``target``); write
     iterations.jsonl, rally.json and events.jsonl (when there were faults) into ``rd``; return
     the manifest fields describing what happened (per-site outcome, %reads/%writes, faults,
@@ -132,7 +132,7 @@ def pool_size(spec: RunnerSpec) -> int:
     return spec.concurrency if spec.type == "constant" else spec.max_in_flight
 
 
-def job(p: RunPoint, site: int, spec: RunnerSpec, env: dict[str, Any]) -> DriverJob:
+def job(p: RunPoint, site: int, spec: RunnerSpec, env: dict[str, object]) -> DriverJob:
     """The driver of ``p`` in ``site`` (``env``: where and as whom; never stored)."""
     return DriverJob(site=site, scenario=p.scenario, args=dict(p.scenario_args), runner=spec,
                      contexts=dict(p.contexts), seed=p.seed + 1000 * site, env=env,
@@ -142,7 +142,7 @@ def job(p: RunPoint, site: int, spec: RunnerSpec, env: dict[str, Any]) -> Driver
 def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: list[DriverJob],
                probe: counters.Probe | None, progress: Progress, ui: ProgressUI | None = None,
                faults: FaultRunner | None = None, attr: attribution.Probe | None = None,
-               servers: servercounters.ServerCounters | None = None) -> dict[str, Any]:
+               servers: servercounters.ServerCounters | None = None) -> dict[str, object]:
     """Run ``jobs`` at once (statement counters around them when ``probe``, statements by kind
     and table when ``attr``, the servers' own counters — cache, buffer pool, table sizes — when
     ``servers``: read outside the statement window), write the run's iterations.jsonl,
@@ -153,7 +153,7 @@ def drive_jobs(rd: RunDir, p: RunPoint, launcher: SiteLauncher | None, jobs: lis
             probe.window() if probe is not None else nullcontext() as w, faults or nullcontext():
         results = run_drivers(launcher, jobs, faults.watch(bar) if faults is not None else bar)
     sc = servercounters.record(sc0, servers.snapshot()) if servers is not None and sc0 is not None else None
-    rw: dict[str, Any] | None = None
+    rw: dict[str, object] | None = None
     rw_error = w.error if w is not None else None
     if rw_error:
         progress(f"%reads/%writes not measured: {rw_error}")

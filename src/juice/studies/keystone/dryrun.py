@@ -87,7 +87,7 @@ class SimulatedKeystone(KeystoneClient):
     async def close(self) -> None:
         return None
 
-    async def call(self, method: str, path: str, token: str | None = None, body: Any = None,
+    async def call(self, method: str, path: str, token: str | None = None, body: object = None,
                    headers: dict[str, str] | None = None, base: str | None = None,
                    ok: tuple[int, ...] = ()) -> tuple[int, Any, Any]:
         full = urlsplit(base or self.v3).path.rstrip("/") + path if path != "/" else "/"

@@ -137,11 +137,11 @@ class _Plan:
     def values(self) -> int:
         return len({_key(k[-1]) for k in self.rows}) if self.dim else 1
 
-    def points(self) -> set[frozenset[tuple[str, Any]]]:
+    def points(self) -> set[frozenset[tuple[str, object]]]:
         return {frozenset((c, _key(v)) for c, v in zip(self.by, k, strict=True)) for k in self.rows}
 
 
-def _plans(d: Data, scenario: Any) -> list[_Plan]:
+def _plans(d: Data, scenario: object) -> list[_Plan]:
     """Every figure pair of one scenario; a pair whose dimension has a single value is left
     out when its bars all appear in a figure about another dimension (a seed-like matrix,
     sites at 0 ms and delays at 9 sites, gives exactly the seed's two figures)."""
@@ -167,14 +167,14 @@ def _plans(d: Data, scenario: Any) -> list[_Plan]:
             rows = [k for k in keys_all if k[:nf] == combo]
             plans.append(_Plan(dim, by, nf, combo, rows, means, lam, sig,
                                [c for c in curves if c[0][:nf] == combo]))
-    covered: set[frozenset[tuple[str, Any]]] = set()
+    covered: set[frozenset[tuple[str, object]]] = set()
     for p in plans:
         if p.values > 1:
             covered |= p.points()
     return [p for p in plans if p.values > 1 or not p.points() <= covered]
 
 
-def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str]:
+def scenario_figures(d: Data, scenario: object, colors: dict[str, str]) -> list[str]:
     """Stacked-bar tiles and CDFs of one scenario, per shown dimension and facet."""
     has_rdbms = "rdbms" in d.df.columns
     out: list[str] = []
@@ -214,7 +214,7 @@ def scenario_figures(d: Data, scenario: Any, colors: dict[str, str]) -> list[str
     return out
 
 
-def _point(by: Sequence[str], k: tuple[Any, ...]) -> frozenset[tuple[str, Any]]:
+def _point(by: Sequence[str], k: tuple[object, ...]) -> frozenset[tuple[str, object]]:
     return frozenset((c, _key(v)) for c, v in zip(by, k, strict=True))
 
 
@@ -225,7 +225,7 @@ def _finest(d: Data) -> list[str]:
             *[f for f in facets_for(d.df, None) if f not in dims]]
 
 
-def _bar_cis(d: Data, scenario: Any) -> dict[frozenset[tuple[str, Any]], tuple[float, float]]:
+def _bar_cis(d: Data, scenario: object) -> dict[frozenset[tuple[str, object]], tuple[float, float]]:
     """CI of the mean total of the bars' iterations (after the percentile filter), per group."""
     ck = f"bars/{scenario}"
     if ck not in d.cache:

@@ -68,7 +68,7 @@ class TargetDeployment:
     regions: dict[str, str]
     home_region: str
     sites: LoopbackSites
-    rtt: dict[str, Any] = field(default_factory=dict)
+    rtt: dict[str, object] = field(default_factory=dict)
     juice_lab: str | None = None
     probe: Any = None  # counters.RemoteMySQLProbe when the user gave a read-only database URL
 
@@ -247,7 +247,7 @@ def _run_point(run: Any, dep: TargetDeployment) -> None:
 
 
 def target_env(dep: TargetDeployment, region: str, index: int, pool: int, max_rps: float,
-               prefix: str) -> dict[str, Any]:
+               prefix: str) -> dict[str, object]:
     """A driver's env (credentials: never stored)."""
     c = dep.creds
     return {"site": index, "auth_url": dep.regions[region], "region": region, "username": c.username,

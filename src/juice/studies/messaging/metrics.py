@@ -42,7 +42,7 @@ RECV_COLS = ["id", "srv", "site", "t", "sent"]
 QS = (0.5, 0.9, 0.99, 0.999)
 
 
-def json_lines(files: Sequence[Path]) -> Iterator[dict[str, Any]]:
+def json_lines(files: Sequence[Path]) -> Iterator[dict[str, object]]:
     """The JSON objects of JSON-lines ``files``; missing files and unparsable lines (a torn last
     line of a killed writer) are skipped."""
     for f in files:
@@ -57,12 +57,12 @@ def json_lines(files: Sequence[Path]) -> Iterator[dict[str, Any]]:
                 yield r
 
 
-def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, object]]]:
     """Sends, deliveries and end lines (``proc``: the file's stem) of the agents' JSON-lines
     files (a torn last line, from a killed agent, is skipped)."""
-    sends: list[dict[str, Any]] = []
-    recvs: list[dict[str, Any]] = []
-    ends: list[dict[str, Any]] = []
+    sends: list[dict[str, object]] = []
+    recvs: list[dict[str, object]] = []
+    ends: list[dict[str, object]] = []
     for f in files:
         for rec in json_lines([f]):
             k = rec.get("k")
@@ -187,7 +187,7 @@ def summarize(msgs: pd.DataFrame, recvs: pd.DataFrame, window_s: float,
     errs = sent[~sent["ok"]]["err"].fillna("").astype(str).str.split(":").str[0].value_counts()
     expected = int(sent["expected"].sum())
     delivered = int(sent["delivered"].sum())
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "messages": int(len(m)), "sent": int(len(sent)), "skipped": int(m["skipped"].sum()),
         "ok": int(sent["ok"].sum()), "errors": int((~sent["ok"]).sum()),
         "errors_by_class": {str(k): int(v) for k, v in errs.items()},

@@ -60,7 +60,7 @@ class MsgPoint:
     seed: int = 1
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         c = self.case
         return {"tc": c.tc, "case": c.name, "method": c.method_sent, "clients": self.clients,
                 "servers": self.servers, "targets": self.targets, "rate": self.rate,
@@ -110,7 +110,7 @@ class MsgPoint:
 class Deployment:
     """A started bus in a lab, plus what a run needs to know about it."""
 
-    def __init__(self, lab: Lab, bus: Bus, svc: Service, delay_ms: float, facts: dict[str, Any]) -> None:
+    def __init__(self, lab: Lab, bus: Bus, svc: Service, delay_ms: float, facts: dict[str, object]) -> None:
         self.lab, self.bus, self.svc, self.delay_ms, self.facts = lab, bus, svc, delay_ms, facts
 
 
@@ -119,7 +119,7 @@ class Messaging(Study[MessagingSpec, MsgPoint, Deployment]):
     title = "Messaging: oslo.messaging RPC over RabbitMQ and NATS"
     example = "examples/messaging.yaml"
 
-    def parse(self, data: Mapping[str, Any], source: str) -> MessagingSpec:
+    def parse(self, data: Mapping[str, object], source: str) -> MessagingSpec:
         return validate(MessagingSpec, dict(data), source, expected="a mapping (workload: messaging, ...)",
                         unknown_key_hint="see examples/messaging.yaml and juice.studies.messaging.spec")
 
@@ -186,7 +186,7 @@ class Messaging(Study[MessagingSpec, MsgPoint, Deployment]):
             lines += plan(spec.provider, uniform_spec("plan", spec.sites, d), roles(spec, points))
         return lines
 
-    def plan_columns(self, point: MsgPoint) -> dict[str, Any]:
+    def plan_columns(self, point: MsgPoint) -> dict[str, object]:
         return {"delay": f"{point.delay_ms:g} ms", "bus": point.bus.label, "case": point.case.name,
                 "method": point.case.method_sent, "agents": len(point.agents()), "rate": f"{point.rate:g}/s",
                 "duration": f"{point.case.duration_s:g} s", "rep": point.repetition}
@@ -214,7 +214,7 @@ class Messaging(Study[MessagingSpec, MsgPoint, Deployment]):
 
         return report.sections(inputs.paths)
 
-    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, object],
                 filter_q: float | None) -> pd.DataFrame | None:
         from juice.studies.messaging import report
 
@@ -230,7 +230,7 @@ def measure(run: Run[MessagingSpec, MsgPoint], dep: Deployment) -> None:
     run.manifest(params=p.params, bus=p.bus.model_dump(mode="json"), facts=dep.facts,
                  lab=dep.lab.facts(), processes=len(procs), spec=run.spec_data)
     work = rd.file("agents")
-    counters: dict[str, Any] = {"before": buses.counters(dep.svc)}
+    counters: dict[str, object] = {"before": buses.counters(dep.svc)}
     c = p.case
     faults = FaultRunner(c.faults, buses.MessagingFaults(dep.lab, dep.svc, p.delay_ms), progress) \
         if c.faults else None
@@ -330,7 +330,7 @@ def roles(spec: MessagingSpec, points: Sequence[MsgPoint]) -> dict[int, list[str
 
 
 def killed_queues(lab: Lab, events: list[dict[str, Any]], start: Any,
-                  topics: set[str]) -> list[dict[str, Any]]:
+                  topics: set[str]) -> list[dict[str, object]]:
     """Per kill event: this run's shared queues that the killed site's node held when the run
     started (RabbitMQ counters' ``shared_queues``): a kill of such a node can lose messages."""
     out = []
@@ -344,7 +344,7 @@ def killed_queues(lab: Lab, events: list[dict[str, Any]], start: Any,
     return out
 
 
-def _say(progress: Progress, s: Mapping[str, Any]) -> None:
+def _say(progress: Progress, s: Mapping[str, object]) -> None:
     if s.get("rtt_p50_ms") is not None:
         lat = f"call p50 {s['rtt_p50_ms']:.2f} ms p99 {s['rtt_p99_ms']:.2f} ms"
     elif s.get("oneway_p50_ms") is not None:

@@ -25,7 +25,7 @@ def _s(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f} s"
 
 
-def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+def _write_parquet(path: Path, rows: list[dict[str, object]]) -> None:
     import pandas as pd
 
     tmp = path.with_name(path.name + ".tmp")
@@ -33,7 +33,7 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
-def atomic_lines(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+def atomic_lines(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
     import json
 
     from juice.util import atomic

@@ -28,7 +28,7 @@ class NovaFaults:
     def set_wan(self, change: WanChange | None) -> None:
         from juice.lab import spec as labspec
 
-        data: dict[str, Any] = {"name": self.lab.name, "sites": len(self.lab.sites),
+        data: dict[str, object] = {"name": self.lab.name, "sites": len(self.lab.sites),
                                 "delay_ms": self.delay_ms}
         if change is not None:
             data.update({k: v for k, v in change.model_dump().items() if v is not None})
@@ -46,6 +46,6 @@ class NovaFaults:
         out: dict[str, Any] = self._service(kind).kill(site)
         return out
 
-    def restart(self, kind: str, site: int) -> dict[str, Any]:
-        out: dict[str, Any] = self._service(kind).restart(site)
+    def restart(self, kind: str, site: int) -> dict[str, object]:
+        out: dict[str, object] = self._service(kind).restart(site)
         return out

@@ -56,10 +56,10 @@ def _notification(line: str) -> dict[str, Any] | None:
     return msg if isinstance(msg, dict) and msg.get("event_type") in EVENTS else None
 
 
-def notifications(paths: Iterable[Path], since: float = 0.0) -> dict[str, dict[str, Any]]:
+def notifications(paths: Iterable[Path], since: float = 0.0) -> dict[str, dict[str, object]]:
     """uuid -> {"start", "end" (epoch s), "error" (the exception message), "host"} from the
     ``instance.create.*`` notifications in ``paths`` (events before ``since`` ignored)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for p in paths:
         try:
             fh = p.open(errors="replace")
@@ -87,8 +87,8 @@ def notifications(paths: Iterable[Path], since: float = 0.0) -> dict[str, dict[s
     return out
 
 
-def read_boot_lines(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def read_boot_lines(paths: Iterable[Path]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     for p in paths:
         site = int(p.stem.rsplit("-", 1)[-1])
         for line in p.read_text().splitlines():
@@ -150,7 +150,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], window_s: float | None = None) 
     n = len(rows)
     ok = [r for r in rows if r["ok"]]
     faults = Counter(r["error_class"] or r["error_type"] or "unknown" for r in rows if not r["ok"])
-    out: dict[str, Any] = {"boots": n, "active": len(ok), "failed": n - len(ok),
+    out: dict[str, object] = {"boots": n, "active": len(ok), "failed": n - len(ok),
                            "success_pct": round(100.0 * len(ok) / n, 2) if n else None,
                            "faults": dict(faults.most_common()),
                            "nova_timestamps": sum(1 for r in ok if r["nova_boot_s"] is not None)}

@@ -77,7 +77,7 @@ class NovaApi:
                 timeout=aiohttp.ClientTimeout(total=300))
         return self._session
 
-    async def call(self, method: str, path: str, token: str, body: Any = None,
+    async def call(self, method: str, path: str, token: str, body: object = None,
                    ok: tuple[int, ...] = (200,), extra: dict[str, str] | None = None) -> tuple[int, Any, str]:
         headers = {"X-Auth-Token": token, "OpenStack-API-Version": f"compute {self.microversion}",
                    "Content-Type": "application/json", "Accept": "application/json", **(extra or {})}
@@ -102,7 +102,7 @@ class NovaScenario:
     """Context, users, the boot atomic and cleanup shared by the two scenarios."""
 
     name: str = ""
-    ARGS: ClassVar[dict[str, Any]] = {}
+    ARGS: ClassVar[dict[str, object]] = {}
 
     def __init__(self, args: dict[str, Any] | None = None, contexts_cfg: dict[str, Any] | None = None,
                  seed: int | None = None) -> None:
@@ -122,7 +122,7 @@ class NovaScenario:
         omit = str(env.get("network") or "none") == "omit"
         nova = NovaApi(str(env.get("nova_url")), conc, max_rps=rps,
                        microversion=RALLY_MICROVERSION if omit else MICROVERSION)
-        state: dict[str, Any] = {"ks": ks, "drv": drv, "nova": nova, "boots": [], "env": env,
+        state: dict[str, object] = {"ks": ks, "drv": drv, "nova": nova, "boots": [], "env": env,
                                  "prefix": f"{SERVER_PREFIX}{env.get('name_run')}_{env.site}",
                                  "poll": float(env.get("poll_interval_s") or 2.0),
                                  "prepoll": float(env.get("prepoll_s") if env.get("prepoll_s") is not None
@@ -144,7 +144,7 @@ class NovaScenario:
     async def boot(self, it: Iteration, st: dict[str, Any]) -> str:
         env = st["env"]
         token = st["tokens"][it.index % len(st["tokens"])]
-        rec: dict[str, Any] = {"index": it.index, "name": f"{st['prefix']}_{it.index:06d}"}
+        rec: dict[str, object] = {"index": it.index, "name": f"{st['prefix']}_{it.index:06d}"}
         st["boots"].append(rec)
         network = str(env.get("network") or "none")
         body: dict[str, Any] = {"server": {"name": rec["name"], "flavorRef": env.get("flavor_id"),
@@ -271,6 +271,6 @@ class BootAndDeleteServer(NovaScenario):
 SCENARIOS: dict[str, type[NovaScenario]] = {c.name: c for c in (BootServer, BootAndDeleteServer)}
 
 
-def get(name: str, args: dict[str, Any], contexts_cfg: dict[str, Any] | None,
+def get(name: str, args: dict[str, object], contexts_cfg: dict[str, object] | None,
         seed: int | None) -> NovaScenario:
     return SCENARIOS[name](args, contexts_cfg, seed)

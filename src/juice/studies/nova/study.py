@@ -61,7 +61,7 @@ class Deployment:
     flavor_id: str
     running: int = 0           # preload VMs booted and ACTIVE
     preload_s: float = 0.0
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, object] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)  # asked where the servers run
 
 
@@ -199,7 +199,7 @@ def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any, sampled: dict[str, An
     """``haproxy-stats.json``: ``show info`` and ``show stat`` after the run (counters cleared
     before it) and ``sampled`` (``ConnSampler``: CurrConns vs Maxconn during it); a stats socket
     that does not answer is noted, not raised."""
-    data: dict[str, Any] = {"maxconn": lb.maxconn, "sampled": sampled}
+    data: dict[str, object] = {"maxconn": lb.maxconn, "sampled": sampled}
     try:
         data.update(info=lb.info(), stats=lb.stats())
     except ServiceError as e:

@@ -49,11 +49,11 @@ class NovaTarget:
     compute_url: str
     flavor_id: str
     sites: LoopbackSites
-    rtt: dict[str, Any] = field(default_factory=dict)
+    rtt: dict[str, object] = field(default_factory=dict)
     juice_lab: str | None = None
-    probe: Any = None
+    probe: object = None
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         t = self.spec.target
         assert t is not None
         missing = dict(NOT_MEASURED)

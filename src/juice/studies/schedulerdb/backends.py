@@ -39,7 +39,7 @@ class BackendSession:
         self.lab, self.backend, self.progress = lab, backend, progress
         self.readers, self.update_workers = readers, update_workers
         self.svc: Service | None = None
-        self.prepared: dict[str, dict[str, Any]] = {}
+        self.prepared: dict[str, dict[str, object]] = {}
         self.nodes: dict[str, int] = {}
         self.log: IO[bytes] | None = None
 

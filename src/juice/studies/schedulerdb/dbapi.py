@@ -29,7 +29,7 @@ def connect(ep: dict[str, Any], *, timeout: float = 600.0) -> Any:
     if driver == "mysql" and ep.get("client", "pymysql") == "mysqlclient":
         import MySQLdb  # type: ignore[import-untyped]  # mysqlclient ships no type stubs
 
-        kw: dict[str, Any] = {"database": ep["database"]} if ep.get("database") else {}
+        kw: dict[str, object] = {"database": ep["database"]} if ep.get("database") else {}
         return MySQLdb.connect(host=ep["host"], port=int(ep["port"]), user=ep["user"],
                                password=ep["password"], connect_timeout=10, read_timeout=int(timeout),
                                write_timeout=int(timeout), autocommit=True, **kw)

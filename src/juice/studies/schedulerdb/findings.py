@@ -27,7 +27,7 @@ def reads_of(reads: pd.DataFrame, c: Mapping[str, Any], n: int) -> pd.DataFrame:
     return g
 
 
-def _cmp(reads: pd.DataFrame, a: dict[str, Any], b: dict[str, Any], n: int):  # type: ignore[no-untyped-def]
+def _cmp(reads: pd.DataFrame, a: dict[str, object], b: dict[str, object], n: int):  # type: ignore[no-untyped-def]
     ga, gb = reads_of(reads, a, n), reads_of(reads, b, n)
 
     def cl(g: pd.DataFrame) -> pd.Series:  # type: ignore[type-arg]
@@ -62,7 +62,7 @@ def findings(reads: pd.DataFrame, confs: list[dict[str, Any]], thr: float,
         else:
             out.append(Finding(f"{label(c)}: the {thr:g} s crossing ({_k(x.n)}) is not supported by the "
                                "data: " + "; ".join(x.reasons)))
-    def same(c: dict[str, Any]) -> tuple[Any, ...]:
+    def same(c: dict[str, object]) -> tuple[object, ...]:
         return (c["backend"], c.get("client"), c["track"], c["updates"], str(c.get("extra") or {}))
 
     for c in confs:

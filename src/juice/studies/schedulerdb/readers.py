@@ -93,7 +93,7 @@ def sql_2013_1(dialect: str) -> str:
             "WHERE compute_nodes.deleted = 0")
 
 
-def read_2013_1(conn: Any, dialect: str) -> ReadResult:
+def read_2013_1(conn: object, dialect: str) -> ReadResult:
     t0 = time.perf_counter()
     names, rows = _fetch(conn, sql_2013_1(dialect))
     t1 = time.perf_counter()
@@ -101,9 +101,9 @@ def read_2013_1(conn: Any, dialect: str) -> ReadResult:
     node_names = [n.removeprefix("compute_nodes_") for n in names[:nlen]]
     svc_names = [n.removeprefix("services_1_") for n in names[nlen:nlen + slen]]
     stat_names = [n.removeprefix("compute_node_stats_1_") for n in names[nlen + slen:]]
-    nodes: dict[Any, Obj] = {}
-    services: dict[Any, Obj] = {}
-    stats: dict[Any, Obj] = {}
+    nodes: dict[object, Obj] = {}
+    services: dict[object, Obj] = {}
+    stats: dict[object, Obj] = {}
     for r in rows:  # the identity map: each entity built once, relations wired
         node = nodes.get(r[0])
         if node is None:
@@ -128,7 +128,7 @@ def read_2013_1(conn: Any, dialect: str) -> ReadResult:
     return ReadResult(len(rows), len(nodes), t1 - t0, t2 - t1)
 
 
-def read_2013_2(conn: Any, dialect: str) -> ReadResult:
+def read_2013_2(conn: object, dialect: str) -> ReadResult:
     t0 = time.perf_counter()
     b = qi(dialect, "binary")
     ncols, nrows = _fetch(conn, "SELECT * FROM compute_nodes WHERE deleted = 0 ORDER BY service_id")
@@ -175,7 +175,7 @@ def _hydrate_modern(ncols: list[str], nrows: list[tuple[Any, ...]]) -> list[dict
     return out
 
 
-def read_modern(conn: Any, dialect: str, nodes: int, limit: int | None, seed: int, rep: int) -> ReadResult:
+def read_modern(conn: object, dialect: str, nodes: int, limit: int | None, seed: int, rep: int) -> ReadResult:
     """``limit`` None = ``ComputeNodeList.get_all``; else ``get_all_by_uuids`` of candidates."""
     uuids = candidates(nodes, limit, seed, rep) if limit is not None else None
     t0 = time.perf_counter()
@@ -219,7 +219,7 @@ def read_kv(client: Any, driver: str) -> ReadResult:
     return ReadResult(len(values), len(states), t1 - t0, t2 - t1)
 
 
-def read(conn: Any, driver: str, track: str, nodes: int, candidates_limit: int, seed: int,
+def read(conn: object, driver: str, track: str, nodes: int, candidates_limit: int, seed: int,
          rep: int) -> ReadResult:
     """One scheduler read of ``track`` (see the module doc)."""
     if track == "historical-2013.1":

@@ -59,7 +59,7 @@ def _static(confs: Sequence[dict[str, Any]], label: Callable[[Any], str]) -> Mat
                  label(c))
 
 
-def _crossing(confs: Sequence[dict[str, Any]], thr: float, label: Callable[[Any], str]) -> list[Match]:
+def _crossing(confs: Sequence[dict[str, object]], thr: float, label: Callable[[object], str]) -> list[Match]:
     c = _conf(confs, updates=True, schedulers=1)
     if c is None or not c.get("constrained"):
         return []

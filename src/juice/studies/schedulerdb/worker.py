@@ -162,7 +162,7 @@ class WorkerProc:
         out: dict[str, Any] = json.loads(line)
         return out
 
-    def call(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def call(self, msg: dict[str, object], timeout: float) -> dict[str, object]:
         """Send one command and wait (bounded) for its reply; ServiceError when it failed."""
         self.send(msg)
         got = self.recv(timeout)
