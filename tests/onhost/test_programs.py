@@ -71,6 +71,11 @@ def test_every_program_imports_the_standard_library_only_and_nothing_of_juice() 
                 assert path.stem == "keystone_wsgi" or node not in top, f"{path.name}: {name} at top"
 
 
+def test_the_programs_run_with_a_hosts_own_python3_parse_as_python_3_7() -> None:
+    for name in ("http_get", "unix_socket", "memcached_stats", "procfs", "sampler"):
+        ast.parse(onhost.source(name), name, feature_version=(3, 7))
+
+
 # ---- http_get ------------------------------------------------------------------------------
 
 @pytest.fixture
