@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from juice.results import tidy
 from juice.results.samples import runs_under
 from juice.sla.store import stored
+from juice.util.jsontypes import as_objects
 
 
-def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | None = None,
+def section(paths: Sequence[Path], owns: Callable[[Mapping[str, object]], bool] | None = None,
             heading: str = "h2") -> str:
     """The pass/fail table of the judged runs under ``paths`` (those whose manifest ``owns``
     accepts, when given: a study's ``key_of(manifest) is not None``)."""
@@ -28,7 +28,7 @@ def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | N
                 continue
             runs += 1
             failed += v.get("pass") is False
-            for r in v.get("results") or []:
+            for r in as_objects(v.get("results")):
                 ok = bool(r.get("success"))
                 rows.append(f"<tr><td>{'PASS' if ok else '<b>FAIL</b>'}</td><td>{escape(d.name)}</td>"
                             f"<td>{escape(str(r.get('criterion')))}</td>"

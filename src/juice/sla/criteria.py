@@ -28,12 +28,13 @@ is refused with a one-line error.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 from annotated_types import Ge, Gt, Interval, Le
 from pydantic import Field, model_validator
 
 from juice.spec.base import FiniteFloat, NonNegativeInt, Percent, Seconds, Strict, StrictStr
+from juice.util.jsontypes import JSONObject
 
 # Rally's six criteria, in Rally's order (juice.sla.rally implements them)
 RALLY_NAMES = ("failure_rate", "max_seconds_per_iteration", "max_avg_duration",
@@ -131,7 +132,7 @@ class Sla(Strict):
                                  f"{', '.join(allowed)})")
         return self
 
-    def rally_config(self) -> dict[str, Any]:
+    def rally_config(self) -> JSONObject:
         """The part Rally knows, in Rally's own config form (a workload's ``sla``)."""
         d = self.model_dump(mode="json", exclude_none=True)
         return {k: d[k] for k in RALLY_NAMES if k in d}

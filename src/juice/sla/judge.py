@@ -29,16 +29,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Required, TypedDict
 
 import numpy as np
 
 from juice.analysis.bootstrap import group_rng, interval, replicates
 from juice.analysis.runlevel import Spread, t_ppf
 from juice.compare.calibration import Store, spread_for
-from juice.results.samples import Unit
+from juice.results.samples import F64, Unit
 from juice.sla import rally
 from juice.sla.criteria import Sla
+
+
+class Result(TypedDict, total=False):
+    """One criterion's verdict (a stored verdict's ``results`` entry; Rally's three keys first)."""
+
+    criterion: Required[str]
+    success: Required[bool]
+    detail: Required[str]
+    value: float | dict[str, float] | None
+    limit: object  # the criterion's configuration: a number or a mapping
+    interval: list[float] | dict[str, list[float]]
+    interval_method: str | dict[str, str]
 
 
 def _z(level: float) -> float:
@@ -59,7 +71,7 @@ def wilson(k: int, n: int, level: float) -> tuple[float, float]:
     return (100.0 * max(0.0, mid - half), 100.0 * min(1.0, mid + half))
 
 
-def stat(values: np.ndarray[Any, Any], name: str) -> float:
+def stat(values: F64, name: str) -> float:
     if not len(values):
         return float("nan")
     if name == "mean":
@@ -69,7 +81,7 @@ def stat(values: np.ndarray[Any, Any], name: str) -> float:
     return float(np.quantile(values, int(name[1:]) / 100))
 
 
-def stat_interval(values: np.ndarray[Any, Any], name: str, level: float, *key: Any) -> tuple[float, float]:
+def stat_interval(values: F64, name: str, level: float, *key: object) -> tuple[float, float]:
     """Bootstrap interval of ``stat(values, name)`` (``max`` has none: NaN)."""
     if name == "max" or len(values) < 2:
         return (float("nan"), float("nan"))
@@ -81,19 +93,19 @@ def stat_interval(values: np.ndarray[Any, Any], name: str, level: float, *key: A
 @dataclass
 class Verdict:
     unit: str
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
     confidence: float | None = None
 
     @property
     def passed(self) -> bool:
         return all(r["success"] for r in self.results)
 
-    def rally(self) -> list[dict[str, Any]]:
+    def rally(self) -> list[rally.CriterionResult]:
         """Rally's ``sla_results["sla"]``: the three keys of each result."""
         return [{"criterion": r["criterion"], "success": bool(r["success"]), "detail": r["detail"]}
                 for r in self.results]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"pass": self.passed, "confidence": self.confidence, "results": self.results}
 
 
@@ -104,7 +116,7 @@ def _status(ok: bool) -> str:
 WITHIN = "within this run only (run-to-run variation not in it; juice calibrate)"
 
 
-def _with_ci(res: dict[str, Any], ci: tuple[float, float], ok: bool, level: float, unit: str = "",
+def _with_ci(res: Result, ci: tuple[float, float], ok: bool, level: float, unit: str = "",
              method: str = WITHIN) -> None:
     lo, hi = ci
     res["interval"] = [lo, hi]
@@ -114,8 +126,8 @@ def _with_ci(res: dict[str, Any], ci: tuple[float, float], ok: bool, level: floa
     res["detail"] += f" ({level:.0%} interval {shown}, {method}: {_status(ok)})"
 
 
-def mean_interval(values: np.ndarray[Any, Any], level: float, spread: Spread | None,
-                  *key: Any) -> tuple[tuple[float, float], str]:
+def mean_interval(values: F64, level: float, spread: Spread | None,
+                  *key: object) -> tuple[tuple[float, float], str]:
     """(interval, method) of a run's mean as an estimate of its configuration's mean."""
     if spread is not None and len(values) and math.isfinite(spread.cv) and spread.df > 0:
         m = float(np.mean(values))
@@ -125,7 +137,7 @@ def mean_interval(values: np.ndarray[Any, Any], level: float, spread: Spread | N
 
 
 def _rally_part(unit: Unit, sla: Sla, level: float | None,
-                spread: Callable[[str], Spread | None]) -> list[dict[str, Any]]:
+                spread: Callable[[str], Spread | None]) -> list[Result]:
     config = sla.rally_config()
     if not config:
         return []
@@ -137,10 +149,13 @@ def _rally_part(unit: Unit, sla: Sla, level: float | None,
     for it in unit.iterations:
         for c in crits:
             c.add(it)
-    out = []
+    out: list[Result] = []
     ok_durs = unit.samples.get("iteration", np.zeros(0))
     for c in crits:
-        r: dict[str, Any] = {**c.result(), "limit": config[c.name]}
+        verdict = c.result()
+        r: Result = {"criterion": verdict["criterion"], "success": verdict["success"],
+                     "detail": verdict["detail"],
+                     "limit": config[c.name]}
         if isinstance(c, rally.FailureRate):
             r["value"] = c.rate
             if level is not None:
@@ -174,7 +189,7 @@ def _rally_part(unit: Unit, sla: Sla, level: float | None,
     return out
 
 
-def _count(unit: Unit, key: str, label: str, limit: int) -> dict[str, Any]:
+def _count(unit: Unit, key: str, label: str, limit: int) -> Result:
     v = unit.counts.get(key)
     if v is None:
         return {"criterion": key, "success": False, "value": None, "limit": {"max": limit},
@@ -184,14 +199,14 @@ def _count(unit: Unit, key: str, label: str, limit: int) -> dict[str, Any]:
             "detail": f"{label} {v:g} <= {limit} - {_status(ok)}"}
 
 
-def _success_pct(unit: Unit, minimum: float, level: float | None) -> dict[str, Any]:
+def _success_pct(unit: Unit, minimum: float, level: float | None) -> Result:
     its = unit.iterations
     if not its:
         return {"criterion": "success_pct", "success": False, "value": None, "limit": {"min": minimum},
                 "detail": f"Success rate: no iterations in {unit.name} - Failed"}
     k = sum(1 for d in its if not d.get("error"))
     v = 100.0 * k / len(its)
-    r = {"criterion": "success_pct", "success": v >= minimum, "value": v, "limit": {"min": minimum},
+    r: Result = {"criterion": "success_pct", "success": v >= minimum, "value": v, "limit": {"min": minimum},
          "detail": f"Success rate {v:.2f}% >= {minimum:.2f}% - {_status(v >= minimum)}"}
     if level is not None:
         ci = wilson(k, len(its), level)
@@ -200,8 +215,8 @@ def _success_pct(unit: Unit, minimum: float, level: float | None) -> dict[str, A
 
 
 def _percentiles(unit: Unit, metric: str, limits: Mapping[str, float],
-                 level: float | None) -> list[dict[str, Any]]:
-    out = []
+                 level: float | None) -> list[Result]:
+    out: list[Result] = []
     vals = unit.samples.get(metric)
     for name, lim in limits.items():
         crit = f"percentiles.{metric}.{name}"
@@ -210,7 +225,7 @@ def _percentiles(unit: Unit, metric: str, limits: Mapping[str, float],
                         "detail": f"{metric} {name}: no samples in {unit.name} - Failed"})
             continue
         v = stat(vals, name)
-        r = {"criterion": crit, "success": v <= lim, "value": v, "limit": lim,
+        r: Result = {"criterion": crit, "success": v <= lim, "value": v, "limit": lim,
              "detail": f"{metric} {name} {v:.3f}s <= {lim:.3f}s ({len(vals)} samples) - {_status(v <= lim)}"}
         if level is not None and name != "max":
             ci = stat_interval(vals, name, level, unit.name, metric)

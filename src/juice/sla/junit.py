@@ -27,7 +27,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from juice.results.samples import Unit
 from juice.sla.judge import Verdict
@@ -43,7 +42,7 @@ class Judged:
     verdict: Verdict | None
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int | float):
@@ -53,14 +52,14 @@ def _text(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
-def _timestamp(when: Any) -> str:
+def _timestamp(when: object) -> str:
     """JUnit's ISO 8601 time (UTC, seconds) of an epoch number; a text stays as it is."""
     if isinstance(when, int | float) and not isinstance(when, bool) and math.isfinite(when):
         return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return str(when) if when else ""
 
 
-def _properties(parent: ET.Element, items: Mapping[str, Any]) -> None:
+def _properties(parent: ET.Element, items: Mapping[str, object]) -> None:
     if not items:
         return
     props = ET.SubElement(parent, "properties")
@@ -80,7 +79,7 @@ def document(judged: Sequence[Judged], name: str = "juice sla") -> ET.ElementTre
     for j in judged:
         unit = j.unit
         suite = ET.SubElement(root, "testsuite", name=unit.name)
-        meta: dict[str, Any] = {"workload": unit.workload, "path": str(unit.path)}
+        meta: dict[str, object] = {"workload": unit.workload, "path": str(unit.path)}
         params = unit.meta.get("params")
         if isinstance(params, Mapping):
             meta.update({f"param.{k}": v for k, v in sorted(params.items())})
@@ -99,7 +98,7 @@ def document(judged: Sequence[Judged], name: str = "juice sla") -> ET.ElementTre
             for r in j.verdict.results:
                 crit = str(r["criterion"])
                 case = ET.SubElement(suite, "testcase", classname=classname, name=crit, time="0")
-                props = {k: r[k] for k in FIELDS if k in r and r[k] is not None}
+                props: dict[str, object] = {k: v for k in FIELDS if (v := r.get(k)) is not None}
                 if crit in theirs and theirs[crit] != bool(r["success"]):
                     props["rally_verdict"] = "Passed" if theirs[crit] else "Failed"
                 _properties(case, props)

@@ -26,8 +26,10 @@ export sorts by start time), Juice's rally.json is written in that order too.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypedDict
+
+from juice.util.jsontypes import as_float, as_object
 
 
 def _float_str(num: float) -> str:
@@ -37,18 +39,31 @@ def _float_str(num: float) -> str:
     return whole + "." + (frac.rstrip("0") or "0")
 
 
-def _failed(it: Mapping[str, Any]) -> bool:
+def _num(v: object) -> float:
+    """A number of an iteration record as float (None, absent or not a number: 0)."""
+    f = as_float(v)
+    return 0.0 if f is None else f
+
+
+def _failed(it: Mapping[str, object]) -> bool:
     return bool(it.get("error"))
+
+
+class CriterionResult(TypedDict):
+    """One of Rally's ``sla_results["sla"]`` entries (and a Juice verdict's ``results``)."""
+
+    criterion: str
+    success: bool
+    detail: str
 
 
 class Criterion:
     name = ""
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self) -> None:
         self.success = True
 
-    def add(self, it: Mapping[str, Any]) -> bool:
+    def add(self, it: Mapping[str, object]) -> bool:
         raise NotImplementedError
 
     def detail(self) -> str:
@@ -57,7 +72,7 @@ class Criterion:
     def status(self) -> str:
         return "Passed" if self.success else "Failed"
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> CriterionResult:
         return {"criterion": self.name, "success": self.success, "detail": self.detail()}
 
 
@@ -65,13 +80,13 @@ class FailureRate(Criterion):
     name = "failure_rate"
 
     def __init__(self, value: Mapping[str, float]) -> None:
-        super().__init__(value)
+        super().__init__()
         self.min = float(value.get("min", 0) if value.get("min") is not None else 0)
         self.max = float(value.get("max", 100) if value.get("max") is not None else 100)
         self.errors = self.total = 0
         self.rate = 0.0
 
-    def add(self, it: Mapping[str, Any]) -> bool:
+    def add(self, it: Mapping[str, object]) -> bool:
         self.total += 1
         self.errors += _failed(it)
         self.rate = self.errors * 100.0 / self.total
@@ -87,11 +102,12 @@ class IterationTime(Criterion):
     name = "max_seconds_per_iteration"
 
     def __init__(self, value: float) -> None:
-        super().__init__(value)
+        super().__init__()
+        self.value = value
         self.longest = 0.0
 
-    def add(self, it: Mapping[str, Any]) -> bool:
-        self.longest = max(self.longest, float(it.get("duration") or 0.0))
+    def add(self, it: Mapping[str, object]) -> bool:
+        self.longest = max(self.longest, _num(it.get("duration")))
         self.success = self.longest <= float(self.value)
         return self.success
 
@@ -104,12 +120,13 @@ class MaxAverageDuration(Criterion):
     name = "max_avg_duration"
 
     def __init__(self, value: float) -> None:
-        super().__init__(value)
+        super().__init__()
+        self.value = value
         self.total, self.count, self.avg = 0.0, 0, 0.0
 
-    def add(self, it: Mapping[str, Any]) -> bool:
+    def add(self, it: Mapping[str, object]) -> bool:
         if not _failed(it):
-            self.total += float(it.get("duration") or 0.0)
+            self.total += _num(it.get("duration"))
             self.count += 1
             self.avg = self.total / self.count
         self.success = self.avg <= float(self.value)
@@ -120,32 +137,33 @@ class MaxAverageDuration(Criterion):
             self.avg, float(self.value), self.status())
 
 
-def atomic_durations(it: Mapping[str, Any]) -> Iterable[tuple[str, float]]:
+def atomic_durations(it: Mapping[str, object]) -> Iterable[tuple[str, float]]:
     """(name, seconds) of an iteration's top-level atomic actions (list or legacy dict form)."""
     acts = it.get("atomic_actions") or []
     if isinstance(acts, Mapping):
         for name, s in acts.items():
-            yield str(name), float(s or 0.0)
+            yield str(name), _num(s)
         return
-    for a in acts:
+    for a in acts if isinstance(acts, list) else []:
         if isinstance(a, Mapping):
-            start = a.get("started_at") or 0.0
-            end = a.get("finished_at") or start
-            yield str(a.get("name")), float(end) - float(start)
+            start = _num(a.get("started_at"))
+            end = as_float(a.get("finished_at")) or start
+            yield str(a.get("name")), end - start
 
 
 class MaxAverageDurationPerAtomic(Criterion):
     name = "max_avg_duration_per_atomic"
 
     def __init__(self, value: Mapping[str, float]) -> None:
-        super().__init__(value)
+        super().__init__()
+        self.value = value
         self.sums: dict[str, list[float]] = {}
 
     def avg(self, atom: str) -> float:
         s = self.sums.get(atom)
         return s[0] / s[1] if s else 0.0
 
-    def add(self, it: Mapping[str, Any]) -> bool:
+    def add(self, it: Mapping[str, object]) -> bool:
         if not _failed(it):
             for name, d in atomic_durations(it):
                 s = self.sums.setdefault(name, [0.0, 0.0])
@@ -163,8 +181,8 @@ class MaxAverageDurationPerAtomic(Criterion):
 class Outliers(Criterion):
     name = "outliers"
 
-    def __init__(self, value: Mapping[str, Any]) -> None:
-        super().__init__(value)
+    def __init__(self, value: Mapping[str, float]) -> None:
+        super().__init__()
         self.max = int(value.get("max", 0))
         self.min_iterations = int(value.get("min_iterations", 3))
         self.sigmas = float(value.get("sigmas", 3.0))
@@ -172,9 +190,9 @@ class Outliers(Criterion):
         self.threshold: float | None = None
         self.n, self.mean, self.dev_sum = 0, 0.0, 0.0  # Knuth's streaming std, as Rally
 
-    def add(self, it: Mapping[str, Any]) -> bool:
+    def add(self, it: Mapping[str, object]) -> bool:
         if not _failed(it):
-            d = float(it.get("duration") or 0.0)
+            d = _num(it.get("duration"))
             self.iterations += 1
             if self.iterations >= self.min_iterations and self.threshold and d > self.threshold:
                 self.outliers += 1
@@ -195,7 +213,7 @@ class PerformanceDegradation(Criterion):
     name = "performance_degradation"
 
     def __init__(self, value: Mapping[str, float]) -> None:
-        super().__init__(value)
+        super().__init__()
         self.max_degradation = float(value["max_degradation"])
         self.lo: float | None = None
         self.hi: float | None = None
@@ -205,8 +223,8 @@ class PerformanceDegradation(Criterion):
             return 0.0
         return (self.hi / self.lo - 1) * 100.0
 
-    def add(self, it: Mapping[str, Any]) -> bool:
-        d = float(it.get("duration") or 0.0)
+    def add(self, it: Mapping[str, object]) -> bool:
+        d = _num(it.get("duration"))
         if not _failed(it) and d > 0.0:  # Rally refuses non-positive durations
             self.lo = d if self.lo is None else min(self.lo, d)
             self.hi = d if self.hi is None else max(self.hi, d)
@@ -217,17 +235,31 @@ class PerformanceDegradation(Criterion):
         return "Current degradation: %s%% - %s" % (_float_str(self.degradation()), self.status())
 
 
-CLASSES: dict[str, type[Criterion]] = {c.name: c for c in (
-    FailureRate, IterationTime, MaxAverageDuration, MaxAverageDurationPerAtomic, Outliers,
-    PerformanceDegradation)}
+_BY_LIMIT: dict[str, Callable[[float], Criterion]] = {
+    c.name: c for c in (IterationTime, MaxAverageDuration)}
+_BY_FIELDS: dict[str, Callable[[Mapping[str, float]], Criterion]] = {
+    c.name: c for c in (FailureRate, MaxAverageDurationPerAtomic, Outliers, PerformanceDegradation)}
 
 
-def checker(config: Mapping[str, Any]) -> list[Criterion]:
+def _criterion(name: str, value: object) -> Criterion | None:
+    """Rally's criterion ``name`` configured with ``value`` (None: not one of Rally's, or a
+    limit that is not a number)."""
+    if name in _BY_LIMIT:
+        limit = as_float(value)
+        return None if limit is None else _BY_LIMIT[name](limit)
+    if name in _BY_FIELDS:
+        return _BY_FIELDS[name]({str(k): f for k, v in as_object(value).items()
+                                 if (f := as_float(v)) is not None})
+    return None
+
+
+def checker(config: Mapping[str, object]) -> list[Criterion]:
     """Rally's criteria of ``config`` (its other keys are not Rally's: left to the caller)."""
-    return [CLASSES[k](v) for k, v in config.items() if k in CLASSES and v is not None]
+    return [c for k, v in config.items() if v is not None and (c := _criterion(k, v)) is not None]
 
 
-def results(config: Mapping[str, Any], iterations: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def results(config: Mapping[str, object], iterations: Iterable[Mapping[str, object]]
+            ) -> list[CriterionResult]:
     """Rally's ``sla_results["sla"]`` for ``iterations`` under ``config``."""
     crits = checker(config)
     for it in iterations:

@@ -29,7 +29,6 @@ failures than the run may have in one driver is enough); other drivers finish th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from juice.load.api import LoadResult
 from juice.load.engine import StopRule
@@ -53,7 +52,7 @@ def stop_rule(sla: Sla, planned: int) -> StopRule | None:
     return rule
 
 
-def stopped(results: Sequence[LoadResult]) -> dict[str, Any] | None:
+def stopped(results: Sequence[LoadResult]) -> dict[str, object] | None:
     """The manifest's ``sla_stopped``: the first driver whose load a criterion stopped (by
     iterations done), or None."""
     hits = [(r.stopped, r.site) for r in results if r.stopped]

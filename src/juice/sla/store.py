@@ -20,18 +20,18 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from juice.compare.calibration import Store, host_of
 from juice.results.samples import Unit, from_iterations, run_unit
 from juice.sla.criteria import Sla
 from juice.sla.judge import Verdict, judge
 from juice.util import atomic
+from juice.util.jsontypes import JSONObject, as_objects
 
 _ITERATION_METRICS = ("iteration",)
 
 
-def record(run_dir: Path, sla: Sla, extra: dict[str, Any] | None = None) -> Verdict:
+def record(run_dir: Path, sla: Sla, extra: Mapping[str, object] | None = None) -> Verdict:
     """Judge the run in ``run_dir`` (complete or partial) and store the verdict."""
     unit = run_unit(run_dir)
     verdict = judge(unit, sla, host_calibration([unit]) if sla.confidence is not None else None)
@@ -54,9 +54,14 @@ def host_calibration(units: list[Unit]) -> Store | None:
     return store if store.entries else None
 
 
-def _workload_unit(w: dict[str, Any], run: Unit, name: str) -> Unit:
+def _dicts(v: object) -> list[dict[str, object]]:
+    """The JSON objects of the array ``v``, to update in place ([] when ``v`` is not one)."""
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _workload_unit(w: Mapping[str, object], run: Unit, name: str) -> Unit:
     u = Unit(name, run.path, "juice", meta=run.meta)
-    from_iterations(u, [d for d in w.get("data") or [] if isinstance(d, dict)])
+    from_iterations(u, as_objects(w.get("data")))
     for k, v in run.samples.items():  # the run's non-iteration samples (boots, messages...)
         if k != "iteration" and not k.startswith("atomic:"):
             u.samples.setdefault(k, v)
@@ -70,10 +75,10 @@ def write_rally_sla(path: Path, sla: Sla, run: Unit) -> None:
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):
         return
     config = sla.rally_config()
-    for ti, task in enumerate(doc["tasks"]):
+    for ti, task in enumerate(_dicts(doc["tasks"])):
         passed = True
-        for si, sub in enumerate(task.get("subtasks") or []):
-            for wi, w in enumerate(sub.get("workloads") or []):
+        for si, sub in enumerate(_dicts(task.get("subtasks"))):
+            for wi, w in enumerate(_dicts(sub.get("workloads"))):
                 v = judge(_workload_unit(w, run, f"{run.name}#{ti}.{si}.{wi}"), sla)
                 w["sla"] = config
                 w["sla_results"] = {"sla": v.rally()}
@@ -83,7 +88,7 @@ def write_rally_sla(path: Path, sla: Sla, run: Unit) -> None:
     atomic.write_text(path, json.dumps(doc, indent=2) + "\n")
 
 
-def stored(run_dir: Path) -> dict[str, Any] | None:
+def stored(run_dir: Path) -> JSONObject | None:
     """The verdict stored in a run's manifest (None: the run was not judged)."""
     try:
         data = json.loads((run_dir / "manifest.json").read_text())
@@ -93,7 +98,7 @@ def stored(run_dir: Path) -> dict[str, Any] | None:
     return v if isinstance(v, dict) else None
 
 
-def add_task_args(run_dir: Path, task_args: Mapping[str, Any]) -> None:
+def add_task_args(run_dir: Path, task_args: Mapping[str, object]) -> None:
     """Record the ``--set`` overrides (Rally's ``--task-args``) as the manifest's ``task_args``."""
     manifest = run_dir / "manifest.json"
     st = manifest.stat()
