@@ -33,9 +33,81 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Required, TypedDict
 
+# what a scenario's ``setup`` returns and its ``run``/``cleanup`` read back: the scenario's own
+# objects (clients, drivers, users), opaque to the engine; each scenario knows what it put there
 Context = dict[str, Any]
+
+
+class RallyAction(TypedDict):
+    """An atomic action as Rally stores it (``data[].atomic_actions[]``)."""
+
+    name: str
+    started_at: float
+    finished_at: float
+    failed: bool
+    children: list[RallyAction]
+
+
+class RallyIteration(TypedDict):
+    """An iteration as Rally stores it (a workload's ``data[]`` entry)."""
+
+    timestamp: float
+    duration: float
+    idle_duration: float
+    error: list[str]
+    output: dict[str, list[object]]
+    atomic_actions: list[RallyAction]
+
+
+class IterationDict(TypedDict, total=False):
+    """``IterationRecord.to_dict()``: one line of ``iterations.jsonl`` (with ``scenario``)."""
+
+    index: Required[int]
+    site: Required[int]
+    timestamp: Required[float]
+    duration: Required[float]
+    idle_duration: float
+    error: list[str]
+    atomic_actions: list[RallyAction]
+    intended_at: float | None
+    dispatch_lag: float | None
+    latency: float | None
+    warmup: bool
+    scenario: str
+
+
+class DroppedDict(TypedDict, total=False):
+    count: int
+    indexes: list[int]
+    intended_at: list[float]
+
+
+class Stopped(TypedDict):
+    """Which limit of the runner's stop rule ended the window, at which iteration."""
+
+    limit: str
+    at_iteration: int
+    done: int
+
+
+class LoadResultDict(TypedDict, total=False):
+    """``LoadResult.to_dict()``: what a driver process hands back (JSON)."""
+
+    scenario: Required[str]
+    site: Required[int]
+    records: list[IterationDict]
+    dropped: DroppedDict
+    started_at: Required[float]
+    finished_at: Required[float]
+    setup_s: float
+    cleanup_s: float
+    cpu_s: float
+    args: dict[str, dict[str, object]]
+    failure: str | None
+    warmup: list[IterationDict]
+    stopped: Stopped | None
 
 
 class Clock:
@@ -60,7 +132,7 @@ class AtomicAction:
     failed: bool = False
     children: list[AtomicAction] = field(default_factory=list)
 
-    def to_rally(self, clock: Clock) -> dict[str, Any]:
+    def to_rally(self, clock: Clock) -> RallyAction:
         return {"name": self.name, "started_at": clock.epoch(self.started_ns),
                 "finished_at": clock.epoch(self.finished_ns), "failed": self.failed,
                 "children": [c.to_rally(clock) for c in self.children]}
@@ -105,7 +177,7 @@ class Iteration:
 class DictEnv:
     """The plain ``Env``: a site number and a mapping (endpoints, credentials...)."""
 
-    def __init__(self, site: int, values: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, site: int, values: Mapping[str, object] | None = None) -> None:
         self._site = site
         self.values = dict(values or {})
 
@@ -124,7 +196,8 @@ class Env(Protocol):
     @property
     def site(self) -> int: ...
 
-    def get(self, key: str) -> Any: ...
+    def get(self, key: str) -> Any:  # an endpoint, credentials...: the study's env knows
+        ...
 
 
 class Scenario(Protocol):
@@ -147,7 +220,7 @@ class IterationRecord:
     duration: float  # s, actual start -> end (the service time)
     idle_duration: float = 0.0
     error: list[str] = field(default_factory=list)  # [] or [type, message, traceback]
-    atomic_actions: list[dict[str, Any]] = field(default_factory=list)
+    atomic_actions: list[RallyAction] = field(default_factory=list)
     intended_at: float | None = None  # open loop: epoch s the request was due
     dispatch_lag: float | None = None  # open loop: actual start - intended start, s
     latency: float | None = None  # open loop: end - intended start, s (wrk2 "corrected")
@@ -157,23 +230,26 @@ class IterationRecord:
     def failed(self) -> bool:
         return bool(self.error)
 
-    def to_rally(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"timestamp": self.timestamp, "duration": self.duration,
+    def to_rally(self) -> RallyIteration:
+        out: RallyIteration = {"timestamp": self.timestamp, "duration": self.duration,
                                "idle_duration": self.idle_duration, "error": self.error,
                                "output": {"additive": [], "complete": []},
                                "atomic_actions": self.atomic_actions}
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> IterationDict:
         """Every field, JSON-ready (Juice's own per-iteration format)."""
-        return {"index": self.index, "site": self.site, "timestamp": self.timestamp,
+        out: IterationDict = {"index": self.index, "site": self.site, "timestamp": self.timestamp,
                 "duration": self.duration, "idle_duration": self.idle_duration,
                 "error": self.error, "atomic_actions": self.atomic_actions,
                 "intended_at": self.intended_at, "dispatch_lag": self.dispatch_lag,
-                "latency": self.latency, **({"warmup": True} if self.warmup else {})}
+                "latency": self.latency}
+        if self.warmup:
+            out["warmup"] = True
+        return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> IterationRecord:
+    def from_dict(cls, d: IterationDict) -> IterationRecord:
         return cls(index=int(d["index"]), site=int(d["site"]), timestamp=float(d["timestamp"]),
                    duration=float(d["duration"]), idle_duration=float(d.get("idle_duration", 0.0)),
                    error=[str(e) for e in d.get("error") or []],
@@ -198,11 +274,11 @@ class Dropped:
         self.indexes.append(index)
         self.intended_at.append(intended_at)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DroppedDict:
         return {"count": self.count, "indexes": self.indexes, "intended_at": self.intended_at}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Dropped:
+    def from_dict(cls, d: DroppedDict) -> Dropped:
         return cls(count=int(d.get("count", 0)), indexes=[int(i) for i in d.get("indexes", [])],
                    intended_at=[float(t) for t in d.get("intended_at", [])])
 
@@ -230,10 +306,10 @@ class LoadResult:
     setup_s: float
     cleanup_s: float
     cpu_s: float
-    args: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, dict[str, object]] = field(default_factory=dict)  # "scenario", "runner"
     failure: str | None = None
     warmup: list[IterationRecord] = field(default_factory=list)
-    stopped: dict[str, Any] | None = None  # the runner's stop rule ended the window early
+    stopped: Stopped | None = None  # the runner's stop rule ended the window early
 
     @property
     def load_duration(self) -> float:
@@ -247,7 +323,7 @@ class LoadResult:
     def failed_count(self) -> int:
         return sum(1 for r in self.records if r.failed)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> LoadResultDict:
         return {"scenario": self.scenario, "site": self.site,
                 "records": [r.to_dict() for r in self.records], "dropped": self.dropped.to_dict(),
                 "started_at": self.started_at, "finished_at": self.finished_at,
@@ -256,7 +332,7 @@ class LoadResult:
                 "warmup": [r.to_dict() for r in self.warmup], "stopped": self.stopped}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> LoadResult:
+    def from_dict(cls, d: LoadResultDict) -> LoadResult:
         return cls(scenario=str(d["scenario"]), site=int(d["site"]),
                    records=[IterationRecord.from_dict(r) for r in d.get("records", [])],
                    dropped=Dropped.from_dict(d.get("dropped") or {}),

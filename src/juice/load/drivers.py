@@ -35,10 +35,10 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
 from juice.errors import UserError
 from juice.load.api import DictEnv, Dropped, LoadResult, Scenario
@@ -50,7 +50,7 @@ from juice.util.watchdog import Stalled, Watchdog, stall_bound
 
 # (name, args, contexts, seed, study) -> the scenario object: how jobs run in this process
 # find their scenario (``juice.studies.resolve_scenario`` knows the studies' names)
-Resolve = Callable[[str, dict[str, Any], "dict[str, Any] | None", "int | None", str], Scenario]
+Resolve = Callable[[str, dict[str, object], "dict[str, object] | None", "int | None", str], Scenario]
 KILL_GRACE_S = 3.0
 POLL_S = 0.1
 
@@ -61,8 +61,8 @@ class SiteLauncher(Protocol):
     @property
     def workdir(self) -> Path: ...
 
-    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
-              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
+    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[bytes] | int | None = None,
+              stderr: IO[bytes] | int | None = None, env: dict[str, str] | None = None,
               cwd: Path | None = None) -> subprocess.Popen[bytes]: ...
 
 
@@ -76,8 +76,8 @@ class LoopbackSites:
     def workdir(self) -> Path:
         return self._workdir
 
-    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
-              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
+    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[bytes] | int | None = None,
+              stderr: IO[bytes] | int | None = None, env: dict[str, str] | None = None,
               cwd: Path | None = None) -> subprocess.Popen[bytes]:
         return subprocess.Popen(list(argv), stdout=stdout, stderr=stderr,
                                 stdin=subprocess.DEVNULL, env=env, cwd=cwd,
@@ -96,8 +96,8 @@ class DriverJob:
     site: int
     scenario: str
     runner: RunnerSpec
-    args: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, object] = field(default_factory=dict)
+    env: dict[str, object] = field(default_factory=dict)
     timeout_s: float = 3600.0
     # no-progress bound (s): a driver whose done/errors/dropped counts stop changing for this
     # long is stopped and fails saying so; None = watchdog.stall_bound(extra_s=the runner's
@@ -105,7 +105,7 @@ class DriverJob:
     stall_s: float | None = None
     pythonpath: list[str] = field(default_factory=list)
     nice: int = 0
-    contexts: dict[str, Any] = field(default_factory=dict)
+    contexts: dict[str, object] = field(default_factory=dict)
     seed: int | None = None
     study: str = ""  # the study whose scenario this is (the driver imports only that one)
 
@@ -118,7 +118,7 @@ def _failed_result(job: DriverJob, reason: str) -> LoadResult:
                       failure=reason)
 
 
-def import_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] | None = None,
+def import_scenario(name: str, args: Mapping[str, object], contexts: Mapping[str, object] | None = None,
                     seed: int | None = None, study: str = "") -> Scenario:
     """The scenario ``"package.module:Class"``: ``Class(**args)`` (tests' and benchmarks' Fake*
     scenarios). A study's registered names need the study registry: ``juice.studies.resolve_scenario``."""
@@ -194,7 +194,7 @@ class _Running:
     stalled: str | None = None
 
 
-def _read_lines(idx: int, stream: IO[bytes], q: queue.Queue[tuple[int, dict[str, Any] | None]]
+def _read_lines(idx: int, stream: IO[bytes], q: queue.Queue[tuple[int, dict[str, object] | None]]
                 ) -> None:
     for raw in stream:
         try:
@@ -233,7 +233,7 @@ def _stop(runs: Sequence[_Running]) -> None:
 
 
 def _start(lab: SiteLauncher, idx: int, job: DriverJob,
-           q: queue.Queue[tuple[int, dict[str, Any] | None]]) -> _Running:
+           q: queue.Queue[tuple[int, dict[str, object] | None]]) -> _Running:
     tag = f"driver-{job.site}-{uuid.uuid4().hex[:8]}"
     wd = lab.workdir
     job_file, result_file, log_file = (wd / f"{tag}.job.json", wd / f"{tag}.result.json",
@@ -316,7 +316,7 @@ def _report_failed(runs: Sequence[_Running], reported: set[int], ui: ProgressUI)
 
 def _with_processes(lab: SiteLauncher, jobs: Sequence[DriverJob],
                     ui: ProgressUI) -> list[LoadResult]:
-    q: queue.Queue[tuple[int, dict[str, Any] | None]] = queue.Queue()
+    q: queue.Queue[tuple[int, dict[str, object] | None]] = queue.Queue()
     runs: list[_Running] = []
     try:
         for idx, job in enumerate(jobs):

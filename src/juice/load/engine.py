@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from juice.load.api import Clock, Context, Iteration, IterationRecord, Scenario
+from juice.load.api import Clock, Context, Iteration, IterationRecord, Scenario, Stopped
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,12 @@ class StopRule:
                 return "min_success_pct"
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StopRule:
+        """From a spec's ``stop:`` (values as written: the fields are not checked here)."""
         return cls(**{k: d[k] for k in ("planned", "max_error_pct", "min_success_pct",
                                         "max_duration_s") if k in d})
 
@@ -74,7 +75,7 @@ class Counters:
     dropped: int = 0
     window_started_ms: int = 0  # epoch ms when the measured window started (0: not yet)
     rule: StopRule | None = None  # set for the measured window only
-    stopped: dict[str, Any] | None = None  # the limit crossed, at which iteration
+    stopped: Stopped | None = None  # the limit crossed, at which iteration
 
     def record(self, rec: IterationRecord) -> None:
         self.done += 1

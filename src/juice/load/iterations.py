@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-from juice.load.api import IterationRecord, LoadResult
+from juice.load.api import IterationDict, IterationRecord, LoadResult
 from juice.util import atomic
 
 
-def iteration_rows(results: Sequence[LoadResult]) -> Iterator[dict[str, Any]]:
+def iteration_rows(results: Sequence[LoadResult]) -> Iterator[IterationDict]:
     for res in results:
         for rec in res.records:
             yield {"scenario": res.scenario, **rec.to_dict()}
@@ -45,15 +44,15 @@ def read_iterations(path: Path) -> list[tuple[str, IterationRecord]]:
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d: IterationDict = json.loads(line)
             out.append((str(d["scenario"]), IterationRecord.from_dict(d)))
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{path}:{n}: not an iteration record ({e})") from None
     return out
 
 
-def summary(res: LoadResult) -> dict[str, Any]:
-    d = res.to_dict()
+def summary(res: LoadResult) -> dict[str, object]:
+    d: dict[str, object] = {**res.to_dict()}
     d.pop("records")
     d["warmup"] = len(res.warmup)
     d.update(iterations=len(res.records), failed_iterations=res.failed_count,

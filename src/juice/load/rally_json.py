@@ -27,11 +27,12 @@ import json
 import math
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from juice import __version__
-from juice.load.api import LoadResult
+from juice.load.api import LoadResult, RallyAction, RallyIteration
 from juice.util import atomic
 
 FORMAT_VERSION = "1.2"
@@ -61,32 +62,42 @@ class _Node:
         self.children: dict[str, _Node] = collections.OrderedDict()
 
 
-def _merge(actions: list[dict[str, Any]], depth: int = 0) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = collections.OrderedDict()
+@dataclass
+class _Merged:
+    """An iteration's actions of one name (at one level), merged: Rally's statistics tree."""
+
+    duration: float = 0.0
+    count: int = 0
+    failed: bool = False
+    actions: list[RallyAction] = field(default_factory=list)  # their children, to merge
+    children: dict[str, _Merged] = field(default_factory=dict)
+
+
+def _merge(actions: list[RallyAction], depth: int = 0) -> dict[str, _Merged]:
+    out: dict[str, _Merged] = collections.OrderedDict()
     for a in actions:
-        m = out.setdefault(a["name"], {"duration": 0.0, "count": 0, "failed": False,
-                                        "children": []})
-        m["duration"] += a["finished_at"] - a["started_at"]
-        m["count"] += 1
-        m["failed"] = m["failed"] or bool(a.get("failed"))
+        m = out.setdefault(a["name"], _Merged())
+        m.duration += a["finished_at"] - a["started_at"]
+        m.count += 1
+        m.failed = m.failed or bool(a.get("failed"))
         if depth < _DEPTH:
-            m["children"].extend(a.get("children") or [])
+            m.actions.extend(a.get("children") or [])
     for m in out.values():
-        m["children"] = _merge(m["children"], depth + 1) if m["children"] else {}
+        m.children = _merge(m.actions, depth + 1) if m.actions else {}
     return out
 
 
-def _add(tree: dict[str, _Node], merged: dict[str, dict[str, Any]]) -> None:
+def _add(tree: dict[str, _Node], merged: dict[str, _Merged]) -> None:
     for name, m in merged.items():
-        display = f"{name} (x{m['count']})" if m["count"] > 1 else name
-        node = tree.setdefault(display, _Node(name, m["count"]))
-        node.points.append(m["duration"])
-        node.ok += 0 if m["failed"] else 1
-        if m["children"]:
-            _add(node.children, m["children"])
+        display = f"{name} (x{m.count})" if m.count > 1 else name
+        node = tree.setdefault(display, _Node(name, m.count))
+        node.points.append(m.duration)
+        node.ok += 0 if m.failed else 1
+        if m.children:
+            _add(node.children, m.children)
 
 
-def _row(display: str, node: _Node) -> dict[str, Any]:
+def _row(display: str, node: _Node) -> dict[str, object]:
     pts = sorted(node.points)
     n = len(pts)
 
@@ -104,21 +115,17 @@ def _row(display: str, node: _Node) -> dict[str, Any]:
             "children": [_row(k, v) for k, v in node.children.items()]}
 
 
-def statistics(data: list[dict[str, Any]]) -> dict[str, Any]:
+def statistics(data: list[RallyIteration]) -> dict[str, object]:
     """Rally's ``statistics.durations`` ({"atomics": [...], "total": {...}}) for ``data``."""
     tree: dict[str, _Node] = collections.OrderedDict()
     for itr in data:
         merged = _merge(itr["atomic_actions"])
-        if merged and itr["error"] and not merged[next(reversed(merged))]["failed"]:
-            merged["<no-name-action>"] = {"duration": 0.0, "count": 1, "failed": True,
-                                          "children": {}}
+        if merged and itr["error"] and not merged[next(reversed(merged))].failed:
+            merged["<no-name-action>"] = _Merged(0.0, 1, True)
         failed = bool(itr["error"])
-        merged["total"] = {
-            "duration": itr["duration"] + itr["idle_duration"], "count": 1, "failed": failed,
-            "children": {"duration": {"duration": itr["duration"], "count": 1,
-                                      "failed": failed, "children": {}},
-                         "idle_duration": {"duration": itr["idle_duration"], "count": 1,
-                                           "failed": failed, "children": {}}}}
+        merged["total"] = _Merged(itr["duration"] + itr["idle_duration"], 1, failed, children={
+            "duration": _Merged(itr["duration"], 1, failed),
+            "idle_duration": _Merged(itr["idle_duration"], 1, failed)})
         _add(tree, merged)
     total = tree.pop("total", None) or _Node("total", 1)
     return {"durations": {"atomics": [_row(k, v) for k, v in tree.items()],
@@ -126,7 +133,7 @@ def statistics(data: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ---- format 1.2 ---------------------------------------------------------------------------
-def _runner(res: LoadResult, times: int) -> tuple[str, dict[str, Any]]:
+def _runner(res: LoadResult, times: int) -> tuple[str, dict[str, object]]:
     r = res.args.get("runner") or {}
     timeout = r.get("timeout_s") or 600
     if r.get("type") == "open":
@@ -153,8 +160,8 @@ def _merge_results(results: Sequence[LoadResult]) -> LoadResult:
 
 
 def _workload(res: LoadResult, position: int, sites: str) -> dict[str, Any]:
-    data = sorted((r.to_rally() for r in res.records), key=lambda d: float(d["timestamp"]))
-    durations = [float(d["duration"]) for d in data]
+    data = sorted((r.to_rally() for r in res.records), key=lambda d: d["timestamp"])
+    durations = [d["duration"] for d in data]
     failed = sum(1 for d in data if d["error"])
     runner_type, runner = _runner(res, len(data) + res.dropped.count)
     desc = [sites]
@@ -173,7 +180,7 @@ def _workload(res: LoadResult, position: int, sites: str) -> dict[str, Any]:
         ("scenario", {res.scenario: res.args.get("scenario") or {}}),
         ("min_duration", min(durations) if durations else None),
         ("max_duration", max(durations) if durations else None),
-        ("start_time", float(data[0]["timestamp"]) if data else None),
+        ("start_time", data[0]["timestamp"] if data else None),
         ("load_duration", res.load_duration),
         ("full_duration", res.setup_s + res.load_duration + res.cleanup_s),
         ("statistics", statistics(data)), ("data", data),
@@ -187,7 +194,7 @@ def _workload(res: LoadResult, position: int, sites: str) -> dict[str, Any]:
 
 def to_rally(results: Sequence[LoadResult], *, title: str = "Juice load",
              description: str = "", tags: Sequence[str] = (), env_name: str = "juice",
-             env_uuid: str = "n/a", merge_sites: bool = False) -> dict[str, Any]:
+             env_uuid: str = "n/a", merge_sites: bool = False) -> dict[str, object]:
     """Rally task results, format 1.2 (see the module docstring)."""
     by_scenario: dict[str, list[LoadResult]] = collections.OrderedDict()
     for res in results:
@@ -225,20 +232,18 @@ def to_rally(results: Sequence[LoadResult], *, title: str = "Juice load",
 
 
 # ---- legacy (pre format 1.0) --------------------------------------------------------------
-def to_rally_legacy(results: Sequence[LoadResult]) -> list[dict[str, Any]]:
+def to_rally_legacy(results: Sequence[LoadResult]) -> list[dict[str, object]]:
     """Rally's old ``task results`` list; nested atomic actions are flattened to the top
     level's ``{name: seconds}`` (the old format had no children)."""
     out = []
     for pos, res in enumerate(results):
         runner_type, runner = _runner(res, len(res.records) + res.dropped.count)
-        result = []
+        result: list[dict[str, object]] = []
         for rec in sorted(res.records, key=lambda r: r.timestamp):
-            d = rec.to_rally()
             flat: dict[str, float] = {}
             for a in rec.atomic_actions:
                 flat[a["name"]] = flat.get(a["name"], 0.0) + a["finished_at"] - a["started_at"]
-            d["atomic_actions"] = flat
-            result.append(d)
+            result.append({**rec.to_rally(), "atomic_actions": flat})
         failed = sum(1 for r in res.records if r.failed)
         out.append({
             "key": {"name": res.scenario, "pos": pos, "description": f"site {res.site}",
@@ -255,6 +260,10 @@ def to_rally_legacy(results: Sequence[LoadResult]) -> list[dict[str, Any]]:
     return out
 
 
-def write_rally(path: Path, results: Sequence[LoadResult], **kw: Any) -> None:
-    """Atomically write ``to_rally(results, **kw)`` to ``path``."""
-    atomic.write_text(path, json.dumps(to_rally(results, **kw), indent=2) + "\n")
+def write_rally(path: Path, results: Sequence[LoadResult], *, title: str = "Juice load",
+                description: str = "", tags: Sequence[str] = (), env_name: str = "juice",
+                env_uuid: str = "n/a", merge_sites: bool = False) -> None:
+    """Atomically write ``to_rally(results, ...)`` to ``path``."""
+    doc = to_rally(results, title=title, description=description, tags=tags, env_name=env_name,
+                   env_uuid=env_uuid, merge_sites=merge_sites)
+    atomic.write_text(path, json.dumps(doc, indent=2) + "\n")

@@ -27,10 +27,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from juice.errors import UserError
 from juice.load.api import Clock, Context, Dropped, Env, IterationRecord, LoadResult, Scenario
@@ -96,25 +96,29 @@ class RunnerSpec:
                 raise UserError(f"{where}.max_in_flight: must be >= 1 (got {self.max_in_flight})")
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], where: str = "runner") -> RunnerSpec:
+    def from_dict(cls, d: Mapping[str, Any], where: str = "runner") -> RunnerSpec:
+        """From a spec's ``runner:`` (values as written: ``__post_init__`` checks them)."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
             raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; "
                             f"known: {', '.join(sorted(known))}")
-        d = dict(d)
-        if isinstance(d.get("stop"), dict):
-            d["stop"] = StopRule.from_dict(d["stop"])
+        given = dict(d)
+        if isinstance(stop := given.get("stop"), dict):
+            given["stop"] = StopRule.from_dict(stop)
         try:
-            return cls(**d)
+            return cls(**given)
         except TypeError as e:
             raise UserError(f"{where}: {e}") from None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-async def _bounded(what: str, aw: Any, timeout_s: float) -> Any:
+T = TypeVar("T")
+
+
+async def _bounded(what: str, aw: Awaitable[T], timeout_s: float) -> T:
     try:
         async with asyncio.timeout(timeout_s):
             return await aw
@@ -192,7 +196,7 @@ async def _warmup(scenario: Scenario, ctx: Context, site: int, runner: RunnerSpe
 
 
 async def run_scenario(scenario: Scenario, env: Env, runner: RunnerSpec, *,
-                       args: dict[str, Any] | None = None,
+                       args: Mapping[str, object] | None = None,
                        counters: Counters | None = None) -> LoadResult:
     """Set up, run the load window, clean up (even when the window failed). A setup error
     propagates (there is nothing to measure); a cleanup error is recorded in ``failure``."""
