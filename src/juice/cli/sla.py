@@ -13,11 +13,15 @@ atomically before the exit code is decided, so a CI job shows them whether the g
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from juice.errors import UserError
+
+if TYPE_CHECKING:
+    from juice.results.samples import Unit
+    from juice.sla.criteria import Sla
 
 PATHS = typer.Argument(..., help="Results directories, run directories or Rally JSON files.",
                        show_default=False)
@@ -27,7 +31,7 @@ JUNIT = typer.Option(None, "--junit", help="Also write the verdicts as JUnit XML
                      "testsuite per run, one testcase per criterion), for a CI's test report.")
 
 
-def load_criteria(path: Path) -> Any:
+def load_criteria(path: Path) -> Sla:
     """The ``Sla`` in a YAML file (its ``sla:`` section when it has one)."""
     from juice.sla.criteria import Sla
     from juice.spec.base import read_yaml
@@ -35,13 +39,13 @@ def load_criteria(path: Path) -> Any:
 
     data = read_yaml(path, expected="a mapping of SLA criteria (failure_rate, max_avg_duration, ...)")
     where = str(path)
-    if isinstance(data.get("sla"), dict):
-        data, where = data["sla"], f"{path}: sla"
+    if isinstance(section := data.get("sla"), dict):
+        data, where = section, f"{path}: sla"
     return validate(Sla, data, where, expected="a mapping of SLA criteria",
                     unknown_key_hint="see `juice sla --help` and docs/sla.md for the criteria")
 
 
-def _own(unit: Any) -> Any:
+def _own(unit: Unit) -> Sla | None:
     """The criteria a unit carries itself (None: none)."""
     from juice.sla.criteria import Sla
     from juice.util.validation import validate

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import pydantic
 import yaml
@@ -102,7 +102,7 @@ def no_duplicates(values: Sequence[Hashable]) -> None:
         seen.add(v)
 
 
-def plain_data(v: Any, where: str = "", depth: int = 0) -> None:
+def plain_data(v: object, where: str = "", depth: int = 0) -> None:
     """ValueError unless ``v`` is plain YAML data (mappings with string keys, lists, strings,
     bools, ints, finite floats, null) no deeper than 20 levels: what may go into a run key."""
     if depth > 20:
@@ -124,10 +124,10 @@ def plain_data(v: Any, where: str = "", depth: int = 0) -> None:
 
 # libyaml's safe loader where PyYAML was built with it (Debian's and PyPI's wheels are): the
 # same documents and errors, about 7 times faster than the pure-Python one
-SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_yaml(path: Path, expected: str = "a mapping of keys (name, rdbms, sites, ...)") -> dict[str, Any]:
+def read_yaml(path: Path, expected: str = "a mapping of keys (name, rdbms, sites, ...)") -> dict[str, object]:
     """The mapping in a YAML spec file, or a one-line UserError naming the file."""
     try:
         text = path.read_bytes().decode("utf-8")
@@ -141,7 +141,7 @@ def read_yaml(path: Path, expected: str = "a mapping of keys (name, rdbms, sites
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror or e})") from None
     try:
-        data = yaml.load(text, Loader=SAFE_LOADER)
+        data: object = yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError as e:
         first = (str(e).splitlines() or ["?"])[0]
         raise UserError(f"{path}: not valid YAML ({first})") from None
@@ -154,6 +154,6 @@ def read_yaml(path: Path, expected: str = "a mapping of keys (name, rdbms, sites
     return data
 
 
-def _kind(v: Any) -> str:
+def _kind(v: object) -> str:
     return {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
         type(v), type(v).__name__)

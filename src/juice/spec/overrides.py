@@ -12,15 +12,14 @@ force a string: ``name='"007"'``). Errors are one line naming the ``--set`` (exi
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import yaml
 
 from juice.errors import UserError
 
 
-def parse_one(item: str) -> tuple[list[str], Any]:
+def parse_one(item: str) -> tuple[list[str], object]:
     key, eq, raw = item.partition("=")
     key = key.strip()
     if not eq or not key:
@@ -29,14 +28,14 @@ def parse_one(item: str) -> tuple[list[str], Any]:
     if any(not p for p in parts):
         raise UserError(f"--set {item}: empty part in the key {key!r} (e.g. runner.times)")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value: object = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as e:
         first = (str(e).splitlines() or ["?"])[0]
         raise UserError(f"--set {item}: the value is not valid YAML ({first}); quote it") from None
     return parts, value
 
 
-def _put(node: Any, parts: list[str], value: Any, item: str) -> None:
+def _put(node: object, parts: list[str], value: object, item: str) -> None:
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         where = ".".join(parts[: i + 1])
@@ -60,10 +59,10 @@ def _put(node: Any, parts: list[str], value: Any, item: str) -> None:
                             f"not a mapping: {where} cannot be set")
 
 
-def apply(data: dict[str, Any], items: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def apply(data: Mapping[str, object], items: Sequence[str]) -> tuple[dict[str, object], dict[str, object]]:
     """(the spec mapping with every override applied, {key: value} of the overrides)."""
-    out = copy.deepcopy(data)
-    args: dict[str, Any] = {}
+    out = copy.deepcopy(dict(data))
+    args: dict[str, object] = {}
     for item in items:
         parts, value = parse_one(item)
         _put(out, parts, value, item)
@@ -71,6 +70,6 @@ def apply(data: dict[str, Any], items: Sequence[str]) -> tuple[dict[str, Any], d
     return out, args
 
 
-def arguments(items: Sequence[str]) -> dict[str, Any]:
+def arguments(items: Sequence[str]) -> dict[str, object]:
     """{key: value} of the overrides (what a manifest records as ``task_args``)."""
     return {".".join(parts): value for parts, value in map(parse_one, items)}

@@ -63,7 +63,8 @@ TARGET_DOC = ("an existing cloud instead of a lab (juice.spec.target): no lab, n
 
 
 def _empty() -> Any:
-    """The default of ``sla``: no criterion (validated into the study's SLA model)."""
+    """The default of ``sla``: no criterion (``{}``, validated into the study's SLA model: the
+    field's type is the study's, this function cannot name it)."""
     return {}
 
 
@@ -97,7 +98,7 @@ class StudySpec(Strict, Generic[SlaT]):
 
     @model_validator(mode="before")
     @classmethod
-    def _wan(cls, data: Any) -> Any:
+    def _wan(cls, data: object) -> object:
         """``wan: {delay_ms: ...}``, the WAN section every study accepts (juice.spec.wan)."""
         if cls.WAN_INTO is None:
             return data
@@ -120,7 +121,7 @@ class TargetStudySpec(StudySpec[SlaT], Generic[SlaT]):
 
     @model_validator(mode="before")
     @classmethod
-    def _no_warmup_run_on_a_target(cls, data: Any) -> Any:
+    def _no_warmup_run_on_a_target(cls, data: object) -> object:
         return spec_warmup.zero_against_target(data)
 
     @model_validator(mode="after")

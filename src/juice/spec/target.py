@@ -39,7 +39,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import yaml
 from annotated_types import Interval
@@ -94,7 +94,7 @@ class SshHost(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _no_password(cls, data: Any) -> Any:
+    def _no_password(cls, data: object) -> object:
         if isinstance(data, dict) and {"password", "passphrase"} & set(data):
             raise ValueError("password: never in the spec (a key_file or ssh-agent; ssh runs with "
                              "BatchMode=yes and never prompts)")
@@ -179,7 +179,7 @@ class Credentials:
     juice_lab: str | None = None  # clouds.yaml written by `juice keystone up --publish`
     endpoints: dict[str, str] | None = None  # region -> identity URL (that clouds.yaml's loopback ones)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         """Everything but the password (what a manifest may keep)."""
         d = asdict(self)
         d.pop("password")
@@ -195,9 +195,9 @@ def clouds_paths(environ: Mapping[str, str], cwd: Path, home: Path) -> list[Path
     return [cwd / "clouds.yaml", home / ".config/openstack/clouds.yaml", Path("/etc/openstack/clouds.yaml")]
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> dict[str, object]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data: object = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise UserError(f"{path}: cannot read it as YAML ({e})") from None
     if not isinstance(data, dict):
@@ -205,11 +205,16 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _merge(a: dict[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+def _merge(a: Mapping[str, object], b: Mapping[str, object]) -> dict[str, object]:
     out = dict(a)
     for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), dict) else v
+        out[k] = _merge(cur, v) if isinstance(v, Mapping) and isinstance(cur := out.get(k), dict) else v
     return out
+
+
+def _map(v: object) -> Mapping[str, object]:
+    """``v`` when it is a mapping, else {} (an absent or null section of a YAML file)."""
+    return v if isinstance(v, Mapping) else {}
 
 
 def _from_clouds(t: Target, environ: Mapping[str, str], cwd: Path, home: Path) -> Credentials:
@@ -218,15 +223,16 @@ def _from_clouds(t: Target, environ: Mapping[str, str], cwd: Path, home: Path) -
     if found is None:
         raise UserError(f"target.cloud: no clouds.yaml found (looked in {', '.join(map(str, paths))}); "
                         "give target.clouds_file or set OS_CLIENT_CONFIG_FILE")
-    clouds = _read_yaml(found).get("clouds") or {}
-    if t.cloud not in clouds:
+    clouds = _map(_read_yaml(found).get("clouds"))
+    cloud = str(t.cloud)  # set: this source was chosen for it
+    if cloud not in clouds:
         raise UserError(f"target.cloud: {found}: no cloud named {t.cloud!r} "
                         f"(clouds: {', '.join(sorted(map(str, clouds))) or 'none'})")
-    entry: dict[str, Any] = dict(clouds[t.cloud])
+    entry = dict(_map(clouds[cloud]))
     secure = found.with_name("secure.yaml")
     if secure.is_file():
-        entry = _merge(entry, (_read_yaml(secure).get("clouds") or {}).get(t.cloud) or {})
-    auth = dict(entry.get("auth") or {})
+        entry = _merge(entry, _map(_map(_read_yaml(secure).get("clouds")).get(cloud)))
+    auth = dict(_map(entry.get("auth")))
     creds = _complete(auth, entry.get("region_name"), t, environ, f"clouds.yaml {found} cloud {t.cloud}")
     lab, eps = entry.get("juice_lab"), entry.get("juice_endpoints")
     if isinstance(lab, str) and lab:
@@ -282,7 +288,7 @@ def _from_rally(t: Target, environ: Mapping[str, str]) -> Credentials:
     return _complete(auth, osd.get("region_name"), t, environ, f"rally env {path}")
 
 
-def _complete(auth: Mapping[str, Any], region: Any, t: Target, environ: Mapping[str, str],
+def _complete(auth: Mapping[str, object], region: object, t: Target, environ: Mapping[str, str],
               source: str) -> Credentials:
     missing = [k for k in ("auth_url", "username", "project_name") if not auth.get(k)]
     if missing:

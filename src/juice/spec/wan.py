@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -80,7 +79,7 @@ class WanPoint:
     matrix: tuple[tuple[float, ...], ...] | None = None
 
     def lab_spec(self, name: str, sites: int, jitter_ms: float, loss_pct: float) -> labspec.LabSpec:
-        data: dict[str, Any] = {"name": name, "sites": sites, "jitter_ms": jitter_ms, "loss_pct": loss_pct}
+        data: dict[str, object] = {"name": name, "sites": sites, "jitter_ms": jitter_ms, "loss_pct": loss_pct}
         if self.delay_ms is not None:
             data["delay_ms"] = self.delay_ms
         elif self.zones is not None:
@@ -91,7 +90,7 @@ class WanPoint:
             data["matrix"] = [list(r) for r in self.matrix]
         return labspec.parse(data, "wan")
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, float | str | None]:
         zones = None
         if self.zones is not None:
             zones = f"{self.zones[0]} zones, {self.zones[1]:g}/{self.zones[2]:g} ms"
@@ -109,8 +108,8 @@ def wan_points(wan: Wan) -> list[WanPoint]:
     return pts
 
 
-def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: bool = False,
-                   max_ms: float = 500.0) -> Any:
+def uniform_delays(data: object, study: str, *, into: str = "delay_ms", single: bool = False,
+                   max_ms: float = 500.0) -> object:
     """``wan: {delay_ms: [...]}``, the section every study's spec accepts, for a study whose WAN
     is uniform one-way delays only: checked here (each a number 0..``max_ms``, no repeats: the
     errors name ``wan.delay_ms``), then moved to the study's own field ``into`` (a dotted path;
@@ -132,7 +131,7 @@ def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: boo
         if not isinstance(delays, list) or len(delays) != 1:
             raise ValueError(f"wan.delay_ms: the {study} study runs at one delay: give one, like [10]")
         delays = delays[0]
-    out = {k: v for k, v in data.items() if k != "wan"}
+    out: dict[str, object] = {k: v for k, v in data.items() if k != "wan"}
     *parents, leaf = into.split(".")
     node = out
     for p in parents:
@@ -148,7 +147,7 @@ def uniform_delays(data: Any, study: str, *, into: str = "delay_ms", single: boo
     return out
 
 
-def _check_delays(delays: Any, max_ms: float) -> None:
+def _check_delays(delays: object, max_ms: float) -> None:
     """ValueError naming ``wan.delay_ms`` (and the item) unless ``delays`` is a number or a
     non-empty list of distinct numbers, each 0..``max_ms`` one-way ms."""
     items = delays if isinstance(delays, list) else [delays]

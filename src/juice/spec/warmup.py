@@ -38,7 +38,8 @@ WARMUP_RUNS_DOC = (f"0..{MAX_WARMUP_RUNS}: discarded runs of its first point bef
 
 
 def field(default: int) -> Any:
-    """The ``warmup_runs`` field of a study's runner model, with that study's default."""
+    """The ``warmup_runs`` field of a study's runner model, with that study's default (``Any``
+    as pydantic's ``Field``: the model's annotation types the attribute)."""
     return Field(default=default, description=WARMUP_RUNS_DOC)
 
 
@@ -48,7 +49,7 @@ class SweepRunner(Strict):
     warmup_runs: WarmupRuns = field(0)
 
 
-def zero_against_target(data: Any) -> Any:
+def zero_against_target(data: object) -> object:
     """A spec's raw data with ``runner.warmup_runs: 0`` when it has a ``target`` and does not set
     the field (a ``mode="before"`` model validator's body); otherwise unchanged."""
     if not isinstance(data, dict) or data.get("target") is None:
