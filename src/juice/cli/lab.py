@@ -19,6 +19,7 @@ from juice.lab.check import check as run_check
 from juice.lab.local import LocalLab
 from juice.spec.base import JitterMs, OneWayMs, Percent, SiteCount
 from juice.util import atomic
+from juice.util.jsontypes import as_object
 from juice.util.validation import check_option
 
 lab_app = typer.Typer(help="The lab: N sites (network namespaces) with an emulated WAN.",
@@ -144,7 +145,7 @@ def status(name: str = NAME_OPT,
         _print_matrix(lab)
         stats = h["wan_stats"]
         if stats:
-            tot = stats.get("totals", {})
+            tot = as_object(stats.get("totals"))
             out.print(f"delayer: held {tot.get('depth', 0)} packets (max {tot.get('max_depth', 0)}),"
                       f" {tot.get('accepted', 0)} forwarded, {tot.get('dropped_loss', 0)} lost "
                       f"by spec, {tot.get('dropped_overflow', 0)} dropped by overload")

@@ -13,12 +13,13 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from juice.lab import netns
 from juice.lab.spec import Link, expected_rtt_ms
 from juice.lab.state import LabState
 from juice.lab.topology import Topology
+from juice.util.jsontypes import JSONObject
 
 TIME_RE = re.compile(r"time=([0-9.]+) ms")
 MAX_PARALLEL = 48
@@ -57,8 +58,8 @@ class CheckReport:
     def ok(self) -> bool:
         return all(p.ok for p in self.pairs)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+    def to_dict(self) -> JSONObject:
+        d: JSONObject = asdict(self)
         d["ok"] = self.ok
         d["rtt_unit"] = "ms (round trip; the spec's delays are one-way)"
         return d

@@ -22,7 +22,8 @@ import importlib
 import json
 import os
 import sys
-from typing import Any
+from types import ModuleType
+from typing import Any, TypedDict
 
 # this file's directory is sys.path[0]: its sibling modules (spec, state, check...) must not
 # shadow modules EnOSlib or Ansible import
@@ -30,7 +31,19 @@ if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.a
     del sys.path[0]
 
 
-def _provider(en: Any, req: dict[str, Any]) -> Any:
+class Request(TypedDict):
+    """What Juice asks of this helper (``juice.lab.provider`` writes it as JSON)."""
+
+    which: str  # g5k | vagrant
+    conf: dict[str, object]  # EnOSlib's configuration dictionary
+    python: str
+    sites: int
+    wan_network: str
+
+
+# EnOSlib is not installed in Juice's environment (this runs in EnOSlib's): its objects (the
+# provider, hosts, networks) are untyped here, ``Any``
+def _provider(en: ModuleType, req: Request) -> Any:
     if req["which"] == "g5k":
         en.set_config(g5k_auto_jump=False)  # Juice connects to the nodes directly
         return en.G5k(en.G5kConf.from_dictionary(req["conf"]))
@@ -46,12 +59,12 @@ def _wan(host: Any, networks: Any) -> tuple[str, str] | None:
     return None
 
 
-def up(en: Any, req: dict[str, Any]) -> dict[str, Any]:
+def up(en: ModuleType, req: Request) -> dict[str, list[dict[str, object]]]:
     roles, networks = _provider(en, req).init()
     for h in roles.all():
         h.set_extra(ansible_python_interpreter=req["python"])
     roles = en.sync_info(roles, networks)
-    hosts = []
+    hosts: list[dict[str, object]] = []
     for k in range(1, int(req["sites"]) + 1):
         found = list(roles[f"site-{k}"])
         if not found:
@@ -77,7 +90,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     with open(argv[1], encoding="utf-8") as f:
-        req = json.load(f)
+        req: Request = json.load(f)
     try:
         en = importlib.import_module("enoslib")
         if argv[0] == "up":

@@ -21,9 +21,10 @@ sends, so a pair's RTT is the sum of the two directions.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from juice.util.jsontypes import get_in
 
 NETEM_LIMIT = 100_000
 UNSHAPED = "10gbit"
@@ -77,15 +78,17 @@ def teardown(dev: str) -> list[str]:
     return [f"tc qdisc del dev {dev} root"]
 
 
-def _ms(value: Any) -> float | None:
+def _ms(value: object) -> float | None:
     """A delay from ``tc -j`` (seconds as a float in iproute2 ≥ 5.x) in milliseconds."""
+    if not isinstance(value, int | float | str):
+        return None
     try:
         return float(value) * 1000.0
-    except (TypeError, ValueError):
+    except ValueError:
         return None
 
 
-def verify(rules: Sequence[Rule], qdiscs: Sequence[Mapping[str, Any]],
+def verify(rules: Sequence[Rule], qdiscs: Sequence[Mapping[str, object]],
            tolerance_ms: float = 0.01) -> list[str]:
     """Problems between ``rules`` and what ``tc -j qdisc show dev DEV`` reports ([] = applied)."""
     netems = {str(q.get("parent", "")): q for q in qdiscs if q.get("kind") == "netem"}
@@ -98,13 +101,14 @@ def verify(rules: Sequence[Rule], qdiscs: Sequence[Mapping[str, Any]],
         if q is None:
             problems.append(f"{r.dst}: no netem qdisc under {parent}")
             continue
-        got = _ms((q.get("options") or {}).get("delay", {}).get("delay"))
+        got = _ms(get_in(q, "options", "delay", "delay"))
         if got is None or abs(got - r.delay_ms) > tolerance_ms:
             problems.append(f"{r.dst}: netem delay {got} ms, expected {r.delay_ms:g} ms")
     return problems
 
 
-def netem_available(run: Any = subprocess.run) -> tuple[bool, str]:
+def netem_available(run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run
+                    ) -> tuple[bool, str]:
     """Whether this kernel has sch_netem: add then delete a netem qdisc on a throwaway network
     namespace's loopback (``juice-netem-probe``, removed after). (ok, the kernel's words)."""
     ns = "juice-netem-probe"

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, TypedDict
 
 from juice.errors import LabError, UserError
 from juice.lab import netns, state
@@ -34,6 +34,7 @@ from juice.lab.topology import NS_PREFIX, SITE_IFACE, Topology
 from juice.lab.wan import Wan, detect_backend
 from juice.paths import work_dir
 from juice.util import proc
+from juice.util.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from juice.lab.check import CheckReport
@@ -56,6 +57,20 @@ _SLOW_UP_S = float(os.environ.get("JUICE_TEST_SLOW_UP_S", "0") or 0)
 
 def _quiet(_: str) -> None:
     pass
+
+
+class LabHealth(TypedDict):
+    """``LocalLab.health()``: what exists now versus what the state file says should."""
+
+    name: str
+    sites: int
+    backend: str
+    missing_namespaces: list[str]
+    delayer_running: bool
+    partitioned: list[int]
+    ephemeral: bool
+    healthy: bool
+    wan_stats: JSONObject | None
 
 
 class LocalLab:
@@ -176,7 +191,7 @@ class LocalLab:
 
         return check(self, probes=probes)
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         """What the manifest records about where the sites are (this machine)."""
         return {"provider": "local", "wan_backend": self.backend}
 
@@ -243,16 +258,16 @@ class LocalLab:
         """Run a command inside ``site`` and wait for it."""
         return netns.run_in(self.topo.site_ns(site), argv, check=check, timeout=timeout)
 
-    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
-              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None, stdin: IO[Any] | int | None = None) -> subprocess.Popen[bytes]:
+    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[bytes] | int | None = None,
+              stderr: IO[bytes] | int | None = None, env: dict[str, str] | None = None,
+              cwd: Path | None = None, stdin: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]:
         """Start a process inside ``site``. It dies with the lab (teardown kills every
         process in the site's namespace)."""
         return subprocess.Popen(netns.exec_argv(self.topo.site_ns(site), argv), stdout=stdout,
                                 stderr=stderr, stdin=subprocess.DEVNULL if stdin is None else stdin,
                                 env=env, cwd=cwd, start_new_session=True)
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> LabHealth:
         """What exists now versus what the state file says should."""
         missing = [ns for ns in self.topo.namespaces() if not netns.exists(ns)]
         daemon_ok = True

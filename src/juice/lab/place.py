@@ -36,12 +36,15 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar
 
 from juice import onhost
 from juice.lab.setns import in_site
 from juice.lab.spec import LabSpec
 from juice.util import atomic, proc
+
+if TYPE_CHECKING:
+    from juice.lab.check import CheckReport
 
 T = TypeVar("T")
 Ref = tuple[int, int | None]  # (pid, kernel start time): a process, not a recycled pid
@@ -150,7 +153,7 @@ class _Here:
 
     def start(self, argv: Sequence[str], *, log: Path | None, env: Mapping[str, str] | None = None,
               cwd: Path | None = None) -> Proc:
-        out: Any = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+        out: IO[bytes] | int = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
         try:
             # a session of its own: a Ctrl-C at the terminal reaches Juice, which stops its
             # servers in order, not every server at once
@@ -394,15 +397,15 @@ class Lab(Sites, Protocol):
 
     def heal(self, site: int | None = None) -> None: ...
 
-    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[Any] | int | None = None,
-              stderr: IO[Any] | int | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None, stdin: IO[Any] | int | None = None,
+    def popen(self, site: int, argv: Sequence[str], *, stdout: IO[bytes] | int | None = None,
+              stderr: IO[bytes] | int | None = None, env: dict[str, str] | None = None,
+              cwd: Path | None = None, stdin: IO[bytes] | int | None = None,
               ) -> subprocess.Popen[bytes]: ...  # a load driver or a worker, streamed (stdin: PIPE
     # to talk to it; default none)
 
-    def check(self, probes: int = 10) -> Any: ...   # a juice.lab.check.CheckReport
+    def check(self, probes: int = 10) -> CheckReport: ...
 
-    def facts(self) -> dict[str, Any]: ...
+    def facts(self) -> dict[str, object]: ...
 
     def local_namespaces(self) -> dict[str, int] | None: ...  # netns -> site (0: the core) when
     # this machine sees the sites' processes (the resource sampler reads them); None on hosts

@@ -33,23 +33,45 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
 from juice.errors import LabError
 from juice.lab import hosttc
 from juice.lab.check import CheckReport, PairResult, judge, with_second_round
 from juice.lab.hostplace import HostPlace
 from juice.lab.place import SampledHost
+from juice.lab.provider import StaticHost
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
 from juice.remote.agent import BASE
-from juice.remote.session import Hosts, Session
+from juice.remote.session import Hosts, Proc, Session
 
 Progress = Callable[[str], None]
 HWAN_CHAIN = "JUICE-HWAN"
 PART_CHAIN = "JUICE-PART"  # partitions: DROP to/from the cut sites' WAN addresses
 QUEUE_BASE = 4200
 NETEM_PROBE = ["unshare", "-n", "sh", "-c", "tc qdisc add dev lo root netem delay 1ms"]
+
+
+class DelayerTable(TypedDict):
+    """``wan/table.json``: what the delayer of one host holds back, per destination."""
+
+    version: int
+    site_octet: int
+    offset_us: int
+    pairs: list[dict[str, int | float]]
+
+
+class WanFacts(TypedDict, total=False):
+    """The WAN Juice applied on one host (the manifest's ``lab.wan.<site>``, ``pid_ref`` left out)."""
+
+    dev: str
+    backend: str
+    rules: int
+    pairs: int
+    delayer_shipped: bool
+    pid: int
+    pid_ref: Proc
 
 
 def _quiet(_: str) -> None:
@@ -71,11 +93,12 @@ def delayer_octet(addresses: Sequence[str]) -> int:
 
 def delayer_plan(
     site: int, addresses: dict[int, str], spec_links: dict[tuple[int, int], Link], offset_us: int
-) -> tuple[dict[str, Any], list[list[str]], list[list[str]]]:
+) -> tuple[DelayerTable, list[list[str]], list[list[str]]]:
     """The delayer table of ``site`` and its iptables commands (install, undo)."""
     octet = delayer_octet([addresses[s] for s in sorted(addresses)])
     key = {s: ipaddress.IPv4Address(a).packed[octet] for s, a in addresses.items()}
-    pairs, rules = [], []
+    pairs: list[dict[str, int | float]] = []
+    rules: list[list[str]] = []
     for dst in sorted(addresses):
         link = spec_links.get((site, dst))
         if dst == site or link is None or not link.emulated:
@@ -110,7 +133,7 @@ def delayer_plan(
                 "--queue-bypass",
             ]
         )
-    table = {"version": 1, "site_octet": octet, "offset_us": offset_us, "pairs": pairs}
+    table: DelayerTable = {"version": 1, "site_octet": octet, "offset_us": offset_us, "pairs": pairs}
     install = [
         ["iptables", "-w", "-t", "mangle", "-N", HWAN_CHAIN],
         *rules,
@@ -127,7 +150,7 @@ def delayer_plan(
 class RemoteLab:
     """Sites on SSH hosts (``Sites`` for what runs there through ``hosts``)."""
 
-    def __init__(self, spec: LabSpec, site_hosts: Sequence[Any], hosts: Hosts, tmp: Path) -> None:
+    def __init__(self, spec: LabSpec, site_hosts: Sequence[StaticHost], hosts: Hosts, tmp: Path) -> None:
         self.spec = spec
         self.site_hosts = list(site_hosts)
         self.hosts = hosts
@@ -135,7 +158,7 @@ class RemoteLab:
         self.links = links(spec)
         self.backend = "none"
         self.wan_if: dict[int, str] = {}
-        self.wan_facts: dict[int, dict[str, Any]] = {}
+        self.wan_facts: dict[int, WanFacts] = {}
         self.listen_ports: dict[int, int] = {}
         self.netem = "auto"
         self.partitioned: set[int] = set()
@@ -192,11 +215,11 @@ class RemoteLab:
         site: int,
         argv: Sequence[str],
         *,
-        stdout: IO[Any] | int | None = None,
-        stderr: IO[Any] | int | None = None,
+        stdout: IO[bytes] | int | None = None,
+        stderr: IO[bytes] | int | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
-        stdin: IO[Any] | int | None = None,
+        stdin: IO[bytes] | int | None = None,
     ) -> subprocess.Popen[bytes]:
         """``argv`` on the host of ``site`` through its own ssh connection, its output streamed
         back (a load driver's progress lines). ``-tt``: when this ssh ends (the driver is
@@ -223,7 +246,7 @@ class RemoteLab:
 
         def clear(site: int, s: Session) -> None:
             s.call("run_undo", timeout=120)
-            pid = self.wan_facts.get(site, {}).get("pid_ref")
+            pid = self.wan_facts.get(site, WanFacts()).get("pid_ref")
             if pid is not None:
                 s.kill([pid], grace_s=5)
 
@@ -276,7 +299,8 @@ class RemoteLab:
     @classmethod
     @contextmanager
     def up(
-        cls, spec: LabSpec, site_hosts: Sequence[Any], *, netem: str = "auto", progress: Progress = _quiet
+        cls, spec: LabSpec, site_hosts: Sequence[StaticHost], *, netem: str = "auto",
+        progress: Progress = _quiet
     ) -> Iterator[RemoteLab]:
         if len(site_hosts) != spec.sites:
             raise LabError(f"{spec.sites} sites but {len(site_hosts)} host(s): one host per site")
@@ -346,7 +370,7 @@ class RemoteLab:
             [0.0 if a == b else self.links[(a, b)].delay_ms for b in range(1, n + 1)] for a in range(1, n + 1)
         ]
 
-    def _netem_host(self, site: int, s: Session) -> dict[str, Any]:
+    def _netem_host(self, site: int, s: Session) -> WanFacts:
         dev = self.wan_if[site]
         subnets = {k: f"{self.site_ip(k)}/32" for k in self.sites}
         rules = hosttc.rules_for(site, self._matrix(), subnets, self.spec.jitter_ms, self.spec.loss_pct)
@@ -359,7 +383,7 @@ class RemoteLab:
             raise LabError(f"{s.name}: the WAN on {dev} is not what Juice applied: {'; '.join(problems)}")
         return {"dev": dev, "backend": "netem", "rules": len(rules)}
 
-    def _delayer_host(self, site: int, s: Session) -> dict[str, Any]:
+    def _delayer_host(self, site: int, s: Session) -> WanFacts:
         from juice.lab.wan import DELAYER, offset_us
 
         addresses = {k: self.site_ip(k) for k in self.sites}
@@ -441,7 +465,7 @@ class RemoteLab:
                                    wan_if=self.wan_if.get(k)))
         return out
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         """What the manifest records about the hosts and the WAN on them."""
         return {
             "provider": "enoslib-static",

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -191,7 +191,7 @@ def expected_rtt_ms(spec_links: dict[tuple[int, int], Link], a: int, b: int) -> 
     return spec_links[(a, b)].delay_ms + spec_links[(b, a)].delay_ms
 
 
-def parse(data: Any, source: str = "") -> LabSpec:
+def parse(data: object, source: str = "") -> LabSpec:
     """Validate a spec mapping; raise UserError naming the field (and file) on bad input."""
     return validate(LabSpec, data, source, expected="a mapping of keys (sites, delay_ms, ...)",
                     unknown_key_hint="see `juice lab up --help` for the spec format")

@@ -13,7 +13,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,7 +31,7 @@ class LabState:
 
     name: str
     sites: int
-    spec: dict[str, Any]
+    spec: dict[str, object]  # the LabSpec, as JSON
     status: str = "creating"  # creating | ready | destroying
     owner_pid: int = 0
     owner_start: int | None = None
@@ -46,7 +46,8 @@ class LabState:
     version: int = STATE_VERSION
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LabState:
+    def from_dict(cls, data: Mapping[str, Any]) -> LabState:
+        """From the saved JSON (its fields as written: a dataclass does not check them)."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 

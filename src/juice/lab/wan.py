@@ -14,7 +14,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 from juice.errors import LabError
 from juice.lab import netns, wanrender
@@ -22,6 +21,7 @@ from juice.lab.spec import Link
 from juice.lab.topology import Topology
 from juice.paths import native_bin
 from juice.util import atomic, proc
+from juice.util.jsontypes import JSONObject
 
 DELAYER = "juice-wan-delay"
 # Per-direction overhead of the NFQUEUE round trip and timer wake-up, removed from every
@@ -138,10 +138,10 @@ class Wan:
         proc.terminate([child.pid])
         raise LabError(f"{DELAYER} did not start within 10 s (see {self.workdir}/wan-delay.log)")
 
-    def stats(self) -> dict[str, Any] | None:
+    def stats(self) -> JSONObject | None:
         """The delayer's last stats (queue depth, drops...), or None for netem/absent."""
         try:
-            data: dict[str, Any] = json.loads(self.stats_path.read_text())
+            data: JSONObject = json.loads(self.stats_path.read_text())
             return data
         except (FileNotFoundError, json.JSONDecodeError):
             return None
