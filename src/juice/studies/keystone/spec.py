@@ -78,6 +78,7 @@ scenario, an upper bound of what ``juice plan`` prints): a longer study is sever
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from typing import Annotated, Any, Literal
 
 from annotated_types import Interval, Le
@@ -137,7 +138,7 @@ class ScenarioRef(Strict):
 
     @field_validator("args", "contexts")
     @classmethod
-    def _plain(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _plain(cls, v: dict[str, object]) -> dict[str, object]:
         plain_data(v)
         return v
 
@@ -201,7 +202,7 @@ class Runner(Strict):
             raise ValueError("warmup: give iterations (warmup) or seconds (warmup_s), not both")
         return self
 
-    def key_dump(self) -> dict[str, Any]:
+    def key_dump(self) -> dict[str, object]:
         """What run keys hash: the fields, without the ones added later while unset (so runs
         stored before them keep their keys), and never ``order`` nor ``warmup_runs`` (where a run
         stands in the order, and what ran before it on its deployment, is not what it is: a
@@ -279,7 +280,7 @@ class Experiment(TargetStudySpec[IterationSla]):
 
     @field_validator("scenarios", mode="before")
     @classmethod
-    def _scenario_shorthand(cls, v: Any) -> Any:
+    def _scenario_shorthand(cls, v: object) -> object:
         if isinstance(v, list):
             return [{"name": s} if isinstance(s, str) else s for s in v]
         return v
@@ -295,7 +296,7 @@ class Experiment(TargetStudySpec[IterationSla]):
 
     @field_validator("sites", "load")
     @classmethod
-    def _once(cls, v: list[Any]) -> list[Any]:
+    def _once(cls, v: list[Hashable]) -> list[Hashable]:
         no_duplicates(v)
         return v
 
@@ -439,6 +440,6 @@ def work_bound_s(exp: Experiment) -> float:
     return total
 
 
-def parse(data: dict[str, Any], source: str = "spec") -> Experiment:
+def parse(data: Mapping[str, object], source: str = "spec") -> Experiment:
     return validate(Experiment, data, source, expected="a mapping of keys (name, rdbms, sites, ...)",
                     unknown_key_hint="see the examples/ directory for the spec format")

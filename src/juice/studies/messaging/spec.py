@@ -69,6 +69,7 @@ discarded runs of each bus deployment's first point before its measured runs
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from itertools import product
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -108,7 +109,7 @@ class Bus(Strict):
 
     @field_validator("kind", mode="before")
     @classmethod
-    def _known(cls, v: Any) -> Any:
+    def _known(cls, v: object) -> object:
         if v in ("qdrouterd", "amqp1", "router"):
             raise ValueError("qdrouterd (the seed's router mesh) is not supported: Qpid Dispatch Router "
                              "is in no registry reachable here and oslo.messaging dropped its AMQP 1.0 "
@@ -160,12 +161,12 @@ class Case(Strict):
 
     @field_validator("clients", "servers", "targets", "rate", mode="before")
     @classmethod
-    def _lists(cls, v: Any) -> Any:
+    def _lists(cls, v: object) -> object:
         return _axis(v)
 
     @field_validator("clients", "servers", "targets", "rate", "clients_in", "servers_in")
     @classmethod
-    def _once(cls, v: list[Any] | None) -> list[Any] | None:
+    def _once(cls, v: list[Hashable] | None) -> list[Hashable] | None:
         if v is not None:
             no_duplicates(v)
         return v
@@ -241,7 +242,7 @@ class MessagingSpec(StudySpec[MessagingSla]):
 
     @field_validator("delay_ms", mode="before")
     @classmethod
-    def _delays(cls, v: Any) -> Any:
+    def _delays(cls, v: object) -> object:
         return _axis(v)
 
     @field_validator("delay_ms")

@@ -76,6 +76,7 @@ Simulated waits (``computes.spawn_time``, ``fakes``) are seconds, each draw capp
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from annotated_types import Ge, Le
@@ -109,7 +110,7 @@ TARGET_FORBIDS = ("faults", "provider", "sites", "delay_ms", "db", "galera_write
                   "failures", "profiler", "configurations", "haproxy", "topology", "image_service",
                   "image_download")
 SHORT = {s.split(".")[-1]: s for s in SCENARIOS}
-SCENARIO_ARGS: dict[str, dict[str, Any]] = {
+SCENARIO_ARGS: dict[str, dict[str, object]] = {
     "NovaServers.boot_server": {},
     "NovaServers.boot_and_delete_server": {"min_sleep": 0.0, "max_sleep": 0.0, "force_delete": False},
 }
@@ -232,12 +233,12 @@ class Runner(Strict):
 
     @field_validator("concurrency", mode="before")
     @classmethod
-    def _listify(cls, v: Any) -> Any:
+    def _listify(cls, v: object) -> object:
         return [v] if isinstance(v, int) and not isinstance(v, bool) else v
 
     @field_validator("concurrency", "rate")
     @classmethod
-    def _once(cls, v: list[Any]) -> list[Any]:
+    def _once(cls, v: list[Hashable]) -> list[Hashable]:
         no_duplicates(v)
         return v
 
@@ -248,7 +249,7 @@ class Runner(Strict):
         return [(c, None) for c in self.concurrency]
 
 
-def _axis(kind: Any, default: list[Any], what: str) -> Any:
+def _axis(kind: object, default: Sequence[object], what: str) -> Any:  # Any: what Field() returns
     return Field(default_factory=lambda: list(default), min_length=1, description=f"an axis: {what}")
 
 
@@ -336,14 +337,14 @@ class NovaSpec(TargetStudySpec[NovaSla]):
 
     @field_validator("scenarios", mode="before")
     @classmethod
-    def _shorthand(cls, v: Any) -> Any:
+    def _shorthand(cls, v: object) -> object:
         return [{"name": s} if isinstance(s, str) else s for s in v] if isinstance(v, list) else v
 
     @field_validator("delay_ms", "db", "galera_writers", "schedulers", "host_subset_size",
                      "concurrency_backend",
                      "max_pool_size", "preload")
     @classmethod
-    def _once(cls, v: list[Any]) -> list[Any]:
+    def _once(cls, v: list[Hashable]) -> list[Hashable]:
         no_duplicates(v)
         return v
 
@@ -451,7 +452,7 @@ class NovaSpec(TargetStudySpec[NovaSla]):
         return self.computes.processes * self.computes.nodes_per_process * self.per_node()
 
 
-def parse(data: dict[str, Any], source: str) -> NovaSpec:
+def parse(data: Mapping[str, object], source: str) -> NovaSpec:
     spec = validate(NovaSpec, data, source,
                     expected="a mapping of keys (name, workload: nova, computes, ...)",
                     unknown_key_hint="see examples/nova-boot.yaml for the spec format")

@@ -41,7 +41,7 @@ class HAProxyOptions(Strict):
 
     @field_validator("maxconn", mode="before")
     @classmethod
-    def _listify(cls, v: Any) -> Any:
+    def _listify(cls, v: object) -> object:
         return [v] if isinstance(v, int) and not isinstance(v, bool) else v
 
     @field_validator("maxconn")

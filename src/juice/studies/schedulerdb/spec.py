@@ -56,7 +56,8 @@ at or above what ``juice plan`` prints): a longer study is several specs.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from collections.abc import Hashable
+from typing import Annotated, Any, ClassVar, Final, Literal, NotRequired, TypedDict
 
 from annotated_types import Interval, Le
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
@@ -87,7 +88,7 @@ SQL_BACKENDS = ("mariadb", "galera", "postgres")
 MYSQL_BACKENDS = ("mariadb", "galera")
 DEFAULT_CLIENT: Client = "pymysql"
 CACHE_BACKENDS = ("memcached", "redis")
-KV_TRACK = "kv"
+KV_TRACK: Final = "kv"
 MAX_NODES = 200_000
 MAX_SCHEDULERS = 64
 MAX_COMBINATIONS = 100_000  # points before ``only`` (computed to filter them)
@@ -124,6 +125,17 @@ class LabPart(Strict):
                                                                              "0..500 ms")
 
 
+class SdbParams(TypedDict):
+    """One measured point's parameters (its manifest's ``params``; what its key hashes)."""
+
+    backend: Backend
+    track: TrackOrKv
+    nodes: int
+    schedulers: int
+    updates: bool
+    client: NotRequired[Client]  # MySQL backends only
+
+
 class Point(Strict):
     """A partial point for ``only`` (None = any value); ``nodes_max`` bounds N and
     ``repetitions`` overrides the spec's for the points this entry selects."""
@@ -137,7 +149,7 @@ class Point(Strict):
     updates: StrictBool | None = None
     repetitions: Repetitions | None = Field(default=None, description="1..1,000")
 
-    def matches(self, p: dict[str, Any]) -> bool:
+    def matches(self, p: SdbParams) -> bool:
         if self.nodes_max is not None and int(p["nodes"]) > self.nodes_max:
             return False
         want = self.model_dump(exclude={"nodes_max", "repetitions"})
@@ -204,7 +216,7 @@ class SchedulerDbSpec(StudySpec[SchedulerDbSla]):
 
     @field_validator("backends", "tracks", "updates")
     @classmethod
-    def _once(cls, v: list[Any]) -> list[Any]:
+    def _once(cls, v: list[Hashable]) -> list[Hashable]:
         no_duplicates(v)
         return v
 
@@ -245,14 +257,14 @@ class SchedulerDbSpec(StudySpec[SchedulerDbSla]):
         vals = self.nodes if isinstance(self.nodes, list) else self.nodes.values()
         return sorted(set(vals))
 
-    def tracks_for(self, backend: str) -> list[str]:
+    def tracks_for(self, backend: str) -> list[TrackOrKv]:
         return [KV_TRACK] if backend in CACHE_BACKENDS else list(self.tracks)
 
-    def clients_for(self, backend: str) -> list[str | None]:
+    def clients_for(self, backend: str) -> list[Client | None]:
         """The ``client`` values of ``backend``'s points (None: the point has no ``client``)."""
         return list(self.clients) if backend in MYSQL_BACKENDS else [None]
 
-    def points(self) -> list[dict[str, Any]]:
+    def points(self) -> list[SdbParams]:
         """Every measured point, in execution order (backend, track family, N ascending)."""
         out = []
         for b in self.backends:
@@ -261,7 +273,7 @@ class SchedulerDbSpec(StudySpec[SchedulerDbSla]):
                     for c in self.clients_for(b):
                         for s in self.schedulers:
                             for u in self.updates:
-                                p: dict[str, Any] = {"backend": b, "track": t, "nodes": n,
+                                p: SdbParams = {"backend": b, "track": t, "nodes": n,
                                                      "schedulers": s, "updates": u}
                                 if c is not None:
                                     p["client"] = c
@@ -277,7 +289,7 @@ _COST_PER_KNODE = {"historical-2013.1": 0.5, "historical-2013.2": 0.25, "modern"
                    "modern-all": 0.2, KV_TRACK: 0.01}
 
 
-def read_bound_s(p: dict[str, Any], reps: int, cores: int = 2) -> float:
+def read_bound_s(p: SdbParams, reps: int, cores: int = 2) -> float:
     """Seconds of work of point ``p`` (``reps`` reads per scheduler): an upper bound of the
     plan's estimate (see above)."""
     per_read = _COST_PER_KNODE.get(str(p["track"]), 0.5) * int(p["nodes"]) / 1000
@@ -285,7 +297,7 @@ def read_bound_s(p: dict[str, Any], reps: int, cores: int = 2) -> float:
     return reps * per_read * contention * (1.3 if p["updates"] else 1.0) + 1.55
 
 
-def reps_for(spec: SchedulerDbSpec, p: dict[str, Any]) -> int:
+def reps_for(spec: SchedulerDbSpec, p: SdbParams) -> int:
     """Reads per scheduler at point ``p``: the first matching ``only`` entry's override, else
     the spec's ``repetitions``."""
     for o in spec.only:
@@ -294,7 +306,7 @@ def reps_for(spec: SchedulerDbSpec, p: dict[str, Any]) -> int:
     return spec.repetitions
 
 
-def parse(data: Any, source: str = "spec") -> SchedulerDbSpec:
+def parse(data: object, source: str = "spec") -> SchedulerDbSpec:
     """Validate ``data``; UserError naming ``source`` and the field path on the first error
     (model-level validators name their field at the start of the message)."""
     return validate(SchedulerDbSpec, data, source, expected="a mapping with `workload: scheduler-db`",

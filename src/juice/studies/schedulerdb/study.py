@@ -30,13 +30,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from juice.contract import ReportInput, Run, Study
+from juice.contract import Data, ReportInput, Run, Study
 from juice.errors import ServiceError
 from juice.lab.open import open_lab, uniform_spec
 from juice.lab.place import Lab
@@ -44,7 +44,7 @@ from juice.results.store import tool_version
 from juice.studies.schedulerdb import spec as sdb_spec
 from juice.studies.schedulerdb.backends import BackendSession
 from juice.studies.schedulerdb.readers import family
-from juice.studies.schedulerdb.spec import DEFAULT_CLIENT, SchedulerDbSpec, reps_for
+from juice.studies.schedulerdb.spec import DEFAULT_CLIENT, SchedulerDbSpec, SdbParams, reps_for
 from juice.studies.schedulerdb.worker import WorkerProc
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ COST_PER_KNODE = {"historical-2013.1": 0.5, "historical-2013.2": 0.25, "modern":
                   "modern-all": 0.2, "kv": 0.01}
 
 
-def point_key(spec: SchedulerDbSpec, p: dict[str, Any]) -> str:
+def point_key(spec: SchedulerDbSpec, p: SdbParams) -> str:
     """Stable identity of a point: its params plus the spec fields that change its meaning."""
     base = {k: v for k, v in p.items() if not (k == "client" and v == DEFAULT_CLIENT)}
     ident = {**base, "stats_per_node": spec.stats_per_node, "repetitions": reps_for(spec, p),
@@ -68,13 +68,13 @@ def point_key(spec: SchedulerDbSpec, p: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def run_name(p: dict[str, Any]) -> str:
+def run_name(p: SdbParams) -> str:
     client = p.get("client", DEFAULT_CLIENT)
     return (f"{p['backend']}-{p['track']}-n{p['nodes']}-s{p['schedulers']}-"
             f"{'upd' if p['updates'] else 'static'}" + ("" if client == DEFAULT_CLIENT else f"-{client}"))
 
 
-def estimate_s(p: dict[str, Any], reps: int, cores: int = 2) -> float:
+def estimate_s(p: SdbParams, reps: int, cores: int = 2) -> float:
     per_read = COST_PER_KNODE.get(str(p["track"]), 0.2) * int(p["nodes"]) / 1000
     contention = max(1.0, int(p["schedulers"]) / cores)
     upd = 1.3 if p["updates"] else 1.0
@@ -86,7 +86,7 @@ class SdbPoint:
     """One measured point: its parameters (backend, track, nodes, schedulers, updates[, client]),
     its key and its number of reads per scheduler."""
 
-    params: dict[str, Any] = field(hash=False, compare=False)
+    params: SdbParams = field(hash=False, compare=False)
     key: str
     reps: int
 
@@ -177,13 +177,13 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint, Deployment]):
     title = "Scheduler–database (seed 001)"
     example = "examples/scheduler-db.yaml"
 
-    def parse(self, data: Mapping[str, Any], source: str) -> SchedulerDbSpec:
+    def parse(self, data: Data, source: str) -> SchedulerDbSpec:
         return sdb_spec.parse(dict(data), source)
 
     def expand(self, spec: SchedulerDbSpec) -> list[SdbPoint]:
         return expand(spec)
 
-    def key_of(self, manifest: Mapping[str, Any]) -> str | None:
+    def key_of(self, manifest: Data) -> str | None:
         # runs made before the study contract stored their key as ``key``
         key = super().key_of(manifest) or (manifest.get("key") if manifest.get("workload") == WORKLOAD
                                            else None)
@@ -237,7 +237,7 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint, Deployment]):
                 "or contacted by this dry run", "",
                 *plan(spec.provider, uniform_spec("plan", sites, spec.lab.delay_ms), roles)]
 
-    def plan_columns(self, point: SdbPoint) -> dict[str, Any]:
+    def plan_columns(self, point: SdbPoint) -> dict[str, object]:
         p = point.params
         return {"backend": p["backend"], "track": p["track"], "client": p.get("client", ""),
                 "nodes": p["nodes"], "schedulers": p["schedulers"], "updates": p["updates"],
@@ -259,7 +259,7 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint, Deployment]):
         html = report.section(inputs.paths)
         return [html] if html else []
 
-    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Mapping[str, Any],
+    def analyze(self, paths: Sequence[Path], by: Sequence[str], params: Data,
                 filter_q: float | None) -> pd.DataFrame | None:
         from juice.studies.schedulerdb import report
 
