@@ -31,6 +31,10 @@ def test_a_run_with_no_valid_host_traces_to_the_apis_states(capacity_runs: Capac
     assert sorted(boots["state"]) == ["active"] * 4 + ["no_valid_host"]
     nvh = boots[boots["state"] == "no_valid_host"]
     assert nvh["cause"].tolist() == ["no capacity for the request (scheduler)"]
+    # the image phase (issue 40): every ACTIVE boot's node fetched the image through glance-api
+    # (the first boot on each of the 2 nodes) or found its copy, between the claim and the spawn
+    act = boots[boots["state"] == "active"]
+    assert act["image_s"].notna().all() and (act["image_s"] >= 0).all(), act.to_string()
     # the database's event counters over the run (issue 28): read from the server itself
     (run,) = [d for d in capacity_runs.results.iterdir() if d.is_dir() and not d.name.startswith(".")]
     db = json.loads((run / "manifest.json").read_text())["server_events"]["database"]
