@@ -248,7 +248,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("juice.runner", "juice.profile", "juice.faults", "juice.trace"),
     ("juice.report",),  # the report's sections read the instruments' data, never the reverse
     ("juice.studies", "juice.driver"),
-    ("juice.cli",),  # the `juice` command: a package, one module per verb group
+    # the `juice` command (a package, one module per verb group) and the documentation site that
+    # describes it (its CLI reference walks the click app; `juice docs` builds it)
+    ("juice.cli", "juice.docsite"),
 )
 
 

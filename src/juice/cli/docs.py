@@ -37,8 +37,8 @@ def build(out: Path | None = OUT, strict: bool = STRICT) -> None:
     _mkdocs()
     from mkdocs.exceptions import MkDocsException
 
-    from juice.docsite.pages import CONFIG
-    from juice.docsite.pages import build as do_build
+    from juice.docsite.build import CONFIG
+    from juice.docsite.build import build as do_build
 
     if not CONFIG.is_file():
         raise UserError(f"{CONFIG}: not found; run from a Juice clone")
@@ -56,7 +56,7 @@ def serve(addr: str = typer.Option("127.0.0.1:8000", help="Address to serve on."
     _mkdocs()
     from mkdocs.commands import serve as mk_serve
 
-    from juice.docsite.pages import CONFIG
+    from juice.docsite.build import CONFIG
 
     with contextlib.chdir(CONFIG.parent):  # the included files' paths are the clone's
         mk_serve.serve(str(CONFIG), dev_addr=addr, livereload=True)
