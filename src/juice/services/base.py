@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, ThisHost
@@ -84,9 +84,9 @@ class ServerRecord:
     datadir: str
     log: str
     port: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, object] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -129,12 +129,12 @@ class Service(ABC):
         """The paths of ``logs`` (on this machine for a local lab)."""
         return [p for _, p in self.logs()]
 
-    def kill(self, site: int) -> dict[str, Any]:
+    def kill(self, site: int) -> dict[str, object]:
         """SIGKILL this service's server in ``site`` (a crash, for fault schedules); returns
         facts about it (``pid``). It stays down until ``restart`` (or ``stop`` forgets it)."""
         raise ServiceError(f"{self.kind}: killing one server is not supported")
 
-    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, object]:
         """Start the server killed in ``site`` again and wait until it serves (bounded)."""
         raise ServiceError(f"{self.kind}: restarting one server is not supported")
 
@@ -216,21 +216,28 @@ def stop_pid(pid: int | None, started: int | None, sig: int = signal.SIGTERM,
         proc.terminate([pid], grace_s=grace_s, sig=sig)
 
 
-def services_in(obj: Any, depth: int = 2) -> list[Any]:
+@runtime_checkable
+class HasRecords(Protocol):
+    """What the resource profile reads of a service: its servers."""
+
+    def records(self) -> list[ServerRecord]: ...
+
+
+def services_in(obj: object, depth: int = 2) -> list[HasRecords]:
     """The services (objects with a callable ``records``) in ``obj``, its attributes, mapping
     values and list items, ``depth`` levels down (a deployment's ``db``, ``ks``, ``sess.svc``)."""
-    found: dict[int, Any] = {}
+    found: dict[int, HasRecords] = {}
 
-    def walk(o: Any, d: int) -> None:
+    def walk(o: object, d: int) -> None:
         if o is None or isinstance(o, str | bytes | int | float | bool | Path):
             return
-        if callable(getattr(o, "records", None)):
+        if isinstance(o, HasRecords) and callable(o.records):
             found.setdefault(id(o), o)
             return
         if d <= 0:
             return
         if isinstance(o, Mapping):
-            items: list[Any] = list(o.values())
+            items: list[object] = list(o.values())
         elif isinstance(o, list | tuple | set):
             items = list(o)
         else:

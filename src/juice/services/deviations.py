@@ -22,7 +22,6 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 JUICE = "juice"  # Juice changes it (the reason says why)
 SPEC = "spec"    # the spec sets it (an axis or an option, or the study's default for it)
@@ -45,7 +44,7 @@ class Deviation:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Deviation | None:
+    def from_dict(cls, d: Mapping[str, object]) -> Deviation | None:
         """The deviation stored as ``d`` (None when ``d`` is not one)."""
         try:
             return cls(server=str(d["server"]), option=str(d["option"]), value=str(d["value"]),
@@ -55,20 +54,20 @@ class Deviation:
             return None
 
 
-def dev(server: str, option: str, value: Any, default: Any, reason: str,
+def dev(server: str, option: str, value: object, default: object, reason: str,
         source: str = JUICE) -> Deviation:
     """A Deviation with values shown as the config file spells them (booleans lower case)."""
-    def show(v: Any) -> str:
+    def show(v: object) -> str:
         return str(v).lower() if isinstance(v, bool) else str(v)
     return Deviation(server, option, show(value), show(default), reason, source)
 
 
-def spec_set(server: str, option: str, value: Any, default: Any, why: str = "") -> Deviation:
+def spec_set(server: str, option: str, value: object, default: object, why: str = "") -> Deviation:
     """A deviation the spec asked for."""
     return dev(server, option, value, default, f"{SET_IN_SPEC}{f' ({why})' if why else ''}", SPEC)
 
 
-def of(services: Iterable[Any]) -> list[Deviation]:
+def of(services: Iterable[object]) -> list[Deviation]:
     """The deviations of every object of ``services`` that has ``deviations()`` (in order,
     duplicates removed: servers sharing a configuration list it once)."""
     out: list[Deviation] = []
@@ -77,14 +76,15 @@ def of(services: Iterable[Any]) -> list[Deviation]:
         fn = getattr(svc, "deviations", None)
         if not callable(fn):
             continue
-        for d in fn():
+        found: object = fn()
+        for d in found if isinstance(found, Iterable) else ():
             if isinstance(d, Deviation) and d not in seen:
                 seen.add(d)
                 out.append(d)
     return out
 
 
-def stored(manifest: Mapping[str, Any]) -> list[Deviation]:
+def stored(manifest: Mapping[str, object]) -> list[Deviation]:
     """The deviations a run's manifest records ([] for runs made before they were recorded)."""
     raw = manifest.get("deviations")
     if not isinstance(raw, list):
