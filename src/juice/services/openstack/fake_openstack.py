@@ -1,13 +1,14 @@
-"""fake-glance and fake-neutron: STAND-INS for the image and network services, which the nova
-study does not measure. Tiny stdlib HTTP servers that answer only what nova 34 asks during a
-boot with ``networks: none`` and a delete; every request is logged (``juice-fake <kind> METHOD
-PATH -> STATUS``), so what nova really calls can be read in their logs.
+"""fake-glance and fake-neutron: STAND-INS for the image and network services. Tiny stdlib HTTP
+servers that answer only what nova 34 asks during a boot with ``networks: none`` and a delete;
+every request is logged (``juice-fake <kind> METHOD PATH -> STATUS``), so what nova really calls
+can be read in their logs.
 
-Why not the real glance 33 (it co-installs with nova 34): it would need its own database and
-migrations, a Keystone user, an image upload and one more server per deployment, none of
-which the nova study measures; the compute side never downloads the image (the fake virt
-driver spawns no guest). The fakes answer in microseconds and are named fake-* everywhere,
-unless SIMULATED waits and failures are given (``simulation``: docs/nova-simulation.md).
+The nova study's image service is the real glance-api (``juice.services.openstack.glance``);
+fake-glance runs only when a spec asks for it (``image_service: fake-glance``: the largest node
+counts, the simulated image waits; a recorded deviation). It validates no token, has no
+database and serves no image data (the nodes then download nothing). The fakes answer in
+microseconds and are named fake-* everywhere, unless SIMULATED waits and failures are given
+(``simulation``: docs/nova-simulation.md).
 
     fakes = FakeServices(lab, ks, progress, site=1)    # both fakes in site 1
     fakes.up()                # processes, health, catalog: image -> :9292, network -> :9696
