@@ -54,12 +54,12 @@ mkdir -p "$cache/offline"
 exec 9> "$cache/offline/.lock"
 flock 9
 if [ -f "$out/INFO" ] && [ -f "$out/SHA256SUMS" ]; then
-  touch "$out/INFO"  # used: kept
+  touch "$out"  # used: kept (the directory's mtime: no file of it changes, none is sent again)
   echo "$out"; exit 0
 fi
 # Bundles of other digests not used for 2 days are removed (another clone's may be in use).
 for d in "$cache"/offline/*/; do
-  [ -d "$d" ] && [ "${d%/}" != "$out" ] && [ -n "$(find "$d/INFO" -mtime +2 2>/dev/null)" ] && rm -rf "$d"
+  [ -d "$d" ] && [ "${d%/}" != "$out" ] && [ -n "$(find "${d%/}" -maxdepth 0 -mtime +2 2>/dev/null)" ] && rm -rf "$d"
 done
 tmp=$cache/offline/.tmp.$$
 rm -rf "$tmp"

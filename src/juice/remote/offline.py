@@ -11,6 +11,11 @@ lock and the helpers against the bundle.
 
     b = make_bundle(Path("/srv/juice"), Path("/var/cache/juice"), progress)   # minutes, once
     b.files, b.megabytes, b.info["wheels"]
+    # hosts of your own (e.g. test hosts): the same preparation as `juice hosts prepare --offline`
+    ctx = prepare.Context(source=clone, run_dir=logs, cache=cache_dir(), files=prepare.tracked_files(clone),
+                          bundle=b)
+    for o in prepare.prepare_all(targets, ctx):
+        o.ok, o.copy_summary(), o.step_summary(), o.phases
 """
 
 from __future__ import annotations
