@@ -75,10 +75,12 @@ class NovaClient:
         body = {"flavor": {"name": name, "vcpus": vcpus, "ram": ram_mb, "disk": disk_gb}}
         return str(self.call("POST", "/flavors", body).json()["flavor"]["id"])
 
-    def boot(self, name: str, flavor: str, image: str, *, count: int = 1) -> str:
-        """POST /servers with ``networks: none``; the server id (the first, when count > 1)."""
+    def boot(self, name: str, flavor: str, image: str, *, count: int = 1,
+             network: str | None = None) -> str:
+        """POST /servers with ``networks: none``, or one port on ``network`` (a neutron network
+        id); the server id (the first, when count > 1)."""
         server: dict[str, object] = {"name": name, "flavorRef": flavor, "imageRef": image,
-                                     "networks": "none"}
+                                     "networks": [{"uuid": network}] if network else "none"}
         if count > 1:
             server.update({"min_count": count, "max_count": count})
         body = {"server": server}

@@ -37,6 +37,18 @@ changes what a study needs:
   hypervisor would still be running it. FakeDriver alone answers "not found", and nova's power
   sync then marks the instance NOSTATE.
 
+- the network (issue 40): with the file's optional ``"ovn"`` entry (``{"sb": "tcp:IP:6642",
+  "ip": IP}``, a deployment with real Neutron on ML2/OVN), the process plays its hosts'
+  ovn-controller (``juice_nova.ovn.Chassis``: a chassis per nova service host in OVN's southbound
+  database), and spawn does what nova's libvirt driver does in ``_create_guest_with_network``
+  (nova 34, virt_type kvm): it plans to wait for ``network-vif-plugged`` of every VIF that is not
+  active yet, plugs the VIFs (here: the simulated ovn-controller claims their ports), and waits
+  up to ``[DEFAULT] vif_plugging_timeout`` (nova's default, 300 s) for neutron's events; at the
+  timeout with ``vif_plugging_is_fatal`` (default true) the VIFs are unplugged and
+  ``VirtualInterfaceCreateException`` is raised: nova's "Failed to allocate the network(s), not
+  rescheduling". The simulated spawn time comes BEFORE this wait (libvirt's image and disk
+  preparation precede it). destroy unplugs the VIFs (the claims released).
+
 Loaded by ``juice-nova-compute`` (``juice_nova.compute``) as ``juice_fake.MultiNodeFakeDriver``.
 """
 
@@ -91,6 +103,13 @@ def _simwait() -> Any:
     return simwait
 
 
+def load_ovn(path: str) -> dict[str, Any]:
+    """The ``ovn`` entry of ``path`` ({} without one: no simulated ovn-controller)."""
+    with open(path) as f:
+        ovn: dict[str, Any] = json.load(f).get("ovn") or {}
+    return ovn
+
+
 def load_nodes(path: str, host: str) -> list[dict[str, Any]]:
     """The nodes listed for ``host`` in ``path`` (InvalidConfiguration when they do not fit)."""
     try:
@@ -121,10 +140,16 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
         self.instance_node: dict[str, str] = {}
         self.simulation = load_simulation(path)
         self.image = load_image(path)
+        self.ovn = load_ovn(path)
+        self.chassis: Any = None  # juice_nova.ovn.Chassis once init_host has run
 
     def init_host(self, host: str) -> None:
         self._host = host
         self._set_nodes(list(self.node_specs))
+        if self.ovn:  # in the process that serves (a forked child: after the fork)
+            from juice_nova.ovn import Chassis
+
+            self.chassis = Chassis(self.ovn["sb"], self.ovn["ip"], [host]).start()
 
     def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
         return {n["uuid"]: name for name, n in self.node_specs.items()}
@@ -158,6 +183,7 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             raise RuntimeError(f"juice-fake: injected build failure on node {instance.node}")
         self._fetch_image(context, instance)
         self._simulated_spawn(instance)
+        self._create_guest_with_network(instance, network_info or [], power_on)
         super().spawn(context, instance, image_meta, injected_files, admin_password, allocations,
                       network_info, block_device_info, power_on, accel_info)
         res = self.node_resources.get(instance.node)
@@ -187,6 +213,55 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             LOG.info("juice-fake: image %s fetched from glance in %.3f seconds (%d bytes) on node %s",
                      image_id, time.monotonic() - t0, os.path.getsize(path), instance.node,
                      instance=instance)
+
+    def _create_guest_with_network(self, instance: Any, network_info: Any, power_on: bool) -> None:
+        """nova 34 libvirt's ``_create_guest_with_network`` for virt_type kvm, without the guest:
+        wait for ``network-vif-plugged`` of the VIFs not active yet while plugging them."""
+        if self.chassis is None:
+            return
+        timeout = CONF.vif_plugging_timeout
+        events = self._get_neutron_events(network_info) if power_on and timeout else []
+        t0 = time.monotonic()
+        try:
+            with self.virtapi.wait_for_instance_event(instance, events, timeout=timeout,
+                                                      error_callback=self._neutron_failed_callback):
+                self.plug_vifs(instance, network_info)
+            if events:  # the trace's vif-plugged wait
+                LOG.info("juice-fake: %s received in %.3f seconds on node %s",
+                         ", ".join(f"{n}-{t}" for n, t in events), time.monotonic() - t0, instance.node,
+                         instance=instance)
+        except exception.InstanceEventTimeout as e:
+            # nova logged the timeout; whether it is fatal is nova's setting
+            if CONF.vif_plugging_is_fatal:
+                self.unplug_vifs(instance, network_info)
+                raise exception.VirtualInterfaceCreateException() from e
+        except Exception:
+            self.unplug_vifs(instance, network_info)
+            raise
+
+    @staticmethod
+    def _get_neutron_events(network_info: Any) -> list[tuple[str, str]]:
+        # libvirt's: the VIFs that are down now, for which a down->up event is expected
+        return [("network-vif-plugged", vif["id"]) for vif in network_info
+                if vif.get("active", True) is False and vif["vnic_type"] != "remote-managed"]
+
+    @staticmethod
+    def _neutron_failed_callback(event_name: str, instance: Any) -> None:
+        LOG.error("Neutron Reported failure on event %(event)s for instance %(uuid)s",
+                  {"event": event_name, "uuid": instance.uuid}, instance=instance)
+        if CONF.vif_plugging_is_fatal:
+            raise exception.VirtualInterfaceCreateException()
+
+    def plug_vifs(self, instance: Any, network_info: Any) -> None:
+        """The VIFs appear on the host's bridge: its simulated ovn-controller claims the ports."""
+        if self.chassis is not None:
+            for vif in network_info or []:
+                self.chassis.plug(vif["id"], instance.host or CONF.host)
+
+    def unplug_vifs(self, instance: Any, network_info: Any) -> None:
+        if self.chassis is not None:
+            for vif in network_info or []:
+                self.chassis.unplug(vif["id"])
 
     def _simulated_spawn(self, instance: Any) -> None:
         """Sleep the simulated spawn time, then maybe fail (injected; see the module doc)."""
@@ -231,6 +306,7 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
         self._adopt(instance)
         super().destroy(context, instance, network_info, block_device_info, destroy_disks,
                         destroy_secrets)
+        self.unplug_vifs(instance, network_info)  # libvirt's cleanup unplugs the VIFs
         node = self.instance_node.pop(instance.uuid, None)
         if node is not None:
             f = instance.flavor

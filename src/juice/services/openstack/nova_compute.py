@@ -88,6 +88,9 @@ class NovaComputes(Service):
         self.nova = nova
         self.opts = options or ComputeOptions()
         self.image_download = image_download
+        # OVN's southbound DB (a deployment with the real neutron, ML2/OVN): each process then plays
+        # its hosts' ovn-controller (the nodes file's ``ovn`` entry: juice_nova.virt, juice_nova.ovn)
+        self.ovn_sb: str | None = None
         for s in self.opts.sites:
             if s not in lab.sites:
                 raise UserError(f"computes.sites: {s} is not a site of this lab (1..{len(lab.sites)})")
@@ -134,6 +137,8 @@ class NovaComputes(Service):
                     "compute", self.nova.context(site), self.nova.opts, host=svc,
                     my_ip=self.lab.site_ip(site), comp=self.opts), mode=0o600)
                 image = {"image": {"download": "node_cache"}} if self.image_download else {}
+                if self.ovn_sb:
+                    image["ovn"] = {"sb": self.ovn_sb, "ip": self.lab.site_ip(site)}
                 place.write(home / NODES_FILE, json.dumps({**render_node_of(self.opts, svc), **image},
                                                           indent=1))
                 place.write(home / "compute_id", service_id(svc) + "\n")

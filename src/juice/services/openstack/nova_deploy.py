@@ -57,16 +57,21 @@ from juice.services.openstack.glance import Glance
 from juice.services.openstack.keystone import PORT as KEYSTONE_PORT
 from juice.services.openstack.keystone import Keystone, KeystoneOptions
 from juice.services.openstack.keystone_settings import db_connections as keystone_connections
+from juice.services.openstack.neutron import DB_POOL as NEUTRON_POOL
+from juice.services.openstack.neutron import Neutron
 from juice.services.openstack.nova import API_PORT, Nova
 from juice.services.openstack.nova_compute import NovaComputes
 from juice.services.openstack.nova_conf import ComputeOptions, NovaOptions
 from juice.services.openstack.nova_settings import db_connections
+from juice.services.openstack.ovn import OVN
 from juice.services.openstack.placement import PORT as PLACEMENT_PORT
 from juice.services.openstack.placement import Placement, Placements
 
 __all__ = ["IMAGE_ID", "IMAGE_SERVICES", "NovaDeployment", "NovaStack"]
 
 IMAGE_SERVICES = ("glance", "fake-glance")  # NovaStack.image_service: the real one, the stand-in
+# NovaStack.network_service: the real neutron with ML2/OVN (ovn-central + simulated chassis), the stand-in
+NETWORK_SERVICES = ("ovn", "fake-neutron")
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,11 @@ class NovaStack:
     image_service: str = "glance"        # glance (real glance-api 33) | fake-glance (the stand-in)
     glance_site: int | None = None       # default: fakes_site
     glance_workers: int = 2              # glance-api's gunicorn workers
+    # ovn: the real neutron-server (ML2/OVN) + ovn-central in neutron_site, each compute process
+    # its hosts' simulated ovn-controller; fake-neutron: the stand-in (boots with networks none)
+    network_service: str = "fake-neutron"
+    neutron_site: int | None = None      # default: fakes_site
+    neutron_workers: int = 1             # neutron-api's workers (gunicorn; ASGI_WORKERS)
     image_mb: int = 1                    # the size of the deployment's image (MiB)
     # node_cache: a node downloads the image through glance-api at its first boot of it, then uses
     # its copy (a libvirt node with local disks); none: no node reads it (always, with fake-glance)
@@ -106,6 +116,11 @@ class NovaStack:
             raise UserError(f"db: nova and placement run on mariadb or galera, not {self.db!r}")
         if self.image_service not in IMAGE_SERVICES:
             raise UserError(f"image_service: expected glance or fake-glance, got {self.image_service!r}")
+        if self.network_service not in NETWORK_SERVICES:
+            raise UserError(f"network_service: expected ovn or fake-neutron, got {self.network_service!r}")
+        if self.network_service != "fake-neutron" and "neutron" in self.fakes_simulation:
+            raise UserError("fakes_simulation.neutron: simulated port waits and failures are fake-neutron's; "
+                            "with the real neutron they would not happen (network_service: fake-neutron)")
         if self.image_download not in ("node_cache", "none"):
             raise UserError(f"image_download: expected node_cache or none, got {self.image_download!r}")
         if self.image_service == "glance" and "glance" in self.fakes_simulation:
@@ -150,7 +165,9 @@ class NovaStack:
                                      placement_workers=self.placement_workers * len(self.placement_servers()),
                                      keystone=keystone_connections(self.keystone(),
                                                                    len(self.keystone().sites or ())),
-                                     glance=glance)
+                                     glance=glance,
+                                     neutron=self.neutron_workers * NEUTRON_POOL
+                                     if self.network_service == "ovn" else 0)
         if needed <= DEFAULT_MAX_CONNECTIONS:
             return None, None
         return needed, f"{how} (more than MariaDB's {DEFAULT_MAX_CONNECTIONS})"
@@ -164,7 +181,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "placement": ("database", "keystone"), "fakes": ("keystone",),
     "glance": ("database", "keystone"),
     "nova": ("database", "rabbitmq", "keystone", "placement"),
-    "computes": ("nova", "placement", "fakes", "glance"),
+    "ovn": (), "neutron": ("database", "rabbitmq", "keystone", "ovn"),
+    "computes": ("nova", "placement", "fakes", "glance", "neutron"),
 }
 PROFILER_NEEDS: dict[str, tuple[str, ...]] = {  # with OSProfiler on: its Redis before nova
     **NEEDS, "profiler": (), "nova": (*NEEDS["nova"], "profiler")}
@@ -226,9 +244,20 @@ class NovaDeployment:
         if s.image_service == "glance":
             self.glance = Glance(lab, self.db, self.ks, progress, site=s.glance_site or s.fakes_site,
                                  workers=s.glance_workers, image_mb=s.image_mb, db_site=writer)
-        fake_kinds = tuple(k for k in FAKE_PORTS if k != "glance" or self.glance is None)
-        self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site, simulation=s.fakes_simulation,
-                                  kinds=fake_kinds)
+        # the real neutron (ML2/OVN) when asked for, else fake-neutron
+        self.ovn: OVN | None = None
+        self.neutron: Neutron | None = None
+        if s.network_service == "ovn":
+            self.ovn = OVN(lab, progress, site=s.neutron_site or s.fakes_site)
+            self.neutron = Neutron(lab, self.db, self.mq, self.ks, self.ovn, progress,
+                                   site=s.neutron_site or s.fakes_site, api_workers=s.neutron_workers,
+                                   db_site=writer)
+        fake_kinds = tuple(k for k in FAKE_PORTS if (k != "glance" or self.glance is None)
+                           and (k != "neutron" or self.neutron is None))
+        self.fakes: FakeServices | None = None
+        if fake_kinds:
+            self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site,
+                                      simulation=s.fakes_simulation, kinds=fake_kinds)
         self.nova = Nova(lab, self.db, self.mq, self.ks, self.placement, progress, s.nova)
         # OSProfiler's backend (s.nova.profiler): a Redis in nova's control site
         self.redis: Redis | None = None
@@ -237,6 +266,8 @@ class NovaDeployment:
             self.nova.profiler_url = f"redis://{self.redis.address(s.nova.control_site)}"
         download = self.glance is not None and s.image_download == "node_cache"  # fake-glance serves none
         self.computes = NovaComputes(lab, self.nova, progress, s.computes, image_download=download)
+        if self.ovn is not None:  # each compute process plays its hosts' ovn-controller
+            self.computes.ovn_sb = self.ovn.sb_url()
         self.lb = self._haproxy() if s.haproxy else None
         self.started: list[Service] = []
         self.timings: dict[str, float] = {}
@@ -262,7 +293,8 @@ class NovaDeployment:
         """``NEEDS`` of this stack (without haproxy when it is off; OSProfiler's Redis before
         nova when it is on)."""
         base = PROFILER_NEEDS if self.redis is not None else NEEDS
-        absent = {n for n, svc in (("haproxy", self.lb), ("glance", self.glance)) if svc is None}
+        absent = {n for n, svc in (("haproxy", self.lb), ("glance", self.glance), ("fakes", self.fakes),
+                                   ("ovn", self.ovn), ("neutron", self.neutron)) if svc is None}
         return {k: tuple(d for d in v if d not in absent) for k, v in base.items() if k not in absent}
 
     def services(self) -> list[tuple[str, Service]]:
@@ -273,7 +305,10 @@ class NovaDeployment:
                 ("database", self.db), ("rabbitmq", self.mq), *prof, ("keystone", self.ks),
                 ("placement", self.placements),
                 *([("glance", self.glance)] if self.glance is not None else []),
-                ("fakes", self.fakes), ("nova", self.nova),
+                *([("fakes", self.fakes)] if self.fakes is not None else []),
+                *([("ovn", self.ovn)] if self.ovn is not None else []),
+                *([("neutron", self.neutron)] if self.neutron is not None else []),
+                ("nova", self.nova),
                 ("computes", self.computes)]
 
     def up(self, timeout: float = 900.0) -> NovaDeployment:
@@ -331,6 +366,12 @@ class NovaDeployment:
         """The image boots use: the one uploaded to glance, or fake-glance's."""
         return GLANCE_IMAGE_ID if self.glance is not None else IMAGE_ID
 
+    @property
+    def network_id(self) -> str | None:
+        """The network boots ask for: the tenant network made in the real neutron (None with
+        fake-neutron: boots ask for ``networks: none``)."""
+        return self.neutron.network_id if self.neutron is not None else None
+
     def client(self, site: int) -> NovaClient:
         """A nova REST client in ``site``, logged in as Keystone's admin."""
         return NovaClient.login(self.lab, site, self.nova.api_url(), self.ks.admin_credentials())
@@ -363,7 +404,10 @@ class NovaDeployment:
                 "placement": {**self.placement.facts(), "sites": self.stack.placement_servers()},
                 "image_service": "glance" if self.glance is not None else "fake-glance (stand-in)",
                 **({"glance": self.glance.facts()} if self.glance is not None else {}),
-                "network_service": "fake-neutron (stand-in)", "timings": dict(self.timings),
+                "network_service": ("neutron (ML2/OVN)" if self.neutron is not None
+                                    else "fake-neutron (stand-in)"),
+                **({"neutron": self.neutron.facts()} if self.neutron is not None else {}),
+                "timings": dict(self.timings),
                 **({"haproxy": self.lb.facts()} if self.lb is not None else {}),
                 "keystone_sites": list(self.ks.ks_sites), "rabbitmq_nodes": len(self.mq.nodes),
                 "db_writers": self._writers()}

@@ -126,20 +126,21 @@ def pool_of(max_pool_size: int | None, max_overflow: int | None, pool_default: i
 
 
 def db_connections(o: NovaOptions, *, placement_workers: int, keystone: int,
-                   glance: int = 0) -> tuple[int, str]:
+                   glance: int = 0, neutron: int = 0) -> tuple[int, str]:
     """The most connections a nova deployment's database may be asked for: every process's
     pools (nova's api, conductor and scheduler processes have an engine per database, api
     and cell1, each with its own pool), placement's workers, ``keystone``'s and ``glance``'s
-    (their own sums; glance 0: the stand-in, no database), plus headroom for nova-manage and
-    the probes. Returns (count, how it was counted)."""
+    (their own sums; glance 0: the stand-in, no database; ``neutron`` likewise), plus headroom
+    for nova-manage and the probes. Returns (count, how it was counted)."""
     per = pool_of(o.max_pool_size, o.max_overflow)
     procs = o.api_workers + o.conductor_workers + len(o.scheduler_placement) * o.scheduler_workers
     nova = procs * 2 * per
     per_placement = PLACEMENT_POOL + PLACEMENT_OVERFLOW
     placement = placement_workers * per_placement
-    total = nova + placement + keystone + glance + ADMIN_HEADROOM
+    total = nova + placement + keystone + glance + neutron + ADMIN_HEADROOM
     how = (f"the deployment's pools: nova {procs} processes x 2 databases x {per} "
            f"(max_pool_size + max_overflow) = {nova}, placement {placement_workers} x "
            f"{per_placement}, Keystone {keystone}, " + (f"glance {glance}, " if glance else "")
+           + (f"neutron {neutron}, " if neutron else "")
            + f"{ADMIN_HEADROOM} for nova-manage and probes")
     return total, how

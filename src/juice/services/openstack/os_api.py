@@ -116,6 +116,12 @@ class Catalog:
         if not roles:
             raise ServiceError("keystone: no admin role (was keystone-manage bootstrap run?)")
         self.api("PUT", f"/projects/{project}/users/{uid}/roles/{roles[0]['id']}", ok=(200, 204))
+        # role "service" too (as devstack and kolla grant it): a service token (what nova sends
+        # with the user's token to neutron) is refused by keystonemiddleware without it
+        # ([keystone_authtoken] service_token_roles_required, true by default now)
+        service = self.api("GET", "/roles?name=service")["roles"] or [
+            self.api("POST", "/roles", {"role": {"name": "service"}}, ok=(201,))["role"]]
+        self.api("PUT", f"/projects/{project}/users/{uid}/roles/{service[0]['id']}", ok=(200, 204))
         return uid
 
     def regions(self) -> list[str]:
