@@ -12,7 +12,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -20,6 +20,9 @@ from rich.table import Table
 
 from juice.cli.common import err, out
 from juice.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PATHS_ARG = typer.Argument(..., help="Results directories (e.g. results/quickstart), run "
                                      "directories or Rally JSON files.", show_default=False)
@@ -35,11 +38,11 @@ FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 NOT_FINITE = {f"{sign}{word}" for sign in ("", "+", "-") for word in ("nan", "inf", "infinity")}
 
 
-def parse_params(pairs: list[str]) -> dict[str, Any]:
+def parse_params(pairs: list[str]) -> dict[str, str | int | float | bool | None]:
     """``["rdbms=galera", "sites=9", "cache=true"]`` -> typed values (int, finite float, bool,
     null, else the text); a UserError naming ``--param`` for NaN/inf, a key given twice or a
     control character."""
-    params: dict[str, Any] = {}
+    params: dict[str, str | int | float | bool | None] = {}
     for p in pairs:
         if "=" not in p or not p.split("=", 1)[0].strip():
             raise UserError(f"--param: expected key=value, got {p!r} (e.g. --param rdbms=galera)")
@@ -48,7 +51,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
             raise UserError(f"--param: {k} is given twice")
         if not (k + v).isprintable():
             raise UserError(f"--param: control characters in {p!r}")
-        val: Any = v
+        val: str | int | float | bool | None = v
         if v.lower() in ("null", "none", ""):
             val = None
         elif v.lower() in ("true", "false"):
@@ -77,11 +80,12 @@ def parse_percentile(p: float | None) -> float | None:
     return q
 
 
-def _jsonable(v: Any) -> Any:
+def _jsonable(v: object) -> object:
     if v is None:
         return None
-    if hasattr(v, "item"):
-        v = v.item()
+    item = getattr(v, "item", None)  # numpy scalars: the Python value
+    if item is not None:
+        v = item()
     if isinstance(v, float) and math.isnan(v):
         return None
     return v
@@ -140,7 +144,7 @@ def analyze(
                                            "--json gives them as numbers)")
 
 
-def _ci_table(table: Any) -> Any:
+def _ci_table(table: pd.DataFrame) -> pd.DataFrame:
     """Key columns, n, "value [low, high]" per mean and percentile with an interval, method."""
     from juice.analysis.describe import STAT_COLUMNS
     from juice.analysis.uncertainty import CI_COLUMNS, CI_STATS, ci_display
@@ -150,7 +154,7 @@ def _ci_table(table: Any) -> Any:
     return ci_display(table, keys, stats)
 
 
-def _print_table(table: Any, title: str) -> None:
+def _print_table(table: pd.DataFrame, title: str) -> None:
     rich_table = Table(*table.columns, title=title)
     cells = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
     for row_cells in cells:
@@ -162,7 +166,7 @@ def _print_table(table: Any, title: str) -> None:
     console.print(rich_table)
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     from juice.util.cells import fmt
 
     return fmt(v, 4, "–")

@@ -9,17 +9,24 @@ from __future__ import annotations
 import copy
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from juice.cli.common import out, progress
 from juice.errors import UserError
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from juice.compare.calibration import Entry
+    from juice.contract import P, S, Study
+    from juice.results.samples import Unit
+
 EFFECTS = (0.05, 0.10, 0.20)
 
 
-def _config(study: Any, point: Any) -> tuple[tuple[str, str], ...]:
+def _config(study: Study[S, P], point: P) -> tuple[tuple[str, str], ...]:
     """What a point is without its repetition (its plan columns but ``rep``)."""
     return tuple((str(k), str(v)) for k, v in study.plan_columns(point).items() if k != "rep")
 
@@ -72,7 +79,7 @@ def calibrate(source: Path = typer.Argument(..., help="An experiment spec (YAML)
 
 
 def _run(spec: Path, runs: int, point: int, results: Path | None, same_deployment: bool,
-         sets: list[str]) -> tuple[list[Any], bool]:
+         sets: list[str]) -> tuple[list[Unit], bool]:
     from juice import studies
     from juice.lab.local import require_root
     from juice.results.samples import units
@@ -110,12 +117,12 @@ def _run(spec: Path, runs: int, point: int, results: Path | None, same_deploymen
     return found, not same_deployment
 
 
-def _print(entries: list[Any], fresh: bool) -> None:
+def _print(entries: Sequence[Entry], fresh: bool) -> None:
     from rich.table import Table
 
     from juice.analysis.runlevel import runs_needed
 
-    by_config: dict[str, list[Any]] = {}
+    by_config: dict[str, list[Entry]] = {}
     for e in entries:
         by_config.setdefault(e.label, []).append(e)
     for label, es in sorted(by_config.items()):

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from juice.errors import UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from juice.services.base import ServerRecordDict
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -20,7 +25,7 @@ def progress(msg: str) -> None:
     err.print(f"[dim]·[/dim] {escape(msg)}")
 
 
-def servers_table(servers: list[dict[str, Any]]) -> Table:
+def servers_table(servers: Sequence[ServerRecordDict]) -> Table:
     """Recorded servers (services.json / keystone.json rows), with whether each still runs."""
     from juice.util import proc
 

@@ -8,13 +8,16 @@ summary lines and report sections through the study contract (``juice.contract``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from juice.cli.common import out, progress
 from juice.errors import UserError
+
+if TYPE_CHECKING:
+    from juice.contract import P, S, Study
 
 
 def _fmt_s(s: float) -> str:
@@ -148,7 +151,7 @@ def cleanup(target: Path = typer.Option(..., "--target", help="The experiment sp
         out.print(line, highlight=False)
 
 
-def _report(study: Any, study_dir: Path) -> Path:
+def _report(study: Study[S, P], study_dir: Path) -> Path:
     """``study_dir/report.html``: this study's runs (not another study's under ``<dir>/<study>/``)."""
     from juice import studies
     from juice.runner import sweep

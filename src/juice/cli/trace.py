@@ -7,11 +7,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from juice.cli.common import err, out
+
+if TYPE_CHECKING:
+    from juice.trace.tables import Traced
 
 PATHS = typer.Argument(..., help="Nova runs (with logs/), study directories, or directories of plain "
                                  "service logs (oslo.log text or JSON).", show_default=False)
@@ -89,7 +92,7 @@ def trace(
              progress=lambda m: err.print(f"[dim]·[/dim] {m}"))
 
 
-def _print(t: Any, took: float) -> None:
+def _print(t: Traced, took: float) -> None:
     from juice.cli.analyze import _print_table
 
     s = t.summary
@@ -126,7 +129,7 @@ def _print(t: Any, took: float) -> None:
                   f"{u['no_request_id']} flow events without a request id. {u['examples']}")
 
 
-def _osprofiler(paths: list[Path], t: Any, out_dir: Path | None) -> None:
+def _osprofiler(paths: list[Path], t: Traced, out_dir: Path | None) -> None:
     """Runs with OSProfiler traces (``profiler: redis``): the per-phase agreement table."""
     from juice.trace import osprofiler
     from juice.trace.tables import sources

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypedDict, TypeVar, runtime_checkable
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, ThisHost
@@ -214,6 +214,19 @@ def stop_pid(pid: int | None, started: int | None, sig: int = signal.SIGTERM,
     ``started`` (the kernel start time) guards against signalling a recycled pid."""
     if pid and proc.alive(pid, started):
         proc.terminate([pid], grace_s=grace_s, sig=sig)
+
+
+class ServerRecordDict(TypedDict):
+    """``ServerRecord.as_dict()``: a server as services.json / keystone.json record it."""
+
+    kind: str
+    site: int
+    pid: int
+    pid_start: int | None
+    datadir: str
+    log: str
+    port: int
+    extra: dict[str, object]
 
 
 @runtime_checkable
