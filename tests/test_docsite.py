@@ -18,7 +18,7 @@ CLONE = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from juice.docsite.build import build
+    from juice.cli.docs import build_site as build
 
     out = tmp_path_factory.mktemp("site")
     t0 = time.monotonic()

@@ -9,9 +9,8 @@ here from the code itself at every build, never committed, so they cannot drift:
     report.py    every report section, found where the code renders its heading
     layout.py    the code layout, from each package's and module's docstring
     pages.py     the generated pages by path (``pages()``)
-    build.py     the site's build (``build()``), warnings as errors
     hooks.py     the MkDocs hook that adds the generated pages to a build (``mkdocs build`` too)
     snippets.py  the YAML snippets of the docs, and which of them are full specs
 
-``juice docs build [--out DIR]`` builds the site with warnings as errors.
+``juice docs build [--out DIR]`` (juice.cli.docs) builds the site with warnings as errors.
 """

@@ -1,5 +1,5 @@
-"""The generated pages by path (relative to the docs directory); the build is
-``juice.docsite.build``.
+"""The generated pages by path (relative to the docs directory); the build is in
+``juice.cli.docs`` (build_site).
 
     pages()                      # {"reference/cli.md": "...", ...}
 """
