@@ -1,11 +1,13 @@
 """Deployments shared by several tests (session fixtures; ``tests/parallel.py`` keeps the tests
 of one fixture on one pytest-xdist worker, so each is brought up once per suite).
 
-- ``nova_cloud``: one real nova stack (MariaDB, RabbitMQ, Keystone, placement, fake-glance and
-  fake-neutron stand-ins, nova-api, conductor, a scheduler, a nova-compute of 20 simulated
-  nodes in site 2), published on loopback forwarders with a clouds.yaml, as a user's existing
+- ``nova_cloud``: one real nova stack (MariaDB, RabbitMQ, Keystone, placement, the real
+  glance-api with its image, the fake-neutron stand-in, nova-api, conductor, a scheduler, a
+  nova-compute of 20 simulated nodes in site 2, which download the image through glance at their
+  first boot), published on loopback forwarders with a clouds.yaml, as a user's existing
   cloud would be. Tests that use it leave it as they found it (they boot and delete their own
-  servers, under their own names; a test that kills a compute restarts it and waits for it).
+  servers and images, under their own names; a test that kills a compute restarts it and waits
+  for it).
 - ``capacity_runs``: ``juice run`` of the accuracy spec (capacity for exactly K = 4 servers,
   K + 1 concurrent boots, with 2 schedulers; the 1-scheduler case runs on ``nova_cloud``): the
   results are only read, by the capacity test and by the trace test that follows its No valid

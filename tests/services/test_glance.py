@@ -1,19 +1,20 @@
-"""The real glance-api (glance 33 under gunicorn) with the lab's MariaDB and Keystone: the image
-uploaded at start-up is active through the API with a real token, a client uploads, lists and
-reads one of its own, a bad token is refused by keystonemiddleware; after ``stop`` nothing of
-it runs. Rendering is checked without a lab."""
+"""The real glance-api (glance 33 under gunicorn) with the lab's MariaDB and Keystone, as the
+suite's shared nova stack runs it: the image uploaded at start-up is active through the API with
+a real token, a client uploads, lists, reads and deletes one of its own, a bad token is refused
+by keystonemiddleware; after the stack's ``stop`` nothing of it runs (the fixture's teardown).
+Rendering is checked without a lab."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from juice.errors import ServiceError
 from juice.services.openstack.glance import IMAGE_ID, Glance, image_bytes, render_glance_conf
 from tests.services.conftest import FakeSites, needs_lab
+from tests.stacks import NovaCloud
 
 
 def test_conf_has_the_file_store_authtoken_and_the_keystone_pipeline() -> None:
@@ -38,53 +39,39 @@ def test_image_bytes_are_deterministic_and_options_checked() -> None:
 @needs_lab[0]
 @needs_lab[1]
 @needs_lab[2]
-def test_real_glance_serves_images_to_keystone_tokens_only(lab_name: str) -> None:
-    from juice.lab import LocalLab, netns, spec
-    from juice.services import registry
-
-    ls = spec.parse({"name": lab_name, "sites": 2, "delay_ms": 0})
-    with LocalLab.up(ls, ephemeral=True) as lab:
-        with registry.deploy(lab, "mariadb") as db:
-            _serve(lab, db)
-        # glance, Keystone and the database stopped by pid: nothing runs in the sites any more
-        assert not [p for k in lab.sites for p in netns.pids(lab.site_ns(k))]
-
-
-def _serve(lab: Any, db: Any) -> None:
+def test_real_glance_serves_images_to_keystone_tokens_only(nova_cloud: NovaCloud) -> None:
+    """On the suite's shared nova stack (tests/stacks.py): its glance-api, on the lab's MariaDB
+    and Keystone, started and stopped by the fixture (whose teardown checks that nothing is left
+    in the sites); this test leaves it as it found it (its own image deleted)."""
     from juice.openstack.http import issue_token, request
-    from juice.services.openstack.keystone import Keystone, KeystoneOptions
-    from juice.util import proc
 
-    ks = Keystone(lab, db, options=KeystoneOptions(password_hash_rounds=4, prewarm=False))
-    gl = Glance(lab, db, ks, site=1, workers=1)
+    dep = nova_cloud.dep
+    gl, lab = dep.glance, dep.lab
+    assert gl is not None and gl.records()[0].kind == "glance-api"
+    assert len(gl.pids()) == 1 + gl.workers  # the gunicorn master and its workers
+    token = issue_token(lab, 1, dep.ks.admin_credentials())
+    # the deployment's image, read from the computes' site with a real token
+    img = gl.image(IMAGE_ID, token=token)
+    assert (img["status"], img["size"], img["disk_format"]) == ("active", 1 << 20, "raw")
+    assert img["checksum"] == hashlib.md5(image_bytes(1), usedforsecurity=False).hexdigest()
+    # a client's own image: create, upload, list, download, delete
+    mine = gl.call("POST", "/v2/images", token=token, ok=(201,), site=2, body={
+        "name": "juice-test-glance", "disk_format": "raw", "container_format": "bare"})
+    stored = Path(gl.home / "images" / mine["id"])
     try:
-        ks.up()
-        gl.up()
-        pids = gl.pids()
-        assert len(pids) == 2  # the gunicorn master and its one worker
-        token = issue_token(lab, 1, ks.admin_credentials())
-        # the deployment's image, read from the other site with a real token
-        img = gl.image(IMAGE_ID, token=token)
-        assert (img["status"], img["size"], img["disk_format"]) == ("active", 1 << 20, "raw")
-        assert img["checksum"] == hashlib.md5(image_bytes(1), usedforsecurity=False).hexdigest()
-        # a client's own image: create, upload, list, download
-        mine = gl.call("POST", "/v2/images", token=token, ok=(201,), site=2, body={
-            "name": "juice-test", "disk_format": "raw", "container_format": "bare"})
         gl.call("PUT", f"/v2/images/{mine['id']}/file", token=token, data=b"x" * 4096, site=2, ok=(204,))
-        assert {i["id"] for i in gl.images(token)} == {IMAGE_ID, mine["id"]}
+        assert {IMAGE_ID, mine["id"]} <= {i["id"] for i in gl.images(token)}
         r = request(lab, 2, "GET", f"{gl.url()}/v2/images/{mine['id']}/file",
                     headers={"X-Auth-Token": token, "Accept": "application/octet-stream"})
         assert (r.status, r.body) == (200, b"x" * 4096)
-        stored = Path(gl.home / "images" / mine["id"])
         assert stored.read_bytes() == b"x" * 4096  # the file store under the place's state dir
         # keystonemiddleware validates against Keystone: a bad token is refused
         with pytest.raises(ServiceError, match="401"):
             gl.images("not-a-token")
-        seen = gl.requests()
-        assert ("GET", "/v2/images", 401) in seen and ("PUT", f"/v2/images/{IMAGE_ID}/file", 204) in seen
-        assert gl.records()[0].kind == "glance-api"
-        assert gl.facts()["glance_version"].startswith("33.")
     finally:
-        gl.stop()
-        ks.stop()
-    assert not [p for p in pids if proc.alive(p)]
+        gl.call("DELETE", f"/v2/images/{mine['id']}", token=token, ok=(204,))
+    assert not stored.exists() and mine["id"] not in {i["id"] for i in gl.images(token)}
+    seen = gl.requests()
+    assert ("GET", "/v2/images", 401) in seen and ("PUT", f"/v2/images/{IMAGE_ID}/file", 204) in seen
+    facts = gl.facts()
+    assert facts["glance_version"].startswith("33.") and facts["store"] == "file"

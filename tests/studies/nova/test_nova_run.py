@@ -219,6 +219,10 @@ def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(capacity_runs: Capa
         assert len(cached) == 2 and set(cached) <= set(fetched)
         glance = (r / "logs" / "glance-api.log").read_text()
         assert len(re.findall(rf'"GET /v2/images/{image}/file HTTP/1.1" 200', glance)) == 2, glance[-2000:]
+        # glance-api's gunicorn master and workers are named in the run's resource profile
+        prof = pd.read_parquet(r / "profile.parquet", columns=["component", "pid", "metric", "value"])
+        rss = prof[(prof["component"] == "glance-api") & (prof["metric"] == "rss_bytes")]
+        assert rss["pid"].nunique() == 3 and rss["value"].max() > 0, sorted(set(prof["component"]))
 
 
 TRAIT = "CUSTOM_JUICE_K_PLUS_ONE"
