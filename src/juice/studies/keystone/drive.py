@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from juice.errors import JuiceError, ServiceError
 from juice.faults.runner import EVENTS, FaultRunner, FaultTarget
@@ -30,6 +30,10 @@ from juice.sla.criteria import Sla
 from juice.sla.stop import stop_rule, stopped
 from juice.studies.keystone.matrix import RunPoint
 from juice.util import atomic
+
+if TYPE_CHECKING:
+    from juice.services.openstack.keystone import Keystone
+
 
 SERVER_ERRORS = "server-errors.json"  # the servers' WARNING/ERROR lines by template
 
@@ -58,7 +62,7 @@ def driver_sites(p: RunPoint, lab: Lab) -> list[int]:
     return [1] if p.load == "light" else list(lab.sites)
 
 
-def keystone_env(ks: Any, site: int, concurrency: int) -> dict[str, Any]:
+def keystone_env(ks: Keystone, site: int, concurrency: int) -> dict[str, object]:
     """What a Keystone scenario needs in ``site`` (credentials: never stored)."""
     c = ks.admin_credentials()
     return {"site": site, "auth_url": ks.auth_url(site), "region": ks.region(site),
@@ -67,7 +71,7 @@ def keystone_env(ks: Any, site: int, concurrency: int) -> dict[str, Any]:
             "concurrency": concurrency}
 
 
-def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: object, progress: Progress,
+def execute(rd: RunDir, p: RunPoint, lab: Lab, db: Service, ks: Keystone, progress: Progress,
             ui: ProgressUI | None = None, target: FaultTarget | None = None,
             sla: Sla | None = None) -> dict[str, object]:
     """Run the drivers of ``p`` (with its fault schedule applied through ``target``); write

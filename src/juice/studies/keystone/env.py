@@ -11,11 +11,15 @@ The password is left out of ``repr`` and never returned by ``public()`` (what ma
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from juice.errors import UserError
 from juice.load.api import Env
 from juice.openstack.keystone import Credentials
+
+if TYPE_CHECKING:
+    from juice.services.openstack.keystone import Keystone
+
 
 REQUIRED = ("auth_url", "username", "password", "project_name")
 
@@ -76,7 +80,7 @@ class KeystoneEnv:
                    simulated=bool(env.get("simulated")))
 
     @classmethod
-    def from_keystone(cls, ks: Any, site: int, concurrency: int = 1) -> KeystoneEnv:
+    def from_keystone(cls, ks: Keystone, site: int, concurrency: int = 1) -> KeystoneEnv:
         """From a deployed ``services.keystone.Keystone`` (or anything with its three methods)."""
         c = ks.admin_credentials()
         return cls(site=site, auth_url=ks.auth_url(site), region=ks.region(site),

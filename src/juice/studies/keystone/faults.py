@@ -9,7 +9,7 @@ point with None; ``kill``/``restart`` act on the deployment's servers by kind: t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from juice.errors import UserError
 from juice.faults.spec import WanChange
@@ -17,13 +17,17 @@ from juice.lab.place import Lab
 from juice.services.base import Service
 from juice.spec.wan import WanPoint
 
+if TYPE_CHECKING:
+    from juice.services.openstack.keystone import Keystone
+
+
 KINDS_HINT = "the database's kind, keystone or memcached"
 
 
 class KeystoneFaults:
     """A FaultTarget over one Keystone deployment at one WAN point."""
 
-    def __init__(self, lab: Lab, db: Service, ks: Any, wan: WanPoint, jitter_ms: float,
+    def __init__(self, lab: Lab, db: Service, ks: Keystone, wan: WanPoint, jitter_ms: float,
                  loss_pct: float) -> None:
         self.lab, self.db, self.ks = lab, db, ks
         self.wan, self.jitter_ms, self.loss_pct = wan, jitter_ms, loss_pct
@@ -54,10 +58,10 @@ class KeystoneFaults:
         if kind == self.db.kind:
             return self.db
         if kind == "keystone":
-            return self.ks  # type: ignore[no-any-return]
-        if kind == "memcached" and getattr(self.ks, "memcached", None) is not None:
-            return self.ks.memcached  # type: ignore[no-any-return]
-        kinds = [self.db.kind, "keystone", *(["memcached"] if getattr(self.ks, "memcached", None) else [])]
+            return self.ks
+        if kind == "memcached" and self.ks.memcached is not None:
+            return self.ks.memcached
+        kinds = [self.db.kind, "keystone", *(["memcached"] if self.ks.memcached else [])]
         raise UserError(f"faults: kill: no {kind!r} server in this deployment ({KINDS_HINT}: "
                         f"{', '.join(kinds)})")
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from juice.report.findings import Finding, num
@@ -90,7 +91,7 @@ def early_late(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def correlation(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any],
+def correlation(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64],
                 clusters: Sequence[str]) -> tuple[float, float, float]:
     """The repeated-measures correlation (Bakdash & Marusich 2017, "rmcorr") of ``x`` and
     ``y``, already centred on their cluster's (point's) mean, with its 95 % Fisher interval on

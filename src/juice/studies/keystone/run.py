@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from juice.contract import Run
 from juice.lab.open import open_lab
@@ -30,6 +30,10 @@ from juice.spec.wan import WanPoint
 from juice.studies.keystone.faults import KeystoneFaults
 from juice.studies.keystone.matrix import RunPoint
 from juice.studies.keystone.spec import Experiment
+
+if TYPE_CHECKING:
+    from juice.services.openstack.keystone import Keystone
+
 
 Progress = Callable[[str], None]
 
@@ -49,7 +53,7 @@ class Deployment:
 
     lab: Lab
     db: Service
-    ks: Any  # juice.services.openstack.keystone.Keystone
+    ks: Keystone
     wan: str | None = None
     wan_report: dict[str, Any] = field(default_factory=dict)
 
@@ -124,7 +128,7 @@ def run_point(run: Run[Experiment, RunPoint], dep: Deployment) -> None:
     drive.finish(run.rd)
 
 
-def versions(ks: Any) -> dict[str, str]:
+def versions(ks: Keystone) -> dict[str, str]:
     v = {"mariadbd": tool_version(["mariadbd", "--version"]),
          "postgres": tool_version(["/usr/lib/postgresql/15/bin/postgres", "--version"]),
          "kernel": tool_version(["uname", "-r"])}

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
@@ -48,8 +48,13 @@ from juice.openstack.cloud import (
     tcp_rtt,
 )
 from juice.openstack.keystone import KeystoneClient, KeystoneError
-from juice.services.databases.counters import target_probe
+from juice.services.databases.counters import RemoteMySQLProbe, target_probe
 from juice.spec.target import Credentials, Target, resolve
+
+if TYPE_CHECKING:
+    from juice.contract import Run
+    from juice.studies.keystone.matrix import RunPoint
+    from juice.studies.keystone.spec import Experiment
 
 Progress = Callable[[str], None]
 HTTP_PROBES = 5
@@ -70,7 +75,7 @@ class TargetDeployment:
     sites: LoopbackSites
     rtt: dict[str, object] = field(default_factory=dict)
     juice_lab: str | None = None
-    probe: Any = None  # counters.RemoteMySQLProbe when the user gave a read-only database URL
+    probe: RemoteMySQLProbe | None = None  # when the user gave a read-only database URL
 
     def facts(self) -> dict[str, Any]:
         """What a manifest keeps (no password)."""
@@ -195,7 +200,7 @@ def driver_regions(load: str, regions: dict[str, str], home: str) -> list[str]:
     return [home] if load == "light" else list(regions)
 
 
-def run_point(run: Any, dep: TargetDeployment) -> None:
+def run_point(run: Run[Experiment, RunPoint], dep: TargetDeployment) -> None:
     """One run against the target (``_run_point``), its servers profiled over SSH around it
     when ``target.ssh`` is given (the generic runner's sampler sees only a lab)."""
     if not dep.target.ssh:
@@ -208,7 +213,7 @@ def run_point(run: Any, dep: TargetDeployment) -> None:
         _run_point(run, dep)
 
 
-def _run_point(run: Any, dep: TargetDeployment) -> None:
+def _run_point(run: Run[Experiment, RunPoint], dep: TargetDeployment) -> None:
     """One run against the target: drivers on this machine, the run's leftovers deleted after
     them (whatever happened), the manifest with what was and was not measured."""
     from juice.studies.keystone import drive

@@ -9,16 +9,16 @@ messages (``messages.parquet``, warm-up left out); clusters = runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from juice.report.findings import Finding, contrast, estimate, num, with_ci
 from juice.studies.messaging.metrics import latencies as measured
 
 
-def latencies(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def latencies(runs: pd.DataFrame) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.str_]]:
     vals: list[float] = []
     who: list[str] = []
     for _, r in runs.iterrows():

@@ -77,7 +77,8 @@ def read_records(files: Sequence[Path]) -> tuple[pd.DataFrame, pd.DataFrame, lis
     return s, r, ends
 
 
-def _clock_columns(sites: pd.Series[Any], clocks: Clocks | None) -> tuple[pd.Series[Any], pd.Series[Any]]:
+def _clock_columns(sites: pd.Series[float],
+                   clocks: Clocks | None) -> tuple[pd.Series[float], pd.Series[float]]:
     """(offset_s, bound_s) per row of ``sites``: 0 and 0 on one clock (or ``clocks`` None: a
     local lab, or records without a lab), the measured offset and bound on hosts, 0 and
     +inf where the site's offset was not measured (its times stay raw; any cross-site
@@ -136,7 +137,8 @@ def messages(sends: pd.DataFrame, recvs: pd.DataFrame, expected: Mapping[str, in
     return m.drop(columns=["n", "distinct", "first", "last", "first_bound", "last_bound"])
 
 
-def withheld(values: pd.Series[Any], bounds: pd.Series[Any] | None, what: str = "one-way p50") -> str | None:
+def withheld(values: pd.Series[float], bounds: pd.Series[float] | None,
+             what: str = "one-way p50") -> str | None:
     """Why the times ``values`` (seconds) cannot be reported given their clock ``bounds``
     (seconds, per value), or None: the largest bound over the values above their median
     (:data:`what`), or a site whose clock offset was not measured."""
@@ -155,7 +157,7 @@ def withheld(values: pd.Series[Any], bounds: pd.Series[Any] | None, what: str = 
     return None
 
 
-def latencies(m: pd.DataFrame) -> tuple[str, pd.Series[Any]]:
+def latencies(m: pd.DataFrame) -> tuple[str, pd.Series[float]]:
     """(column, values in s) of a run's measured (non warm-up) messages that its latency
     figures use: the call round trips, else the one-way times (none when withheld)."""
     m = m[~m["warmup"].astype(bool)]
@@ -166,7 +168,7 @@ def latencies(m: pd.DataFrame) -> tuple[str, pd.Series[Any]]:
     return "oneway_s", m["oneway_s"].dropna()
 
 
-def _pcts(x: pd.Series[Any], prefix: str) -> dict[str, float | None]:
+def _pcts(x: pd.Series[float], prefix: str) -> dict[str, float | None]:
     x = x.dropna().astype(float)
     out: dict[str, float | None] = {f"{prefix}_p{str(q * 100).rstrip('0').rstrip('.')}_ms": None for q in QS}
     out[f"{prefix}_mean_ms"] = out[f"{prefix}_max_ms"] = None

@@ -9,12 +9,21 @@ import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from juice.errors import JuiceError
 from juice.lab.place import Place
 from juice.services.logslice import copy_slices, log_sizes
 from juice.studies.nova import metrics
+
+if TYPE_CHECKING:
+    from juice.contract import Run
+    from juice.faults.runner import FaultRunner
+    from juice.load.drivers import SiteLauncher
+    from juice.services.buses import mqstats
+    from juice.services.databases import counters, dbevents
+    from juice.studies.nova.points import NovaPoint
+    from juice.studies.nova.spec import NovaSpec
 
 PRELOAD_METHODS = {"api": "booted through the API (multi-create batches of 50)",
                    "rows": "one booted through the API, the others cloned from it as database rows "
@@ -41,11 +50,11 @@ def atomic_lines(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
     atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
 
 
-def execute(run: Any, launcher: Any, env: dict[str, Any], *, site: int, at: Place,
-            logs: Sequence[tuple[Place, Path]], probe: Any, running: int | None, facts: Mapping[str, Any],
-            faults: Any = None, lab: Mapping[str, Any] | None = None,
-            versions: Mapping[str, str] | None = None, db_events: Any = None,
-            mq_sampler: Any = None) -> None:
+def execute(run: Run[NovaSpec, NovaPoint], launcher: SiteLauncher, env: dict[str, Any], *, site: int,
+            at: Place, logs: Sequence[tuple[Place, Path]], probe: counters.Probe | None,
+            running: int | None, facts: Mapping[str, Any], faults: FaultRunner | None = None,
+            lab: Mapping[str, Any] | None = None, versions: Mapping[str, str] | None = None,
+            db_events: dbevents.Probe | None = None, mq_sampler: mqstats.Sampler | None = None) -> None:
     """Drive ``run.point`` from ``site`` of ``launcher`` (a lab, or this machine) with ``env``
     (endpoints, credentials: never stored), then write the run (see the study's module doc).
     ``at`` is where the driver runs (it writes its boots under ``at.root``; fetched here);

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from juice.report.findings import BROKEN, Finding, contrast, num, run_order_of_dirs, with_ci
@@ -23,7 +23,7 @@ CONFIG = ["scenario", "db", "schedulers", "host_subset_size", "concurrency_backe
           "delay_ms", "galera_writers"]
 
 
-def boot_times(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def boot_times(runs: pd.DataFrame) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.str_]]:
     """(boot seconds, run of each) over ``runs``: every ACTIVE boot's Rally time."""
     vals: list[float] = []
     who: list[str] = []
@@ -31,7 +31,7 @@ def boot_times(runs: pd.DataFrame) -> tuple[np.ndarray[Any, Any], np.ndarray[Any
         f = Path(str(r["dir"])) / "boots.parquet"
         if f.exists():
             b = pd.read_parquet(f, columns=["ok", "rally_boot_s"])
-            v: np.ndarray[Any, Any] = b.loc[b["ok"].astype(bool), "rally_boot_s"].dropna().to_numpy(float)
+            v: npt.NDArray[np.float64] = b.loc[b["ok"].astype(bool), "rally_boot_s"].dropna().to_numpy(float)
         else:
             v = np.asarray([r.get("rally_median")], dtype=float)
         vals += [float(x) for x in v]

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from juice.load.api import Scenario
+    from juice.services.balancers.haproxy import HAProxy
     from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
+    from juice.services.openstack.placement import Placement
     from juice.studies.nova.target import NovaTarget
 
 WORKLOAD = "nova"
@@ -183,7 +185,7 @@ def provider_plan(spec: NovaSpec, points: Sequence[NovaPoint]) -> list[str]:
 
     lines = [f"{len(points)} runs on hosts (provider kind {spec.provider.kind}); nothing is reserved "
              "or contacted by this dry run"]
-    seen: set[tuple[float, tuple[Any, ...]]] = set()
+    seen: set[tuple[float, tuple[str | int, ...]]] = set()
     for p in points:
         if (p.delay_ms, p.deployment_key) in seen:
             continue
@@ -195,7 +197,7 @@ def provider_plan(spec: NovaSpec, points: Sequence[NovaPoint]) -> list[str]:
     return lines
 
 
-def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any, sampled: dict[str, Any]) -> None:
+def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: HAProxy, sampled: dict[str, object]) -> None:
     """``haproxy-stats.json``: ``show info`` and ``show stat`` after the run (counters cleared
     before it) and ``sampled`` (``ConnSampler``: CurrConns vs Maxconn during it); a stats socket
     that does not answer is noted, not raised."""
@@ -207,7 +209,7 @@ def _haproxy_stats(run: Run[NovaSpec, NovaPoint], lb: Any, sampled: dict[str, An
     run.rd.write_json("haproxy-stats.json", data)
 
 
-def _placement_capacity(run: Run[NovaSpec, NovaPoint], placement: Any) -> None:
+def _placement_capacity(run: Run[NovaSpec, NovaPoint], placement: Placement) -> None:
     """``placement.json`` after the run: what placement held per node (inventories with their
     allocation ratios, usages), for a handful of nodes; a placement that does not answer is
     noted, not raised."""
@@ -393,7 +395,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint, "Deployment | NovaTarget"]):
 
         return target.cleanup_lines(spec, prefix, progress)
 
-    def plan_columns(self, point: NovaPoint) -> dict[str, Any]:
+    def plan_columns(self, point: NovaPoint) -> dict[str, object]:
         conf = {"configuration": point.configuration} if point.configuration else {}
         return {**conf, "scenario": point.scenario.split(".")[-1], "db": point.db,
                 "writers": point.writers, "schedulers": point.schedulers,

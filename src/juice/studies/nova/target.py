@@ -19,17 +19,20 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from juice.errors import JuiceError, UserError
 from juice.load.drivers import LoopbackSites
 from juice.openstack import cloud
 from juice.openstack.keystone import KeystoneClient, KeystoneError
-from juice.services.databases.counters import target_probe
+from juice.services.databases.counters import RemoteMySQLProbe, target_probe
 from juice.spec.target import Credentials, resolve
 from juice.studies.nova.points import NovaPoint
 from juice.studies.nova.scenarios import NovaApi, NovaError, delete_by_prefix
 from juice.studies.nova.spec import NovaSpec
+
+if TYPE_CHECKING:
+    from juice.contract import Run
 
 Progress = Callable[[str], None]
 NOT_MEASURED = {
@@ -51,7 +54,7 @@ class NovaTarget:
     sites: LoopbackSites
     rtt: dict[str, object] = field(default_factory=dict)
     juice_lab: str | None = None
-    probe: object = None
+    probe: RemoteMySQLProbe | None = None  # with a read-only database URL
 
     def facts(self) -> dict[str, object]:
         t = self.spec.target
@@ -161,7 +164,8 @@ def cleanup_now(dep_creds: Credentials, identity_url: str, compute_url: str, max
     return counts
 
 
-def run_point(run: Any, dep: NovaTarget, execute: Callable[[LoopbackSites, dict[str, Any]], None]) -> None:
+def run_point(run: Run[NovaSpec, NovaPoint], dep: NovaTarget,
+              execute: Callable[[LoopbackSites, dict[str, Any]], None]) -> None:
     """``execute(sites, env)`` runs the driver and writes the run; here: the env, the run's prefix
     recorded first, and the cleanup after it whatever happens."""
     t = dep.spec.target
