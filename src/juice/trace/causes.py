@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from juice.util.jsontypes import as_object, get_in
 
 DOWN = "compute services seen as down (their heartbeats late)"
 # (pattern on the template or message, cause, what governs it)
@@ -95,12 +96,17 @@ def boot_cause(fault_template: str | None, fault: str | None,
     return why[0] if why else best[0]
 
 
-def db_verdict(cause: str | None, db: Mapping[str, Any] | None) -> str | None:
+def _count(db: Mapping[str, object], key: str) -> int:
+    v = db.get(key, 0)
+    return int(v) if isinstance(v, int | float | str) else 0
+
+
+def db_verdict(cause: str | None, db: Mapping[str, object] | None) -> str | None:
     """What the database's counters over the run say about ``cause`` (None: nothing to add)."""
     if not db:
         return None
-    dead, cert = int(db.get("Innodb_deadlocks", 0)), int(db.get("wsrep_local_cert_failures", 0))
-    bf, refused = int(db.get("wsrep_local_bf_aborts", 0)), int(db.get("Connection_errors_max_connections", 0))
+    dead, cert = _count(db, "Innodb_deadlocks"), _count(db, "wsrep_local_cert_failures")
+    bf, refused = _count(db, "wsrep_local_bf_aborts"), _count(db, "Connection_errors_max_connections")
     if cause == "database deadlock or Galera certification conflict":
         counted = ((dead, "InnoDB deadlock(s)"), (cert, "certification failure(s)"),
                    (bf, "brute-force abort(s)"))
@@ -112,11 +118,11 @@ def db_verdict(cause: str | None, db: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def server_counters_table(manifests: Iterable[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+def server_counters_table(manifests: Iterable[tuple[str, Mapping[str, object]]]) -> list[dict[str, object]]:
     """One row per run with database event counters (``server_events.database``) that are not all 0."""
-    rows = []
+    rows: list[dict[str, object]] = []
     for run, man in manifests:
-        db = ((man.get("server_events") or {}).get("database")) or {}
+        db = as_object(get_in(man, "server_events", "database"))
         if not db:
             continue
         rows.append({"run": run, **{k: db.get(k) for k in (

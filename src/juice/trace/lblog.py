@@ -17,10 +17,10 @@ The meanings are haproxy 2.6's (configuration.txt, "Session state at disconnecti
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 # %ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq ... "%r"
 HTTPLOG = re.compile(
@@ -96,10 +96,22 @@ def _route(uri: str) -> str:
     return re.sub(r"/[0-9a-fA-F-]{16,}|/\d+(?=/|$)", "/<id>", path)
 
 
-def summary(paths: Iterable[Path], max_lines: int = 5_000_000) -> list[dict[str, Any]]:
+class LbRow(TypedDict):
+    """One group of haproxy's answers (``summary``)."""
+
+    frontend: str
+    status: int
+    term: str
+    request: str
+    count: int
+    max_s: float
+    server: str
+
+
+def summary(paths: Iterable[Path], max_lines: int = 5_000_000) -> list[LbRow]:
     """One row per (frontend, status, termination state, method and route): count, the largest
     total time (s) and an example server; unreadable files and foreign lines are skipped."""
-    groups: dict[tuple[str, int, str, str], dict[str, Any]] = {}
+    groups: dict[tuple[str, int, str, str], LbRow] = {}
     seen = 0
     for path in paths:
         try:
@@ -122,12 +134,12 @@ def summary(paths: Iterable[Path], max_lines: int = 5_000_000) -> list[dict[str,
     return sorted(groups.values(), key=lambda g: (-g["count"], g["frontend"], g["status"]))
 
 
-def abnormal(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def abnormal(rows: Sequence[LbRow]) -> list[LbRow]:
     """The rows of answers that went wrong: a 5xx, or a session haproxy or a timeout ended."""
     return [r for r in rows if int(r["status"]) >= 500 or r["term"] != "--"]
 
 
-def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def table_rows(rows: Sequence[LbRow]) -> list[dict[str, object]]:
     """The report's rows: the abnormal answers by frontend, status and termination state, with
     what the state means and what governs it."""
     return [{"frontend": r["frontend"], "request": r["request"], "status": r["status"],
@@ -140,7 +152,7 @@ LB_CAUSES = ("upstream refused or timed out (load balancer or API)",
              "connection refused or reset (load balancer or API not accepting)")
 
 
-def lb_verdict(cause: str | None, rows: Sequence[Mapping[str, Any]]) -> str | None:
+def lb_verdict(cause: str | None, rows: Sequence[LbRow]) -> str | None:
     """What haproxy's log says about a load-balancer cause (None: nothing to add), e.g.
     "haproxy log: 50 x 504 sH (the server-side timeout struck while waiting for the server's
     response headers; longest 50.0 s)"."""
@@ -149,7 +161,7 @@ def lb_verdict(cause: str | None, rows: Sequence[Mapping[str, Any]]) -> str | No
     bad = [r for r in abnormal(rows) if int(r["status"]) >= 500]
     if not bad:
         return "haproxy log: no 5xx of its own logged" if rows else None
-    by: dict[tuple[int, str], list[Mapping[str, Any]]] = {}
+    by: dict[tuple[int, str], list[LbRow]] = {}
     for r in bad:
         by.setdefault((int(r["status"]), str(r["term"])), []).append(r)
     parts = []

@@ -30,9 +30,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, Protocol, Required, TypedDict
 
 from juice import __version__
 from juice.trace import flow
@@ -42,7 +42,71 @@ INTERNAL, SERVER, CLIENT = 1, 2, 3          # Span.SpanKind
 UNSET, OK, ERROR = 0, 1, 2                  # Status.StatusCode
 SERVICE = {"api": "nova-api", "conductor": "nova-conductor", "scheduler": "nova-scheduler",
            "compute": "nova-compute", "placement": "placement", "keystone": "keystone"}
-Span = dict[str, Any]
+
+
+class HasTraces(Protocol):
+    """What is exported: ``juice.trace.tables.Traced`` (run, boot, clocks per boot)."""
+
+    @property
+    def traces(self) -> Sequence[tuple[str, flow.Trace, Mapping[str, str]]]: ...
+
+
+class OtlpValue(TypedDict, total=False):
+    """OTLP/JSON's ``AnyValue``: one of these keys."""
+
+    boolValue: bool
+    intValue: str
+    doubleValue: float
+    stringValue: str
+    arrayValue: ArrayValue
+
+
+class ArrayValue(TypedDict):
+    values: list[OtlpValue]
+
+
+class KeyValue(TypedDict):
+    key: str
+    value: OtlpValue
+
+
+class Status(TypedDict, total=False):
+    code: Required[int]
+    message: str
+
+
+class Span(TypedDict):
+    """One OTLP/JSON span (the fields Juice writes)."""
+
+    traceId: str
+    spanId: str
+    parentSpanId: NotRequired[str]
+    name: str
+    kind: int
+    startTimeUnixNano: str
+    endTimeUnixNano: str
+    attributes: list[KeyValue]
+    status: Status
+
+
+class ScopeSpans(TypedDict):
+    scope: dict[str, str]
+    spans: list[Span]
+
+
+class Resource(TypedDict):
+    attributes: list[KeyValue]
+
+
+class ResourceSpans(TypedDict):
+    resource: Resource
+    scopeSpans: list[ScopeSpans]
+
+
+class Document(TypedDict):
+    """The OTLP/JSON export (``ExportTraceServiceRequest``)."""
+
+    resourceSpans: list[ResourceSpans]
 
 
 def _id(n: int, *parts: str) -> str:
@@ -54,12 +118,12 @@ def _ns(t: float) -> str:
     return str(round(t * 1e9))
 
 
-def attr(key: str, value: Any) -> dict[str, Any]:
+def attr(key: str, value: object) -> KeyValue:
     """One ``KeyValue`` of the JSON mapping."""
     return {"key": key, "value": _any(value)}
 
 
-def _any(v: Any) -> dict[str, Any]:
+def _any(v: object) -> OtlpValue:
     if isinstance(v, bool):
         return {"boolValue": v}
     if isinstance(v, int):
@@ -71,7 +135,7 @@ def _any(v: Any) -> dict[str, Any]:
     return {"stringValue": str(v)}
 
 
-def _attrs(d: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _attrs(d: Mapping[str, object]) -> list[KeyValue]:
     return [attr(k, v) for k, v in d.items() if v is not None and v != ""]
 
 
@@ -86,7 +150,7 @@ class _Boot:
         self.n = 0
 
     def span(self, resource: tuple[str, str], name: str, kind: int, start: float, end: float,
-             attrs: Mapping[str, Any], status: int = UNSET, message: str = "") -> None:
+             attrs: Mapping[str, object], status: int = UNSET, message: str = "") -> None:
         self.n += 1
         s: Span = {"traceId": self.trace_id, "spanId": _id(16, self.trace_id, name, str(self.n)),
                    "parentSpanId": self.root_id, "name": name, "kind": kind,
@@ -100,7 +164,7 @@ class _Boot:
         c = self.clocks.get(e.stream, e.stream)
         return c.split(":", 1)[1] if c.startswith("host:") else c
 
-    def call(self, e: Event, end: Event | None, name: str, kind: int, **attrs: Any) -> None:
+    def call(self, e: Event, end: Event | None, name: str, kind: int, **attrs: object) -> None:
         res = (SERVICE.get(e.component, e.component), self.host_of(e))
         self.span(res, name, kind, e.t, end.t if end is not None else e.t,
                   {"juice.stream": e.stream, "nova.request_id": e.req, **attrs})
@@ -160,7 +224,7 @@ def _root(b: _Boot) -> Span:
     start, end = min(starts + t0 + t1), max(ends + t0 + t1)
     rids = sorted({x for e in tr.events for x in (e.greq, e.req) if x})
     failed = tr.state in flow.TERMINALS and tr.state != "active"
-    status: dict[str, Any] = {"code": OK if tr.state == "active" else ERROR if failed else UNSET}
+    status: Status = {"code": OK if tr.state == "active" else ERROR if failed else UNSET}
     if failed:
         status["message"] = tr.fault_template or tr.state
     return {"traceId": b.trace_id, "spanId": b.root_id, "name": "nova boot", "kind": SERVER,
@@ -173,12 +237,12 @@ def _root(b: _Boot) -> Span:
             "status": status}
 
 
-def document(traced: Any) -> dict[str, Any]:
+def document(traced: HasTraces) -> Document:
     """The OTLP/JSON document of every boot of a ``tables.Traced``."""
     return spans_document(traced.traces)
 
 
-def spans_document(traces: Iterable[tuple[str, flow.Trace, Mapping[str, str]]]) -> dict[str, Any]:
+def spans_document(traces: Iterable[tuple[str, flow.Trace, Mapping[str, str]]]) -> Document:
     res: dict[tuple[str, str, str], list[Span]] = defaultdict(list)
     for run, tr, clocks in traces:
         b = _Boot(run, tr, clocks)
@@ -188,14 +252,14 @@ def spans_document(traces: Iterable[tuple[str, flow.Trace, Mapping[str, str]]]) 
         for (service, host), spans in b.spans.items():
             res[(service, "" if host == "boot" else host, run)].extend(spans)
     scope = {"name": "juice.trace", "version": __version__}
-    out = []
+    out: list[ResourceSpans] = []
     for (service, host, run), spans in res.items():
         ra = _attrs({"service.name": service, "host.name": host or None, "juice.run": run})
         out.append({"resource": {"attributes": ra}, "scopeSpans": [{"scope": scope, "spans": spans}]})
     return {"resourceSpans": out}
 
 
-def write(traced: Any, path: Path) -> int:
+def write(traced: HasTraces, path: Path) -> int:
     """Write the document atomically; returns the number of traces."""
     from juice.util.atomic import write_text
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -39,6 +39,16 @@ LOG_SUFFIXES = (".log", ".json", ".txt")
 CLIENT = "client"
 
 
+class UnfitRow(TypedDict):
+    """Per run: the events no boot took (``flow.Unfit``)."""
+
+    run: str
+    orphan_events: int
+    no_request_id: int
+    other_requests: int
+    examples: str
+
+
 @dataclass
 class Traced:
     boots: pd.DataFrame
@@ -48,7 +58,7 @@ class Traced:
     errors: pd.DataFrame
     faults: pd.DataFrame
     summary: pd.DataFrame
-    unfit: list[dict[str, Any]] = field(default_factory=list)
+    unfit: list[UnfitRow] = field(default_factory=list)
     clocks: pd.DataFrame = field(default_factory=pd.DataFrame)
     traces: list[tuple[str, flow.Trace, dict[str, str]]] = field(default_factory=list)  # run, boot, clocks
 
@@ -196,7 +206,7 @@ def trace_source(src: Source, correct: bool = True, workers: int | None = None,
         sk_df.insert(0, "run", src.name)
     errors, faults = _errors(events, traces, src.name)
     summary = _summary(src, boots, events, sk, unfit, len(pairs), before, after if correct else before)
-    unfit_rows = [{"run": src.name, "orphan_events": unfit.orphan_events,
+    unfit_rows: list[UnfitRow] = [{"run": src.name, "orphan_events": unfit.orphan_events,
                    "no_request_id": unfit.no_request_id, "other_requests": unfit.other_requests,
                    "examples": "; ".join(unfit.examples)}]
     clocks_df = pd.DataFrame(clk.table_rows(src.name, src.files, cmap, why))
@@ -222,7 +232,7 @@ API_MATCH = {"active": ("ACTIVE",), "no_valid_host": ("ERROR",), "retries_exhaus
              "compute_failed": ("ERROR",), "api_failed": ("failed", "unknown")}
 
 
-def _api_state(status: Any, fault: Any) -> str | None:
+def _api_state(status: object, fault: object) -> str | None:
     """The terminal state the API reported (boots.parquet), in the trace's vocabulary."""
     if not isinstance(status, str):
         return None
@@ -235,7 +245,7 @@ def _api_state(status: Any, fault: Any) -> str | None:
 
 
 def _boots(traces: Sequence[flow.Trace], src: Source, api: pd.DataFrame | None) -> pd.DataFrame:
-    params: dict[str, Any] = {}
+    params: dict[str, object] = {}
     if src.run_dir is not None:
         try:
             params = json.loads((src.run_dir / "manifest.json").read_text()).get("params") or {}
@@ -243,7 +253,7 @@ def _boots(traces: Sequence[flow.Trace], src: Source, api: pd.DataFrame | None) 
             params = {}
     rows = []
     for tr in traces:
-        r: dict[str, Any] = {
+        r: dict[str, object] = {
             "run": src.name, "request_id": tr.rid, "uuid": tr.uuid, "state": tr.state,
             "terminal": tr.state in flow.TERMINALS, "attempts": tr.attempts,
             "retries": max(tr.attempts - 1, 0), "host": tr.host, "hosts": ",".join(tr.hosts),
@@ -341,7 +351,7 @@ def _errors(events: Sequence[Event], traces: Sequence[flow.Trace], run: str
     return errors, faults
 
 
-def _cause(text: Any) -> str | None:
+def _cause(text: object) -> str | None:
     found = causes.cause_of(str(text)) if isinstance(text, str) else None
     return found[0] if found else None
 
