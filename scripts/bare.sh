@@ -148,9 +148,10 @@ run_in_image() {
 
 # The test hosts' layer (tests/testhosts.py): the image plus what a host needs before Juice
 # prepares it (python3 for the host agent, libfaketime for a clock of its own), installed from
-# Debian's packages in a chroot over the image; only the overlay's upper directory is kept,
-# in $JUICE_CACHE/bare/layers/host-<key> (key: this recipe and the image's date), ~50 MB.
-hostlayer_recipe() { sed -n '/^make_hostlayer()/,/^}/p' "$0"; }
+# Debian's packages in a chroot over the image, and scripts/faketime-sleep.c (built here);
+# only the overlay's upper directory is kept, in $JUICE_CACHE/bare/layers/host-<key> (key:
+# this recipe, that file and the image's date), ~40 MB.
+hostlayer_recipe() { sed -n '/^make_hostlayer()/,/^}/p' "$0"; cat "$here/scripts/faketime-sleep.c"; }
 hostlayer_path() {
   echo "$base/layers/host-$( { hostlayer_recipe; cat "$img/.juice-made" "$img/.juice-recipe"; } \
     | sha256sum | cut -c1-16)"
@@ -169,13 +170,26 @@ make_hostlayer() {
       python3 libfaketime iproute2 procps >/dev/null && apt-get clean && rm -rf /var/lib/apt/lists/*"
   ' hostlayer "$img" "$tmp" > "$base/hostlayer.log" 2>&1 \
     || { tail -20 "$base/hostlayer.log" >&2; rm -rf "$tmp"; die "the host layer failed (log: $base/hostlayer.log)"; }
+  # libfaketime 0.9.10's absolute monotonic sleeps, mended (see the file); built here with
+  # this Debian 12's gcc for the image's (the same) glibc
+  mkdir -p "$tmp/upper/usr/local/lib/juice"
+  gcc -O2 -shared -fPIC -o "$tmp/upper/usr/local/lib/juice/faketime-sleep.so" "$here/scripts/faketime-sleep.c" -ldl \
+    || { rm -rf "$tmp"; die "building scripts/faketime-sleep.c failed (gcc: scripts/setup.sh installs it)"; }
   date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp/upper/.juice-layer-made"
   rm -rf "$out"; mv "$tmp/upper" "$out"; rm -rf "$tmp"
   log "host layer ready: $out ($(du -sh "$out" | cut -f1))"
 }
 ensure_hostlayer() {
+  local out
+  # made already for the current image (and recipe): no lock (a `check` or `run` holds it for
+  # its whole run)
+  if [ -f "$img/.juice-made" ] && [ "$(cat "$img/.juice-recipe" 2>/dev/null)" = "$(recipe | sha256sum | cut -d' ' -f1)" ] \
+     && [ -z "$(find "$img/.juice-made" -mtime +"$max_age_days")" ]; then
+    out=$(hostlayer_path)
+    [ -f "$out/.juice-layer-made" ] && { echo "$out"; return 0; }
+  fi
   ensure_image   # holds the lock (fd 9) from here on
-  local out; out=$(hostlayer_path)
+  out=$(hostlayer_path)
   mkdir -p "$base/layers"
   [ -f "$out/.juice-layer-made" ] || make_hostlayer "$out"
   # layers of an older recipe or image: unused by anyone now (the lock is held)

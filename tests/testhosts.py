@@ -51,11 +51,11 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.lab import LocalLab
-from juice.lab.local import uniform_lab
+from juice.lab import spec as labspec
 from juice.lab.provider import StaticHost
 from juice.util import proc
 
@@ -74,6 +74,7 @@ CACHE = Path(os.environ.get("JUICE_CACHE", "/var/cache/juice"))
 LAYERS = CACHE / "bare" / "layers"
 HOSTS_DIR = Path("/var/tmp/juice-testhosts")  # run directories (upper/work per host), swept
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+SLEEP_FIX = "/usr/local/lib/juice/faketime-sleep.so"  # scripts/faketime-sleep.c
 START_TIMEOUT_S = 30.0
 PREPARE_TIMEOUT_MIN = 30
 
@@ -124,7 +125,7 @@ def _write_root(upper: Path, *, listen: str, port: int, keys: Path, offset_s: fl
             "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nMaxStartups 100:30:200\nMaxSessions 100\n")
     if offset_s is not None:
-        conf += f"SetEnv LD_PRELOAD={FAKETIME} FAKETIME_DONT_FAKE_MONOTONIC=1\n"
+        conf += f"SetEnv LD_PRELOAD={SLEEP_FIX}:{FAKETIME} FAKETIME_DONT_FAKE_MONOTONIC=1\n"
         (upper / "etc" / "faketimerc").write_text(offset_text(offset_s) + "\n")
     (upper / "etc" / "ssh" / "juice_sshd_config").write_text(conf)
 
@@ -191,7 +192,7 @@ def keys(tmp: Path) -> None:
 
 def _run_dir(name: str) -> Path:
     HOSTS_DIR.mkdir(parents=True, exist_ok=True)
-    d = HOSTS_DIR / f"juice-{name}-{os.getpid()}"
+    d = HOSTS_DIR / f"juice-{name}-{os.getpid()}-{secrets.token_hex(2)}"
     d.mkdir()
     _save(d, [])
     return d
@@ -205,8 +206,15 @@ def _save(d: Path, hosts: list[Running]) -> None:
 
 
 def sweep() -> list[str]:
-    """Remove the run directories (and kill the hosts) of test processes that are gone."""
-    removed = []
+    """Remove the run directories (and kill the hosts) of test processes that are gone, and the
+    labs whose owner died (what any `juice` command does first)."""
+    from juice.lab import state
+    from juice.lab.local import sweep as sweep_labs
+
+    if state.labs_dir().is_dir():
+        with state.locked():
+            sweep_labs()
+    removed: list[str] = []
     if not HOSTS_DIR.is_dir():
         return removed
     for d in HOSTS_DIR.glob("juice-*"):
@@ -228,16 +236,23 @@ def sweep() -> list[str]:
 
 # ---- the prepared layer ---------------------------------------------------------------------
 
+# scripts that setup.sh does not run: editing them keeps the prepared layer
+NOT_SETUP = {"scripts/bare.sh", "scripts/faketime-sleep.c", "scripts/test.sh", "scripts/test-deps.sh",
+             "scripts/quickstart.sh"}
+
+
 def prepared_key() -> str:
-    """What the prepared state depends on: scripts/setup.sh's inputs (the scripts, the locks,
-    native/, the pyproject files, as bare.sh's check has them), this clone's path, the layers."""
+    """What the prepared state depends on: scripts/setup.sh's inputs (the scripts it runs, the
+    locks, native/, the pyproject files, tracked or not), this clone's path (the venvs' editable
+    installs point there) and the image's date (the hosts' layer adds only packages)."""
     files = subprocess.run(["git", "-C", str(CLONE), "ls-files", "-z", "--cached", "--others",
                             "--exclude-standard", "scripts", "native", "pyproject.toml", "plugins"],
                            capture_output=True, check=True, timeout=60).stdout.split(b"\0")
-    h = hashlib.sha256(str(CLONE).encode() + b"\0" + ":".join(base_layers()).encode())
-    for f in sorted(x for x in files if x):
+    image = CACHE / "bare" / "bookworm"
+    h = hashlib.sha256(str(CLONE).encode() + b"\0" + (image / ".juice-made").read_bytes())
+    for f in sorted(set(files) - {b""}):
         name = f.decode(errors="surrogateescape")
-        if name.startswith("plugins/") and not name.endswith("pyproject.toml"):
+        if name in NOT_SETUP or (name.startswith("plugins/") and not name.endswith("pyproject.toml")):
             continue
         p = CLONE / name
         if p.is_file():
@@ -299,22 +314,21 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
     _save(d, [r])
     try:
         _wait_port("127.0.0.1", port, r)
-        spec = tmp / "prepare.yaml"
-        spec.write_text(json.dumps({"name": "prep", "provider": {"kind": "enoslib", "static": {"hosts": [
-            {"address": "127.0.0.1", "port": port, "user": "root", "key_file": str(tmp / "client")}]}}}))
         progress(f"test hosts: preparing a host with `juice hosts prepare` for the prepared layer {key}")
-        cp = subprocess.run([sys.executable, "-m", "juice.cli", "hosts", "prepare", str(spec), "--log-dir",
-                             str(d / "logs"), "--timeout", str(PREPARE_TIMEOUT_MIN)], capture_output=True,
-                            text=True, timeout=PREPARE_TIMEOUT_MIN * 60 + 300, stdin=subprocess.DEVNULL,
-                            check=False)
-        logs = sorted((d / "logs").glob("*/host-1.log"))
-        if cp.returncode != 0:
-            tail = logs[-1].read_text(errors="replace")[-3000:] if logs else ""
-            raise RuntimeError(f"juice hosts prepare failed on the build host (exit {cp.returncode}): "
-                               f"{cp.stderr[-2000:]}\n{tail}")
+        # juice hosts prepare's own steps (juice.remote.prepare: check, copy, setup.sh, verify),
+        # with this working tree's files (tracked and not yet tracked: what the tests test)
+        build = StaticHost(address="127.0.0.1", port=port, user="root", key_file=str(tmp / "client"))
+        [o] = _prepare([build], d / "logs", command=None)
+        logs = [o.log]
+        if not o.ok:
+            raise RuntimeError(f"juice hosts prepare failed on the build host at {o.step}: {o.why}; "
+                               f"log {o.log}: " + " | ".join(o.tail()))
         took = time.monotonic() - t0
-    finally:
+    except BaseException:
         stop_host(r)
+        _remove(d)
+        raise
+    stop_host(r)
     upper = d / "h1" / "upper"
     # what is the build host's own, not the prepared state's
     for p in ("etc/ssh/juice_sshd_config", "etc/ssh/juice_host_key", "root/.ssh", "var/tmp/juice-host"):
@@ -323,9 +337,9 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
             shutil.rmtree(q)
         elif q.exists() or q.is_symlink():
             q.unlink()
-    (upper / ".juice-prepared").write_text(json.dumps({"key": key, "seconds": round(took, 1),
-                                                       "made": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                             time.gmtime())}))
+    made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (upper / ".juice-prepared").write_text(json.dumps({"key": key, "clone": str(CLONE),
+                                                       "seconds": round(took, 1), "made": made}))
     if logs:
         shutil.copyfile(logs[-1], upper / ".juice-prepare.log")
     shutil.rmtree(out, ignore_errors=True)
@@ -357,7 +371,10 @@ def test_hosts(n: int, tmp: Path, offsets: Sequence[float] | None = None, *, pre
     started: list[Running] = []
     with ExitStack() as stack:
         stack.callback(_remove, run)
-        lab = stack.enter_context(uniform_lab("th", n, delay_ms, progress))
+        # a random name: a process may have several sets of hosts at once (uniform_lab's names
+        # are per process)
+        ls = labspec.parse({"name": f"th{secrets.token_hex(3)}", "sites": n, "delay_ms": delay_ms})
+        lab = stack.enter_context(LocalLab.up(ls, ephemeral=True, progress=progress))
         stack.callback(lambda: [stop_host(r) for r in started])  # before the lab goes
         for k in lab.sites:
             hd = run / f"h{k}"
@@ -376,15 +393,27 @@ def test_hosts(n: int, tmp: Path, offsets: Sequence[float] | None = None, *, pre
         yield lab, hosts
 
 
-def sync_clone(hosts: Sequence[StaticHost], run_dir: Path) -> list[int]:
-    """This clone's tracked files that differ from the prepared layer's copy, to every host
-    (``juice.remote.prepare``'s copy step; the command run after it: ``true``)."""
+def worktree_files() -> list[str]:
+    """This clone's files as the tests see them: tracked, and not yet tracked (not ignored)."""
+    cp = subprocess.run(["git", "-C", str(CLONE), "ls-files", "-z", "--cached", "--others",
+                         "--exclude-standard"], capture_output=True, check=True, timeout=60)
+    names = sorted({n for n in cp.stdout.decode("utf-8", "surrogateescape").split("\0") if n})
+    return [n for n in names if "\n" not in n and os.path.lexists(CLONE / n) and not (CLONE / n).is_dir()]
+
+
+def _prepare(hosts: Sequence[StaticHost], run_dir: Path, command: str | None) -> list[Any]:
     from juice.paths import cache_dir
     from juice.remote import prepare as prep
 
-    ctx = prep.Context(source=CLONE, run_dir=run_dir, cache=cache_dir(), files=prep.tracked_files(CLONE),
-                       command="true")
-    outs = prep.prepare_all([prep.Target(k, h) for k, h in enumerate(hosts, 1)], ctx)
+    ctx = prep.Context(source=CLONE, run_dir=run_dir, cache=cache_dir(), files=worktree_files(),
+                       command=command, setup_timeout_s=PREPARE_TIMEOUT_MIN * 60)
+    return prep.prepare_all([prep.Target(k, h) for k, h in enumerate(hosts, 1)], ctx)
+
+
+def sync_clone(hosts: Sequence[StaticHost], run_dir: Path) -> list[int]:
+    """This working tree's files that differ from the prepared layer's copy, to every host
+    (``juice.remote.prepare``'s copy step; the command run after it: ``true``)."""
+    outs = _prepare(hosts, run_dir, "true")
     bad = [o for o in outs if not o.ok]
     if bad:
         raise RuntimeError(f"bringing the hosts' clone up to date failed: {bad[0].target.name}: "
