@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from juice.services.base import Progress, quiet
+from juice.trace.otlp import Document
 
 ROOT_SERVICE = "nova"  # the resource of the boots' root spans (juice.trace.otlp)
 
@@ -37,7 +37,7 @@ class Loaded:
     ui: str                      # http://127.0.0.1:<port>
 
 
-def extent(doc: Mapping[str, Any]) -> tuple[int, tuple[int, int]]:
+def extent(doc: Document) -> tuple[int, tuple[int, int]]:
     """(number of traces, (start, end) in Unix µs around every span, widened by 1 s)."""
     ids: set[str] = set()
     starts: list[int] = []
@@ -60,7 +60,7 @@ def search_link(ui: str, window_us: tuple[int, int], limit: int) -> str:
     return f"{ui}/search?{q}"
 
 
-def show(doc: Mapping[str, Any], *, keep_s: float | None = None, ui_assets: Path | None = None,
+def show(doc: Document, *, keep_s: float | None = None, ui_assets: Path | None = None,
          announce: Callable[[str], None] = print, progress: Progress = quiet) -> Loaded:
     """Serve ``doc`` in Jaeger until Ctrl-C (``keep_s`` None) or for ``keep_s`` seconds; what
     was loaded and where it was served."""

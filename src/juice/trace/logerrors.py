@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from juice.trace import causes
 from juice.trace.parse import parse_files, stream_component, template_of
@@ -44,17 +45,31 @@ def _gunicorn(path: Path) -> Iterable[tuple[str, str]]:
         return
 
 
-def error_rows(paths: Sequence[Path], limit: int = LIMIT) -> list[dict[str, Any]]:
+class ErrorRow(TypedDict):
+    """One (log, component, level, template) of ``error_rows``."""
+
+    log: str
+    component: str
+    level: str
+    template: str
+    count: int
+    example: str
+    cause: str | None
+
+
+def error_rows(paths: Sequence[Path], limit: int = LIMIT) -> list[ErrorRow]:
     """The WARNING/ERROR/CRITICAL lines of ``paths`` by log, level and template (see the module
     doc), the most frequent first, at most ``limit``."""
-    counts: dict[tuple[str, str, str, str], list[Any]] = {}
+    counts: dict[tuple[str, str, str, str], int] = {}
+    examples: dict[tuple[str, str, str, str], str] = {}
 
     def add(log: str, comp: str, level: str, template: str, message: str) -> None:
         key = (log, comp, level, template)
         if key in counts:
-            counts[key][0] += 1
+            counts[key] += 1
         else:
-            counts[key] = [1, re.sub(r"\s+", " ", message)[:300]]
+            counts[key] = 1
+            examples[key] = re.sub(r"\s+", " ", message)[:300]
 
     files = [p for p in paths if p.is_file()]
     for e in parse_files(files, workers=1):
@@ -64,29 +79,38 @@ def error_rows(paths: Sequence[Path], limit: int = LIMIT) -> list[dict[str, Any]
     for p in files:
         for level, msg in _gunicorn(p):
             add(p.stem, stream_component(p.stem) or "other", level, "gunicorn: " + template_of(msg), msg)
-    rows = [{"log": k[0], "component": k[1], "level": k[2], "template": k[3], "count": v[0],
-             "example": v[1], "cause": (c[0] if (c := causes.cause_of(k[3]) or causes.cause_of(v[1]))
-                                        else None)}
-            for k, v in counts.items()]
+    rows: list[ErrorRow] = [
+        {"log": k[0], "component": k[1], "level": k[2], "template": k[3], "count": n,
+         "example": examples[k],
+         "cause": c[0] if (c := causes.cause_of(k[3]) or causes.cause_of(examples[k])) else None}
+        for k, n in counts.items()]
     rows.sort(key=lambda r: (LEVELS.index(r["level"]), -r["count"], r["log"], r["template"]))
     return rows[:limit]
 
 
-def summed(runs: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[dict[str, Any]]:
+@dataclass
+class _Sum:
+    example: object
+    cause: object
+    count: int = 0
+    runs: set[str] = field(default_factory=set)
+    logs: set[str] = field(default_factory=set)
+
+
+def summed(runs: Iterable[tuple[str, Sequence[Mapping[str, object]]]]) -> list[dict[str, object]]:
     """Rows of several runs (``(run name, rows)``) summed by component, level and template:
     count, the runs and logs they came from, one example, the cause."""
-    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str, str], _Sum] = {}
     for run, rows in runs:
         for r in rows:
             key = (str(r.get("component")), str(r.get("level")), str(r.get("template")))
-            agg = out.setdefault(key, {"component": key[0], "level": key[1], "template": key[2],
-                                       "count": 0, "runs": set(), "logs": set(),
-                                       "example": r.get("example"), "cause": r.get("cause")})
-            agg["count"] += int(r.get("count") or 0)
-            agg["runs"].add(run)
-            agg["logs"].add(str(r.get("log")))
-    res = [{**v, "runs": len(v["runs"]), "logs": ", ".join(sorted(v["logs"])[:6])
-            + (" ..." if len(v["logs"]) > 6 else "")} for v in out.values()]
+            agg = out.setdefault(key, _Sum(r.get("example"), r.get("cause")))
+            n = r.get("count") or 0
+            agg.count += int(n) if isinstance(n, int | float | str) else 0
+            agg.runs.add(run)
+            agg.logs.add(str(r.get("log")))
     lv = {x: i for i, x in enumerate(LEVELS)}
-    res.sort(key=lambda r: (lv.get(r["level"], 9), -r["count"]))
-    return res
+    order = sorted(out.items(), key=lambda kv: (lv.get(kv[0][1], 9), -kv[1].count))
+    return [{"component": k[0], "level": k[1], "template": k[2], "count": v.count, "runs": len(v.runs),
+             "logs": ", ".join(sorted(v.logs)[:6]) + (" ..." if len(v.logs) > 6 else ""),
+             "example": v.example, "cause": v.cause} for k, v in order]

@@ -38,13 +38,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from juice.analysis.bootstrap import group_rng, interval, replicates
 from juice.trace import flow
+from juice.util.jsontypes import JSONObject, as_object, as_objects
 
 FILE = "osprofiler.json"
 COLUMNS = ("phase", "from", "to", "boots", "juice_median_s", "diff_median_s", "diff_median_lo_s",
@@ -68,9 +68,9 @@ def _epoch(ts: str) -> float:
     return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=UTC).timestamp()
 
 
-def spans_of(notifications: Iterable[Mapping[str, Any]], trace: str = "") -> list[Span]:
+def spans_of(notifications: Iterable[Mapping[str, object]], trace: str = "") -> list[Span]:
     """The spans of one trace (a start and its stop share a ``trace_id``), by start time."""
-    starts: dict[str, Mapping[str, Any]] = {}
+    starts: dict[str, Mapping[str, object]] = {}
     stops: dict[str, float] = {}
     for n in notifications:
         name = str(n.get("name", ""))
@@ -80,8 +80,8 @@ def spans_of(notifications: Iterable[Mapping[str, Any]], trace: str = "") -> lis
             stops[str(n["trace_id"])] = _epoch(str(n["timestamp"]))
     out = []
     for tid, n in starts.items():
-        info = n.get("info") or {}
-        fn, req = info.get("function") or {}, info.get("request") or {}
+        info = as_object(n.get("info"))
+        fn, req = as_object(info.get("function")), as_object(info.get("request"))
         what = str(fn.get("name") or (f"{req.get('method', '')} {req.get('path', '')}" if req else ""))
         out.append(Span(tid, str(n.get("parent_id", "")), str(n["name"])[:-len("-start")],
                         str(n.get("service", "")), what, _epoch(str(n["timestamp"])), stops.get(tid),
@@ -94,9 +94,9 @@ def _first(spans: Sequence[Span], service: str, what: str, after: float = float(
                 None)
 
 
-def all_spans(doc: Mapping[str, Any]) -> list[Span]:
+def all_spans(doc: Mapping[str, object]) -> list[Span]:
     """Every span of a run's ``osprofiler.json``, whatever trace it was stored under."""
-    out = [s for tid, ns in (doc.get("traces") or {}).items() for s in spans_of(ns, tid)]
+    out = [s for tid, ns in as_object(doc.get("traces")).items() for s in spans_of(as_objects(ns), tid)]
     return sorted(out, key=lambda s: s.start)
 
 
@@ -183,12 +183,12 @@ def agreement(pairs: Sequence[tuple[str, str, Mapping[str, float], Mapping[str, 
     return pd.DataFrame(out, columns=list(COLUMNS))
 
 
-def load(run_dir: Path) -> dict[str, Any] | None:
+def load(run_dir: Path) -> JSONObject | None:
     """A run's ``osprofiler.json`` (None when the run had OSProfiler off)."""
     p = run_dir / FILE
     if not p.is_file():
         return None
-    doc: dict[str, Any] = json.loads(p.read_text())
+    doc: JSONObject = json.loads(p.read_text())
     return doc
 
 
@@ -211,7 +211,7 @@ def run_pairs(run: str, run_dir: Path, juice: Mapping[str, Mapping[str, float]]
     counts = {"boots": 0, "osprofiler_traced": 0, "misfiled": 0, "matched": 0}
     if doc is None or not (run_dir / "boots.parquet").is_file():
         return [], counts
-    traces = doc.get("traces") or {}
+    traces = as_object(doc.get("traces"))
     every = all_spans(doc)
     boots = pd.read_parquet(run_dir / "boots.parquet")
     out = []
@@ -222,7 +222,7 @@ def run_pairs(run: str, run_dir: Path, juice: Mapping[str, Mapping[str, float]]
             continue
         counts["boots"] += 1
         u = uuid if isinstance(uuid, str) else None
-        osp = milestones(spans_of(traces.get(tid) or [], tid), every, u)
+        osp = milestones(spans_of(as_objects(traces.get(tid)), tid), every, u)
         if traces.get(tid):
             counts["osprofiler_traced"] += 1
         if u and misfiled(tid, every, u):
