@@ -1,7 +1,9 @@
 """The scheduler-database study on SSH hosts (``provider:``): the server, the readers and the
 updaters run on the host of their site (every connection is made by a worker there), the
 results have the same files and rows as the same spec run locally, and nothing is left on
-the host."""
+the host. The host is a separate one (tests/testhosts.py: its own root filesystem prepared by
+``juice hosts prepare``, processes and clock, 2.5 s behind this machine's): the run records
+its clock offset, with the right sign, within its bound."""
 
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.remote.sshhosts import SSHD, plain_ssh, ssh_hosts
+from tests import testhosts
 from tests.services.conftest import needs_lab
 
 pytestmark = [
     *needs_lab,
-    pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)"),
+    pytest.mark.skipif(testhosts.available() is not None, reason=f"test hosts: {testhosts.available()}"),
 ]
+OFFSET = -2.5  # the host's clock minus the truth (seconds)
 JUICE = [sys.executable, "-m", "juice.cli"]
 SPEC = {"workload": "scheduler-db", "name": "sdbhosts", "backends": ["mariadb"],
         "tracks": ["historical-2013.1"], "nodes": [300], "schedulers": [1, 2], "updates": [False, True],
@@ -47,13 +50,13 @@ def _runs(root: Path) -> dict[str, Path]:
 
 
 def test_scheduler_db_on_a_host_gives_the_runs_of_a_local_lab(tmp_path: Path) -> None:
-    with ssh_hosts(1, tmp_path / "hosts") as (_lab, hosts):
+    with testhosts.test_hosts(1, tmp_path / "hosts", [OFFSET], prepared=True) as (_lab, hosts):
         h = hosts[0]
         provider = {"kind": "enoslib", "static": {"hosts": [
             {"address": h.address, "port": h.port, "user": h.user, "key_file": h.key_file,
              "wan_address": h.wan_address}]}}
         remote = _runs(_run(tmp_path, "hosts", {"provider": provider}))
-        left = plain_ssh(h, tmp_path / "hosts", "ls -A /var/tmp/juice-host; "
+        left = testhosts.ssh(h, tmp_path / "hosts", "ls -A /var/tmp/juice-host; "
                          "iptables -t mangle -S | grep -c JUICE || true")
         assert left.split() == ["0"], left
     local = _runs(_run(tmp_path, "local", {}))
@@ -63,6 +66,8 @@ def test_scheduler_db_on_a_host_gives_the_runs_of_a_local_lab(tmp_path: Path) ->
         assert names == sorted(p.name for p in local[key].iterdir()), key
         man = json.loads((d / "manifest.json").read_text())
         assert man["lab"]["provider"]["provider"] == "enoslib-static", man["lab"]
+        off = man["profile"]["clock_offsets"]["1"]  # the host's clock as the run measured it
+        assert abs(off["offset_s"] - OFFSET) <= off["rtt_s"] / 2 + 2e-6, off
         for table in [p.name for p in d.glob("*.parquet") if p.name != "profile.parquet"]:
             a, b = pd.read_parquet(d / table), pd.read_parquet(local[key] / table)
             assert list(a.columns) == list(b.columns) and len(a) == len(b), table
