@@ -153,7 +153,8 @@ def _errors(df: pd.DataFrame) -> list[Match]:
         for k, v in json.loads(f or "{}").items():
             faults[k] += int(v)
     total = sum(faults.values())
-    cond = "Juice's boots: networks none, fake-neutron and fake-glance, Fernet tokens"
+    cond = ("Juice's boots: networks none (fake-neutron), images from glance-api unless the report says "
+            "fake-glance, Fernet tokens")
     out = []
     for rid, pat in (("s004.err_deadlock", DEADLOCK), ("s004.err_keystone", KEYSTONE)):
         n = sum(v for k, v in faults.items() if pat.search(k))
@@ -217,7 +218,7 @@ def _phases(boots: pd.DataFrame | None) -> list[Match]:
     top = m.iloc[-1]
     share = top / top.sum() if top.sum() else top
     p = str(share.idxmax())
-    compute = p in ("claim", "spawn", "finish", "rpc_compute")
+    compute = p in COMPUTE_PHASES
     out.append(Match("s004.dominant_phase", f"{p}: {num(100 * float(share[p]), '%', 3)} of a boot at "
                      f"{m.index[-1]:g}", SAME if compute or p == "scheduler" else DIFFERENT,
                      ("the compute side dominates, as on the seed's real hypervisors (Juice's computes "
@@ -249,7 +250,7 @@ def matches(df: pd.DataFrame, boots: pd.DataFrame | None = None,
 
 # verdicts that injected failures decide by construction, and those a simulated spawn time does
 FAILURE_IDS = ("s002.stable_concurrency", "s004.success", "s002.pool_size", "s004.fixed_failures")
-COMPUTE_PHASES = ("claim", "spawn", "finish", "rpc_compute")
+COMPUTE_PHASES = ("claim", "image", "spawn", "finish", "rpc_compute")  # image: the node's fetch
 
 
 def simulated(df: pd.DataFrame, out: list[Match]) -> list[Match]:
