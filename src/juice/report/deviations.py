@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -25,10 +24,10 @@ COLUMNS = ["server", "option", "value", "shipped default", "set by", "reason", "
 
 
 
-def manifests(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | None = None
-              ) -> list[Mapping[str, Any]]:
+def manifests(paths: Sequence[Path], owns: Callable[[Mapping[str, object]], bool] | None = None
+              ) -> list[Mapping[str, object]]:
     """The manifests of the complete runs under ``paths`` (those ``owns`` accepts)."""
-    out: list[Mapping[str, Any]] = []
+    out: list[Mapping[str, object]] = []
     for p in paths:
         for d in (runs_under(p) if p.is_dir() else []):
             m = tidy.manifest_or_empty(d)
@@ -37,7 +36,7 @@ def manifests(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] |
     return out
 
 
-def table(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def table(runs: Sequence[Mapping[str, object]]) -> pd.DataFrame:
     """One row per deviation found in the manifests ``runs`` (what the spec set first, then
     Juice's, each in first-seen order), with ``runs`` = how many of the runs that recorded
     deviations ran with it ("all" when every one)."""
@@ -53,7 +52,7 @@ def table(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def section(paths: Sequence[Path], owns: Callable[[Mapping[str, Any]], bool] | None = None,
+def section(paths: Sequence[Path], owns: Callable[[Mapping[str, object]], bool] | None = None,
             heading: str = "h3") -> str:
     """The table of the runs under ``paths`` ("" when none of them recorded deviations)."""
     from juice.report.layout import fit_table

@@ -26,11 +26,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from juice.analysis import bootstrap, runlevel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REAL = "real"
 NOISE = "within noise"
@@ -85,8 +89,8 @@ class Contrast:
         return f"{r:.3g}×" if np.isfinite(r) else "–"
 
 
-def estimate(values: Any, clusters: Any = None,
-             key: Any = (), stat: str = "mean") -> tuple[Estimate, np.ndarray[Any, Any]]:
+def estimate(values: npt.ArrayLike, clusters: npt.ArrayLike | None = None,
+             key: object = (), stat: str = "mean") -> tuple[Estimate, npt.NDArray[np.float64]]:
     """The ``stat`` ("mean" or "median") of ``values`` with its interval, and its replicates."""
     raw = np.asarray(values, dtype=float)
     keep = np.isfinite(raw)
@@ -106,7 +110,8 @@ def estimate(values: Any, clusters: Any = None,
     return Estimate(point, lo, hi), r
 
 
-def run_stats(values: Any, clusters: Any, stat: str) -> tuple[list[float], list[str]]:
+def run_stats(values: npt.ArrayLike, clusters: npt.ArrayLike | None, stat: str
+              ) -> tuple[list[float], list[str]]:
     """One ``stat`` per cluster (run), and the clusters, in first-seen order."""
     v = np.asarray(values, dtype=float)
     c = np.asarray(clusters).astype(str) if clusters is not None else np.full(len(v), "")
@@ -120,8 +125,9 @@ def run_stats(values: Any, clusters: Any, stat: str) -> tuple[list[float], list[
     return out, names
 
 
-def contrast(a: Any, b: Any, a_clusters: Any = None, b_clusters: Any = None,
-             key: Any = (), stat: str = "mean", spread: runlevel.Spread | None = None,
+def contrast(a: npt.ArrayLike, b: npt.ArrayLike, a_clusters: npt.ArrayLike | None = None,
+             b_clusters: npt.ArrayLike | None = None, key: object = (), stat: str = "mean",
+             spread: runlevel.Spread | None = None,
              order: Mapping[str, float] | None = None) -> Contrast:
     """``b`` against ``a`` (the reference): their ``stat`` (with their own intervals) and the
     run-level interval of ``b - a`` (see the module). Without clusters each side is one run."""
@@ -140,7 +146,7 @@ def contrast(a: Any, b: Any, a_clusters: Any = None, b_clusters: Any = None,
                     (len(sa), len(sb)))
 
 
-def study_spread(frame: Any, value: str, config: Sequence[str], run: str = "run",
+def study_spread(frame: pd.DataFrame | None, value: str, config: Sequence[str], run: str = "run",
                  stat: str = "mean") -> runlevel.Spread | None:
     """The run-to-run spread pooled over every configuration of ``frame`` that has two or more
     runs (configurations: the distinct values of ``config`` columns; a run's value: the
@@ -154,9 +160,9 @@ def study_spread(frame: Any, value: str, config: Sequence[str], run: str = "run"
     if frame is None or len(frame) == 0 or run not in frame.columns or value not in frame.columns:
         return None
     cols = [c for c in config if c in frame.columns and c != run]
-    per_run = frame.groupby(run, observed=True, sort=False).agg(
-        v=(value, "mean" if stat == "mean" else "median"),
-        **{f"c{i}": (c, "first") for i, c in enumerate(cols)})
+    by_run = frame.groupby(run, observed=True, sort=False)
+    per_run = pd.DataFrame({"v": by_run[value].mean() if stat == "mean" else by_run[value].median(),
+                            **{f"c{i}": by_run[c].first() for i, c in enumerate(cols)}})
     if per_run.empty:
         return None
     keys = per_run[[f"c{i}" for i in range(len(cols))]].astype(str).agg("\x1f".join, axis=1) \
@@ -178,7 +184,7 @@ def study_spread(frame: Any, value: str, config: Sequence[str], run: str = "run"
                            covers_sides=True)
 
 
-def run_order(manifests: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def run_order(manifests: Sequence[Mapping[str, object]]) -> dict[str, float]:
     """Run name (``_dir``) -> its place in the sweep's order, for ``contrast(order=...)``:
     ``order_index`` where the sweep recorded it, else the start time; runs with neither left
     out (then no verdict of theirs is called confounded)."""
@@ -204,7 +210,7 @@ def run_order(manifests: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
-def run_order_of_dirs(dirs: Sequence[Any]) -> dict[str, float]:
+def run_order_of_dirs(dirs: Sequence[object]) -> dict[str, float]:
     """:func:`run_order` of run directories (their manifest.json; unreadable ones left out)."""
     import json
     from pathlib import Path

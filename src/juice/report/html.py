@@ -29,7 +29,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from juice import __version__
 from juice.contract import ReportInput
@@ -47,7 +47,7 @@ class StudySections(Protocol):
     """What the report asks of a study (``juice.contract.Study`` has it): which runs are its
     own (``key_of`` a run's manifest: None for another study's) and its sections."""
 
-    def key_of(self, manifest: Mapping[str, Any]) -> str | None: ...
+    def key_of(self, manifest: Mapping[str, object]) -> str | None: ...
 
     def report_sections(self, inputs: ReportInput) -> list[str]: ...
 
@@ -89,7 +89,7 @@ def _provenance_short(paths: Sequence[Path], found: tidy.Discovery, out: Path) -
 
 
 def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
-                filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None,
+                filter_q: float | None = 0.95, params: Mapping[str, object] | None = None,
                 title: str = "Juice report", studies: Sequence[StudySections] = ()) -> str:
     """The report's HTML text (see :func:`render`)."""
     found = tidy.discover(paths)
@@ -118,7 +118,7 @@ def render_html(paths: Sequence[Path], out_html: Path, sections: Sequence[Sectio
 
 
 def render(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
-           filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None,
+           filter_q: float | None = 0.95, params: Mapping[str, object] | None = None,
            studies: Sequence[StudySections] = ()) -> Path:
     """Write the self-contained report of the runs under ``paths`` to ``out_html``
     (atomically) and return its path: the sections of ``studies``, then ``sections``.

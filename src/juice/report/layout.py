@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 import pandas as pd
 
@@ -26,7 +25,7 @@ WIDE_ROW = 8    # a one-row table with more columns is shown as field / value li
 _NUM = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 
 
-def natural_key(v: Any) -> tuple[int, float, str]:
+def natural_key(v: object) -> tuple[int, float, str]:
     """Numbers (and texts starting with one) by value, before other texts; NaN last."""
     if v is None or (isinstance(v, float) and v != v):
         return (2, 0.0, "")
@@ -50,12 +49,12 @@ def sort_levels(df: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
     return df.iloc[order].reset_index(drop=True)
 
 
-def split_constant(df: pd.DataFrame, keep: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[str, Any]]:
+def split_constant(df: pd.DataFrame, keep: Sequence[str] = ()) -> tuple[pd.DataFrame, dict[str, object]]:
     """``df`` without its columns that hold one value in every row (when it has 2+ rows), and
     those values; ``keep``: columns never taken out."""
     if len(df) < 2:
         return df, {}
-    const: dict[str, Any] = {}
+    const: dict[str, object] = {}
     for c in df.columns:
         if c in keep:
             continue
@@ -69,7 +68,7 @@ def split_constant(df: pd.DataFrame, keep: Sequence[str] = ()) -> tuple[pd.DataF
     return df.drop(columns=list(const)), const
 
 
-def constants_html(const: dict[str, Any], lead: str = "Same in every row") -> str:
+def constants_html(const: dict[str, object], lead: str = "Same in every row") -> str:
     """``<p>Same in every row: a = 1 · b = x</p>`` ("" when none)."""
     if not const:
         return ""
@@ -118,7 +117,7 @@ def fit_table(df: pd.DataFrame, runs: str | None = None, digits: int = 4, sort: 
     widens the page."""
     if df is None or df.empty:
         return ""
-    const: dict[str, Any] = {}
+    const: dict[str, object] = {}
     if constants:
         df, const = split_constant(df, keep=[*keep, *([runs] if runs else [])])
     df = sort_levels(df, sort)

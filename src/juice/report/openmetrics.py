@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
@@ -90,7 +90,7 @@ def number(v: float) -> str:
     return repr(float(v))
 
 
-def _param_text(v: Any) -> str:
+def _param_text(v: object) -> str:
     if v is None:
         return ""
     if isinstance(v, bool):
@@ -122,7 +122,7 @@ def _base_labels(units: Sequence[Unit]) -> list[dict[str, str]]:
         if seen[run] > 1:  # the same run name under two paths: keep the series apart
             run = f"{run}#{seen[run]}"
         given = u.meta.get("params")
-        params: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        params: Mapping[str, object] = given if isinstance(given, Mapping) else {}
         labels = {"run": run, "workload": u.workload}
         labels.update({name: _param_text(params.get(k)) for k, name in keys.items()})
         out.append(labels)
@@ -198,7 +198,7 @@ def profile_families(units: Sequence[Unit], stamp: bool = False) -> list[Family]
                 continue
             peaks = sub.groupby(["site", "component", "pid"], observed=True)["value"].max()
             for key, v in peaks.items():
-                site, comp, pid = cast(tuple[Any, Any, Any], key)
+                site, comp, pid = cast(tuple[float, object, float], key)  # the groupby's three keys
                 fam.add({**labels, "site": str(int(site)), "component": str(comp),
                          "pid": str(int(pid))}, float(v), at)
     return [cpu, rss]
