@@ -13,12 +13,12 @@ belongs to ``DEFAULT`` (the Keystone study, as before studies had names).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from juice.contract import Study
+from juice.contract import Data, Study
 from juice.errors import UserError
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def unregister(name: str) -> None:
     _extra.pop(name, None)
 
 
-def scenario(name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | None = None,
+def scenario(name: str, args: Data, contexts: Data | None = None,
              seed: int | None = None) -> Scenario:
     """The load-engine scenario called ``name`` by one of the studies; UserError if none knows it."""
     for study in all():
@@ -91,7 +91,7 @@ def scenario(name: str, args: Mapping[str, Any], contexts: Mapping[str, Any] | N
     raise UserError(f"scenario: unknown {name!r} (no study knows it: {', '.join(names())})")
 
 
-def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] | None = None,
+def resolve_scenario(name: str, args: Data, contexts: Data | None = None,
                      seed: int | None = None, study: str = "") -> Scenario:
     """The scenario object a load driver runs: ``"package.module:Class"`` is ``Class(**args)``;
     a name goes to the job's ``study`` first, then to the study that knows it. ``contexts``
@@ -109,7 +109,7 @@ def resolve_scenario(name: str, args: dict[str, Any], contexts: dict[str, Any] |
 
 
 def report(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | None = None,
-           filter_q: float | None = 0.95, params: Mapping[str, Any] | None = None) -> Path:
+           filter_q: float | None = 0.95, params: Data | None = None) -> Path:
     """The HTML report of the runs under ``paths`` with every study's sections (in registry
     order), then ``sections``: ``juice.report.html.render`` given the studies."""
     from juice.report.html import render
@@ -117,7 +117,7 @@ def report(paths: Sequence[Path], out_html: Path, sections: Sequence[Section] | 
     return render(paths, out_html, sections, filter_q, params, studies=all())
 
 
-def of(data: Mapping[str, Any], source: str) -> Study[Any, Any]:
+def of(data: Data, source: str) -> Study[Any, Any]:
     """The study a spec mapping selects with ``workload:`` (default ``DEFAULT``)."""
     workload = data.get("workload", DEFAULT)
     if not isinstance(workload, str):

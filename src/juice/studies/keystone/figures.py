@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,11 @@ from juice.analysis.uncertainty import (
 from juice.report.figures import Tile, cdf_figure, figure_html, tiles_figure
 from juice.report.tables import fmt, table_html
 from juice.results.tidy import param_columns
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
 
 DIMS: tuple[str, ...] = ("sites", "delay_ms", "zones")
 DIM_LABEL = {"sites": "sites", "delay_ms": "one-way delay (ms)", "zones": "zones"}
@@ -241,7 +246,7 @@ def _bar_cis(d: Data, scenario: object) -> dict[frozenset[tuple[str, object]], t
     return out
 
 
-def _error_bars(fig: Any, cis: list[list[tuple[float, float] | None]]) -> None:
+def _error_bars(fig: Figure, cis: list[list[tuple[float, float] | None]]) -> None:
     """Error bars on each tile's stacked bars (bar ``i`` of tile ``t``: ``cis[t][i]``); the
     λ/σ notes move above the bars' upper ends and the y axis grows to fit."""
     axes = fig.axes
@@ -268,10 +273,14 @@ def _error_bars(fig: Any, cis: list[list[tuple[float, float] | None]]) -> None:
                 t.set_position((x, max(y, float(ci[1]) + ymax * 0.015)))
 
 
-def _bars_by_x(ax: Any, n: int) -> list[list[Any]]:
+def _bars_by_x(ax: Axes, n: int) -> list[list[Rectangle]]:
     """The bar rectangles of a stacked-bar axis, by bar position 0..n-1."""
-    out: list[list[Any]] = [[] for _ in range(n)]
+    from matplotlib.patches import Rectangle
+
+    out: list[list[Rectangle]] = [[] for _ in range(n)]
     for patch in ax.patches:
+        if not isinstance(patch, Rectangle):  # a bar is one
+            continue
         i = int(round(patch.get_x() + patch.get_width() / 2))
         if 0 <= i < n:
             out[i].append(patch)
@@ -350,7 +359,7 @@ def rwratio_table(d: Data) -> str | None:
     return table_html(t.rename(columns={"pct_reads": "%reads", "pct_writes": "%writes"}), na="–", digits=4)
 
 
-def _described(d: Data, scenario: Any) -> tuple[list[str], pd.DataFrame, pd.DataFrame,
+def _described(d: Data, scenario: object) -> tuple[list[str], pd.DataFrame, pd.DataFrame,
                                                  tuple[GroupCIs, GroupCIs | None]]:
     """(by, sub-frame, describe table, its CIs) of one scenario, computed once."""
     ck = f"describe/{scenario}"
@@ -370,12 +379,12 @@ def _described(d: Data, scenario: Any) -> tuple[list[str], pd.DataFrame, pd.Data
     return by, sub, t, cis
 
 
-def describe_tables(d: Data, scenario: Any) -> str:
+def describe_tables(d: Data, scenario: object) -> str:
     """The describe table of one scenario, by rdbms, shown dimensions and facets."""
     return table_html(_described(d, scenario)[2], na="–", digits=4)
 
 
-def uncertainty_tables(d: Data, scenario: Any) -> list[str]:
+def uncertainty_tables(d: Data, scenario: object) -> list[str]:
     """The 95 % CI of every mean and percentile of the describe table (same rows), then the
     differences of mean totals between configurations shown side by side."""
     by, _, t, cis = _described(d, scenario)

@@ -105,7 +105,7 @@ class MessagingFaults:
     def __init__(self, lab: Lab, bus: Service, delay_ms: float) -> None:
         self.lab, self.bus, self.delay_ms = lab, bus, delay_ms
 
-    def _wan(self, delay_ms: float, jitter_ms: float = 0.0, loss_pct: float = 0.0) -> Any:
+    def _wan(self, delay_ms: float, jitter_ms: float = 0.0, loss_pct: float = 0.0) -> labspec.LabSpec:
         return labspec.parse({"name": self.lab.name, "sites": len(self.lab.sites),
                               "delay_ms": delay_ms, "jitter_ms": jitter_ms, "loss_pct": loss_pct})
 
@@ -122,13 +122,13 @@ class MessagingFaults:
         self.lab.set_wan(self._wan(change.delay_ms if change.delay_ms is not None else self.delay_ms,
                                    change.jitter_ms or 0.0, change.loss_pct or 0.0))
 
-    def _check(self, kind: str) -> Any:
+    def _check(self, kind: str) -> Service:
         if kind != self.bus.kind:
             raise UserError(f"faults.kill: this point's bus is {self.bus.kind!r}, not {kind!r}")
         return self.bus
 
-    def kill(self, kind: str, site: int) -> dict[str, Any]:
+    def kill(self, kind: str, site: int) -> dict[str, object]:
         return dict(self._check(kind).kill(site))
 
-    def restart(self, kind: str, site: int) -> dict[str, Any]:
+    def restart(self, kind: str, site: int) -> dict[str, object]:
         return dict(self._check(kind).restart(site))

@@ -71,7 +71,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from itertools import product
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from annotated_types import Ge, Le
 from pydantic import Field, field_validator, model_validator
@@ -93,7 +93,7 @@ Rate = Annotated[FiniteFloat, Ge(0.1), Le(100_000)]
 Delay = Annotated[FiniteFloat, Ge(0), Le(500)]
 
 
-def _axis(v: Any) -> Any:
+def _axis(v: object) -> list[object]:
     return v if isinstance(v, list) else [v]
 
 

@@ -329,7 +329,7 @@ def roles(spec: MessagingSpec, points: Sequence[MsgPoint]) -> dict[int, list[str
     return out
 
 
-def killed_queues(lab: Lab, events: list[dict[str, Any]], start: Any,
+def killed_queues(lab: Lab, events: list[dict[str, Any]], start: object,
                   topics: set[str]) -> list[dict[str, object]]:
     """Per kill event: this run's shared queues that the killed site's node held when the run
     started (RabbitMQ counters' ``shared_queues``): a kill of such a node can lose messages."""

@@ -8,15 +8,19 @@ control-plane processes have no restart here: killing them would end the run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from juice.errors import UserError
 from juice.faults.spec import WanChange
 from juice.lab.place import Lab
 
+if TYPE_CHECKING:
+    from juice.services.base import Service
+    from juice.services.openstack.nova_deploy import NovaDeployment
+
 
 class NovaFaults:
-    def __init__(self, lab: Lab, stack: Any, delay_ms: float) -> None:
+    def __init__(self, lab: Lab, stack: NovaDeployment, delay_ms: float) -> None:
         self.lab, self.stack, self.delay_ms = lab, stack, delay_ms
 
     def partition(self, site: int) -> None:
@@ -34,18 +38,16 @@ class NovaFaults:
             data.update({k: v for k, v in change.model_dump().items() if v is not None})
         self.lab.set_wan(labspec.parse(data, "faults.wan"))
 
-    def _service(self, kind: str) -> Any:
-        services = {"nova-compute": self.stack.computes, "rabbitmq": self.stack.mq,
+    def _service(self, kind: str) -> Service:
+        services: dict[str, Service] = {"nova-compute": self.stack.computes, "rabbitmq": self.stack.mq,
                     self.stack.db.kind: self.stack.db}
         if kind not in services:
             raise UserError(f"faults: kill: no {kind!r} server in a nova deployment (choose from "
                             f"{', '.join(services)})")
         return services[kind]
 
-    def kill(self, kind: str, site: int) -> dict[str, Any]:
-        out: dict[str, Any] = self._service(kind).kill(site)
-        return out
+    def kill(self, kind: str, site: int) -> dict[str, object]:
+        return self._service(kind).kill(site)
 
     def restart(self, kind: str, site: int) -> dict[str, object]:
-        out: dict[str, object] = self._service(kind).restart(site)
-        return out
+        return self._service(kind).restart(site)

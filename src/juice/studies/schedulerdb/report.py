@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -35,6 +35,9 @@ from juice.studies.schedulerdb.fit import (
     fit_nonneg,
 )
 from juice.studies.schedulerdb.spec import DEFAULT_CLIENT, MYSQL_BACKENDS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 WORKLOAD = "scheduler-db"
 SHORTFALL_PCT = 5.0
@@ -217,7 +220,7 @@ def _n_short(n: float) -> str:
 
 # ---- figures -------------------------------------------------------------------------------
 
-def _fig_points(reads: pd.DataFrame, confs: list[dict[str, Any]], title: str, degree: int) -> Any:
+def _fig_points(reads: pd.DataFrame, confs: list[dict[str, Any]], title: str, degree: int) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -248,7 +251,7 @@ def _fig_points(reads: pd.DataFrame, confs: list[dict[str, Any]], title: str, de
     return fig
 
 
-def _fig_extrapolated(confs: list[dict[str, Any]], thr: float) -> Any:
+def _fig_extrapolated(confs: list[dict[str, Any]], thr: float) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -292,7 +295,7 @@ def _fig_extrapolated(confs: list[dict[str, Any]], thr: float) -> Any:
     return fig
 
 
-def _fig_updates(upd: pd.DataFrame) -> Any:
+def _fig_updates(upd: pd.DataFrame) -> Figure:
     import matplotlib
 
     matplotlib.use("Agg")

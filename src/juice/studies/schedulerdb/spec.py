@@ -57,7 +57,7 @@ at or above what ``juice plan`` prints): a longer study is several specs.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Annotated, Any, ClassVar, Final, Literal, NotRequired, TypedDict
+from typing import Annotated, ClassVar, Final, Literal, NotRequired, TypedDict
 
 from annotated_types import Interval, Le
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
@@ -156,7 +156,7 @@ class Point(Strict):
         return all(v is None or p.get(k) == v for k, v in want.items())
 
 
-def _nodes_kind(v: Any) -> str:
+def _nodes_kind(v: object) -> str:
     return "range" if isinstance(v, dict | NodeRange) else "list"
 
 

@@ -29,13 +29,14 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, Any
 
 from juice.errors import ServiceError
 from juice.lab.place import Lab
 
 
-def _reply(obj: dict[str, Any]) -> None:
+def _reply(obj: Mapping[str, object]) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
 
@@ -138,7 +139,7 @@ class WorkerProc:
             raise ServiceError(f"scheduler-db worker could not connect: {hello.get('error')}")
         self.pid = int(hello["pid"])
 
-    def send(self, obj: dict[str, Any]) -> None:
+    def send(self, obj: Mapping[str, object]) -> None:
         assert self.p.stdin is not None
         self.p.stdin.write((json.dumps(obj) + "\n").encode())
         self.p.stdin.flush()
