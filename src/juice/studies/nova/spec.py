@@ -197,10 +197,6 @@ class Configuration(ServerOptions):
         """The server options it sets (what goes on top of ``server``)."""
         return {k: v for k, v in self.set().items() if k in ServerOptions.model_fields}
 
-    def axes(self) -> dict[str, Any]:
-        """The deployment axes it sets."""
-        return {k: v for k, v in self.set().items() if k not in ServerOptions.model_fields}
-
 
 class Flavor(Strict):
     name: StrictStr = Field(default="juice-small", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
