@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Protocol
 
 from juice.faults.spec import Fault, WanChange
 from juice.load.progress import ProgressUI
@@ -44,11 +44,11 @@ class FaultTarget(Protocol):
         """Apply ``change`` on top of the run's WAN; None restores the run's WAN."""
         ...
 
-    def kill(self, kind: str, site: int) -> dict[str, Any]:
+    def kill(self, kind: str, site: int) -> dict[str, object]:
         """SIGKILL the ``kind`` server in ``site``; returns facts (e.g. its pid)."""
         ...
 
-    def restart(self, kind: str, site: int) -> dict[str, Any]:
+    def restart(self, kind: str, site: int) -> dict[str, object]:
         """Start it again and wait until it serves (e.g. a Galera node synced)."""
         ...
 
@@ -64,11 +64,11 @@ class FaultEvent:
     kind: str | None = None
     t_start: float | None = None
     t_end: float | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, object] = field(default_factory=dict)
     error: str | None = None
     undo_error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import Any
 
 import pandas as pd
 
@@ -17,7 +16,7 @@ from juice.report.tables import table_html
 from juice.trace.logerrors import summed
 
 
-def error_table_html(runs: Iterable[tuple[str, Sequence[Mapping[str, Any]]]], title: str,
+def error_table_html(runs: Iterable[tuple[str, Sequence[Mapping[str, object]]]], title: str,
                      limit: int = 25) -> list[str]:
     """The report's table of server errors summed over ``runs`` ([] when none logged any)."""
     rows = summed(runs)

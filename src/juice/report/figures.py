@@ -20,6 +20,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -118,7 +119,7 @@ def tiles_figure(title: str, tiles: Sequence[Tile], xlabel: str, ylabel: str,
     return fig
 
 
-def _stacked(ax: Any, tile: Tile, colors: dict[str, str], top: float) -> None:
+def _stacked(ax: Axes, tile: Tile, colors: dict[str, str], top: float) -> None:
     m = tile.means
     x = np.arange(len(m))
     bottom = np.zeros(len(m))

@@ -14,11 +14,11 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from juice import __version__
 from juice.compare.deltas import Delta, metrics_of, pooled
@@ -46,7 +46,7 @@ def _unit_of(metric: str) -> str:
 
 
 # ---- compare -------------------------------------------------------------------------------
-def paired_figure(metric: str, sides: Mapping[str, Sequence[Unit]]) -> Any:
+def paired_figure(metric: str, sides: Mapping[str, Sequence[Unit]]) -> Figure:
     """Left: each side's ECDF of ``metric``; right: a box per side (whiskers 5-95 %)."""
     with matplotlib.rc_context(_RC):
         fig = new_figure(9.0, 3.4, bottom=0.6, top=0.45)
@@ -115,7 +115,7 @@ def compare_page(sides: Mapping[str, Sequence[Unit]], meta: Sequence[tuple[str, 
 
 
 # ---- trend ---------------------------------------------------------------------------------
-def trend_figure(s: Series, metric: str) -> Any:
+def trend_figure(s: Series, metric: str) -> Figure:
     """One axis per stat: each run's value with its interval, in time order; a red dashed
     line between two runs where a step is real."""
     stats = [st for m, st in s.metrics() if m == metric]

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from importlib import resources
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -171,13 +170,13 @@ _VERSION = re.compile(r"^(.*)_version$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)+(?:[-+~.\w]*)?")
 
 
-def _short_version(v: Any) -> str:
+def _short_version(v: object) -> str:
     """"mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for …" -> "10.11.19-MariaDB-0+deb12u1"."""
     m = _NUMBER.search(str(v))
     return m.group(0) if m else str(v)[:24]
 
 
-def remote_hosts(m: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
+def remote_hosts(m: Mapping[str, object], depth: int = 0) -> list[Mapping[str, object]]:
     """The SSH hosts a run's lab recorded (a ``provider`` mapping's ``hosts`` list, wherever the
     study keeps it in its manifest); [] for the local lab."""
     if depth > 4:
@@ -186,17 +185,17 @@ def remote_hosts(m: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]
         if not isinstance(v, Mapping):
             continue
         if k == "provider" and v.get("provider") != "local" and isinstance(v.get("hosts"), list):
-            return [h for h in v["hosts"] if isinstance(h, Mapping)]
+            return [h for h in hs if isinstance(h, Mapping)] if isinstance(hs := v.get("hosts"), list) else []
         found = remote_hosts(v, depth + 1)
         if found:
             return found
     return []
 
 
-def juice_conditions(manifests: Sequence[Mapping[str, Any]]) -> str:
+def juice_conditions(manifests: Sequence[Mapping[str, object]]) -> str:
     """What Juice's runs record about hardware, versions and scale, in one line: hosts (and
     their CPUs/memory), component versions, the Juice version."""
-    hosts: dict[str, Mapping[str, Any]] = {}
+    hosts: dict[str, Mapping[str, object]] = {}
     versions: dict[str, set[str]] = {}
     juice: set[str] = set()
     for m in manifests:

@@ -16,7 +16,6 @@ import json
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -26,6 +25,7 @@ from juice.report.tables import table_html
 from juice.trace import causes, flow, lblog
 from juice.trace.report import phase_means, traced
 from juice.trace.tables import Traced
+from juice.util.jsontypes import JSONObject, as_object, get_in
 
 LEVELS_NOTE = (
     "What tracing needs from nova's logs: nova-api and nova-compute at INFO (the request log line, "
@@ -121,8 +121,8 @@ def _osprofiler_html(run_dirs: Sequence[Path], t: Traced) -> list[str]:
     return out
 
 
-def _manifests(run_dirs: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
-    out = []
+def _manifests(run_dirs: Sequence[Path]) -> list[tuple[str, JSONObject]]:
+    out: list[tuple[str, JSONObject]] = []
     for d in run_dirs:
         try:
             out.append((Path(d).name, json.loads((Path(d) / "manifest.json").read_text())))
@@ -137,7 +137,7 @@ def _causes_html(run_dirs: Sequence[Path], b: pd.DataFrame) -> list[str]:
     mans = _manifests(run_dirs)
     db: dict[str, int] = {}
     for _, man in mans:
-        for k, v in (((man.get("server_events") or {}).get("database")) or {}).items():
+        for k, v in as_object(get_in(man, "server_events", "database")).items():
             if isinstance(v, int):
                 peak = k in ("Max_used_connections", "max_connections")
                 db[k] = max(db.get(k, 0), v) if peak else db.get(k, 0) + v
