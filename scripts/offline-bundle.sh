@@ -66,6 +66,15 @@ rm -rf "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/wheels" "$tmp/debs/partial" "$tmp/bin"
 t0=$(date +%s)
+# The newest other bundle's files are reused (hard links): pip and apt skip a file already there
+# whose hash matches; what the new locks and package list do not name is removed below.
+prev=$(ls -td "$cache"/offline/*/ 2>/dev/null | grep -vxF "$out/" | head -1 || true)
+if [ -n "$prev" ] && [ -d "$prev/wheels" ] && [ -d "$prev/debs" ]; then
+  log "reusing the files of $prev"
+  cp -al "$prev/wheels/." "$tmp/wheels/"
+  cp -al "$prev/debs/." "$tmp/debs/"
+  rm -f "$tmp/debs/Packages"
+fi
 
 # 1. Wheels: each lock's files as pinned, for this platform (sdists only where no wheel fits).
 export PIP_CERT=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt} PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -73,6 +82,11 @@ for l in "${locks[@]}"; do
   log "wheels of scripts/lock/$l.txt"
   timeout 1800 "$pip" download -q --no-input --no-deps --require-hashes -d "$tmp/wheels" -r "$lock/$l.txt" >&2 \
     || die "pip download of scripts/lock/$l.txt failed (see above); check the network to PyPI and rerun"
+done
+# Only files pinned by a lock stay (by sha256): a reused file no lock names any more goes.
+pinned=$(for l in "${locks[@]}"; do grep -o 'sha256:[0-9a-f]\{64\}' "$lock/$l.txt"; done | cut -d: -f2 | LC_ALL=C sort -u)
+(cd "$tmp/wheels" && sha256sum -- *) | while read -r h f; do
+  grep -qxF "$h" <<< "$pinned" || { log "not pinned by any lock: $f (removed)"; rm -f "$tmp/wheels/$f"; }
 done
 
 # 2. Debian packages: setup.sh's list (golang-go aside: the helpers come built) and their whole
@@ -90,7 +104,14 @@ if ! timeout 1800 apt-get "${aptopts[@]}" install --download-only "${apt_pkgs[@]
   timeout 1800 apt-get "${aptopts[@]}" install --download-only "${apt_pkgs[@]}" >/dev/null \
     || die "apt-get could not download the Debian packages (see above)"
 fi
-rm -rf "$tmp/debs/partial" "$tmp/debs/lock" "$none"
+# Only the .debs apt chose stay (a reused one no longer needed goes).
+# (--print-uris against an empty archive directory: it lists every file, not only the missing.)
+mkdir -p "$tmp/uris/partial"
+wanted=$(apt-get "${aptopts[@]}" -o "Dir::Cache::archives=$tmp/uris" --print-uris install "${apt_pkgs[@]}" | sed -nE "s/^'[^']*' ([^ ]+) .*/\1/p" | LC_ALL=C sort -u)
+for f in "$tmp"/debs/*.deb; do
+  grep -qxF "${f##*/}" <<< "$wanted" || rm -f "$f"
+done
+rm -rf "$tmp/debs/partial" "$tmp/debs/lock" "$tmp/uris" "$none"
 # A flat repository's index (what dpkg-scanpackages writes), with dpkg-deb only.
 (
   cd "$tmp/debs"

@@ -71,6 +71,18 @@ def test_setup_phases_from_its_log_lines() -> None:
     assert prep.setup_phases("no marks\n") == []
 
 
+def test_offline_the_check_wants_debian_12_of_the_bundles_architecture() -> None:
+    ok = {"uid": "0", "os": "debian", "tar": "/usr/bin/tar", "bash": "/usr/bin/bash", "version": "12",
+          "arch": "amd64"}
+    assert prep.check_problem(ok, "root", "amd64") is None
+    assert "not 12" in str(prep.check_problem({**ok, "version": "13"}, "root", "amd64"))
+    assert prep.check_problem({**ok, "version": "13"}, "root") is None  # online: setup.sh decides
+    assert "architecture arm64" in str(prep.check_problem({**ok, "arch": "arm64"}, "root", "amd64"))
+    facts = prep.parse_check(subprocess.run(["sh", "-c", prep.CHECK], capture_output=True, text=True,
+                                            timeout=30, check=True).stdout)
+    assert set(facts) == {"uid", "os", "tar", "bash", "version", "arch"} and facts["arch"] != "unknown"
+
+
 # --- the pipeline through a stand-in ssh -----------------------------------------------------
 
 FAKE_SSH = f"""#!{sys.executable}
@@ -220,7 +232,7 @@ def bare_offline_host(tmp: Path) -> Iterator[tuple[StaticHost, Path, str]]:
             if p.stdin is not None:
                 p.stdin.close()  # the host's script ends: its PID namespace with it
             try:
-                p.wait(timeout=120)
+                p.wait(timeout=600)  # bare.sh removes the overlay (~1.5 GB installed): minutes
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGTERM)
                 p.wait(timeout=30)

@@ -120,9 +120,11 @@ class Outcome:
 
 # --- what runs where (pure: unit-tested) ------------------------------------------------------
 
-CHECK = ("printf 'uid=%s\\nos=%s\\ntar=%s\\nbash=%s\\n' \"$(id -u)\" "
+CHECK = ("printf 'uid=%s\\nos=%s\\ntar=%s\\nbash=%s\\nversion=%s\\narch=%s\\n' \"$(id -u)\" "
          "\"$(. /etc/os-release 2>/dev/null; echo \"${ID:-unknown}\")\" "
-         "\"$(command -v tar || echo none)\" \"$(command -v bash || echo none)\"")
+         "\"$(command -v tar || echo none)\" \"$(command -v bash || echo none)\" "
+         "\"$(. /etc/os-release 2>/dev/null; echo \"${VERSION_ID:-unknown}\")\" "
+         "\"$(dpkg --print-architecture 2>/dev/null || echo unknown)\"")
 
 
 def list_command(dest: str) -> str:
@@ -237,7 +239,7 @@ def parse_check(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-def check_problem(facts: dict[str, str], user: str) -> str | None:
+def check_problem(facts: dict[str, str], user: str, bundle_arch: str | None = None) -> str | None:
     """Why a host cannot be prepared (``CHECK``'s answer), or None."""
     if not facts:
         return "no answer to the check (a login script's output?)"
@@ -249,6 +251,12 @@ def check_problem(facts: dict[str, str], user: str) -> str | None:
     missing = [t for t in ("tar", "bash") if facts.get(t, "none") == "none"]
     if missing:
         return f"{' and '.join(missing)} not found on the host"
+    if bundle_arch is not None:  # --offline: the bundle's packages and wheels must fit the host
+        if facts.get("version", "12") != "12":
+            return f"Debian {facts.get('version')}, not 12: the offline bundle holds Debian 12's packages"
+        if facts.get("arch", bundle_arch) != bundle_arch:
+            return (f"architecture {facts.get('arch')}, the offline bundle's is {bundle_arch} (made on this "
+                    "machine): prepare it from a machine of its architecture")
     return None
 
 
@@ -366,7 +374,8 @@ def _check(t: Target, ctx: Context, log: IO[bytes]) -> None:
         lines = [x for x in errb.decode(errors="replace").splitlines() if x.strip()]
         why = lines[-1] if lines else f"ssh exit {p.returncode}"
         raise _Failed("check", f"unreachable: {why}" if p.returncode == 255 else why)
-    problem = check_problem(parse_check(out.decode(errors="replace")), t.host.user)
+    arch = None if ctx.bundle is None else ctx.bundle.info.get("arch", "")
+    problem = check_problem(parse_check(out.decode(errors="replace")), t.host.user, arch or None)
     if problem:
         raise _Failed("check", problem)
 
