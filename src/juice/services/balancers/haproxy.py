@@ -367,13 +367,13 @@ class HAProxy(Service):
         srv.stop(grace_s=10)
         self.progress(f"haproxy stopped in site {self.site}")
 
-    def kill(self, site: int) -> dict[str, Any]:
+    def kill(self, site: int) -> dict[str, object]:
         if site != self.site or self.server is None or not self.server.running():
             raise ServiceError(f"no running haproxy in site {site}")
         srv, self.server = self.server, None
         return {"pid": srv.kill()}
 
-    def restart(self, site: int, timeout: float = 60.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 60.0) -> dict[str, object]:
         if site != self.site or self.server is not None:
             raise ServiceError(f"haproxy in site {site}: nothing killed to restart")
         self.start()
@@ -384,7 +384,7 @@ class HAProxy(Service):
     def deviations(self) -> list[Deviation]:
         return deviations(self.maxconn, self.timeout_server_s)
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         return {"haproxy_version": version(self.place), "site": self.site, "maxconn": self.maxconn,
                 "timeout_server_s": self.timeout_server_s or DEBIAN_TIMEOUT_SERVER_S,
                 "frontends": {f.name: {"port": f.port, "servers": [f"{b.host}:{b.port}" for b in f.servers]}

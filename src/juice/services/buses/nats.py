@@ -345,7 +345,7 @@ class Nats(Service):
         self.progress(f"nats ({self.topology}) formed: {len(self.nodes)} server(s), "
                       f"ports {self.timings['start_s']:.2f} s, formed {spent:.2f} s")
 
-    def kill(self, site: int) -> dict[str, Any]:
+    def kill(self, site: int) -> dict[str, object]:
         """SIGKILL every server of ``site`` (a crash); returns their pids."""
         victims = [n for n in self.nodes if n.site == site and n in self.servers]
         if not victims or not any(self.servers[n].running() for n in victims):
@@ -353,7 +353,7 @@ class Nats(Service):
         pids = [self.servers.pop(n).kill() for n in victims]
         return {"pids": [p for p in pids if p is not None]}
 
-    def restart(self, site: int, timeout: float = 60.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 60.0) -> dict[str, object]:
         """Start ``site``'s killed server(s) again; wait until the whole topology is formed."""
         todo = [n for n in self.nodes if n.site == site and n not in self.servers]
         if not todo:
@@ -420,7 +420,7 @@ class Nats(Service):
     def logs(self) -> list[tuple[Place, Path]]:
         return [(self.lab.place(n.site), self.log(n)) for n in self.nodes]
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         return {
             "kind": self.kind, "version": version(), "topology": self.topology,
             "sites": self.server_sites, "servers_per_site": self.servers_per_site,

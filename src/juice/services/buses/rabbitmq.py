@@ -404,7 +404,7 @@ class RabbitMQ(Service):
         if live:
             self.progress(f"rabbitmq: {len(live)} node(s) stopped")
 
-    def kill(self, site: int) -> dict[str, Any]:
+    def kill(self, site: int) -> dict[str, object]:
         """SIGKILL the node(s) of ``site`` (the others see them leave the cluster)."""
         pids = []
         for n in self._nodes_in(site):
@@ -415,7 +415,7 @@ class RabbitMQ(Service):
             raise ServiceError(f"no running rabbitmq node in site {site}")
         return {"pid": pids[0], "pids": pids}
 
-    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, object]:
         """Start the killed node(s) of ``site`` again; back when every node sees the whole
         cluster again (a clustered node rejoins by itself: its mnesia lists the cluster)."""
         down = [n for n in self._nodes_in(site) if n.index not in self.servers]
@@ -511,7 +511,7 @@ class RabbitMQ(Service):
         return [(self.lab.place(n.site), p) for n in self.nodes
                 for p in (self.stdout_log(n), self.server_log(n))]
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         return {"version": version(), "erlang": erlang_version(), "queues": self.queues,
                 "cluster": self.cluster,
                 "nodes": [{"name": n.name, "site": n.site, "amqp_port": n.amqp_port,

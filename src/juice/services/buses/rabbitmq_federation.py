@@ -210,7 +210,7 @@ class RabbitFederation(RabbitMQ):
             self.stop()
             raise
 
-    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, object]:
         """Start the killed broker of ``site`` again: its upstreams and policies are in its
         mnesia, but its non-durable exchanges and queues are gone: declared again."""
         out = super().restart(site, timeout)
@@ -275,7 +275,7 @@ class RabbitFederation(RabbitMQ):
             c["exchange_links"] = sum(1 for r in rows if r.get("type") == "exchange")
         return out
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         return {**super().facts(), "plugins": list(self.plugins),
                 "control_exchange": self.control_exchange, "topics": list(self.topics),
                 "upstream": {"prefetch-count": self.prefetch, "ack-mode": self.ack_mode,

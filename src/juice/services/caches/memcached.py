@@ -18,7 +18,6 @@ import json
 import pwd
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from juice import onhost
 from juice.errors import ServiceError
@@ -142,13 +141,13 @@ class Memcached(Service):
         self.servers[s] = spawn(place, server_args(place.address, self.port, self.memory_mb, self.user),
                                 log=self.log(s), what=f"memcached in site {s}")
 
-    def kill(self, site: int) -> dict[str, Any]:
+    def kill(self, site: int) -> dict[str, object]:
         srv = self.servers.pop(site, None)
         if srv is None or not srv.running():
             raise ServiceError(f"no running memcached in site {site}")
         return {"pid": srv.kill()}
 
-    def restart(self, site: int, timeout: float = 60.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 60.0) -> dict[str, object]:
         if site not in self.server_sites or site in self.servers:
             raise ServiceError(f"memcached in site {site}: nothing killed to restart")
         self._start_site(site)

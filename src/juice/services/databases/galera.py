@@ -23,7 +23,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from juice.errors import ServiceError
 from juice.lab.place import Place
@@ -315,7 +314,7 @@ class Galera(Service):
         if live:
             self.progress(f"galera: {len(live)} node(s) stopped")
 
-    def kill(self, site: int) -> dict[str, Any]:
+    def kill(self, site: int) -> dict[str, object]:
         """SIGKILL the node of ``site`` (the others see it leave the cluster)."""
         node = self._node(site)
         if node.process is None:
@@ -324,7 +323,7 @@ class Galera(Service):
         node.process = None
         return {"pid": pid}
 
-    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, object]:
         """Start the node of ``site`` again: it rejoins the running cluster (IST, or a full
         rsync SST when its state was lost) and is back when it is Synced and sees every node."""
         node = self._node(site)

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pymysql
 
@@ -329,14 +328,14 @@ class MariaDBCentral(Service):
             self.server.stop()
             self.progress(f"mariadbd in site {self.server.site} stopped")
 
-    def kill(self, site: int) -> dict[str, Any]:
+    def kill(self, site: int) -> dict[str, object]:
         if site != self.server.site or self.server.process is None:
             raise ServiceError(f"no running mariadb in site {site} (it runs in site {self.server.site})")
         pid = self.server.process.kill()
         self.server.process = None
         return {"pid": pid}
 
-    def restart(self, site: int, timeout: float = 300.0) -> dict[str, Any]:
+    def restart(self, site: int, timeout: float = 300.0) -> dict[str, object]:
         if site != self.server.site or self.server.process is not None:
             raise ServiceError(f"mariadb in site {site}: nothing killed to restart")
         t0 = time.monotonic()
