@@ -47,7 +47,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, Proc
@@ -146,7 +145,7 @@ class Server:
         return target[0] if target else None
 
     def record(self, kind: str, *, port: int, datadir: Path,
-               extra: Mapping[str, Any] | None = None) -> ServerRecord:
+               extra: Mapping[str, object] | None = None) -> ServerRecord:
         """What ``services.json`` keeps about this server (``juice db status/down``)."""
         return ServerRecord(kind=kind, site=self.site, pid=self.pid or 0, pid_start=self.pid_start,
                             datadir=str(datadir), log=str(self.tail or ""), port=port,

@@ -64,7 +64,7 @@ LEVELS = ("memcached.curr_items", "innodb.history_list_length", "galera.cert_ind
 PEAKS = ("mysql.max_used_connections",)
 
 
-def _int(v: Any) -> int | None:
+def _int(v: object) -> int | None:
     try:
         return int(str(v).strip())
     except ValueError:
@@ -81,7 +81,7 @@ def parse_memcached(stats: Mapping[str, str]) -> dict[str, int]:
     return out
 
 
-def parse_mysql_status(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
+def parse_mysql_status(rows: Sequence[Sequence[object]]) -> dict[str, int]:
     """Pure: the ``innodb.*`` / ``galera.*`` counters of ``SHOW GLOBAL STATUS`` rows."""
     out = {}
     for row in rows:
@@ -99,7 +99,7 @@ def rows_sql(schema: str, quote: str) -> str:
                                  for t in TABLES)
 
 
-def parse_rows(row: Sequence[Any]) -> dict[str, int]:
+def parse_rows(row: Sequence[object]) -> dict[str, int]:
     """Pure: ``rows.<table>`` from the one row of ``rows_sql``."""
     out = {}
     for t, v in zip(TABLES, row, strict=False):
@@ -165,9 +165,9 @@ def derived(start: Mapping[str, int], end: Mapping[str, int]) -> dict[str, float
     return out
 
 
-def record(start: Snapshot, end: Snapshot) -> dict[str, Any]:
+def record(start: Snapshot, end: Snapshot) -> dict[str, object]:
     """The manifest's ``server_counters``: both snapshots and what is derived from them."""
-    out: dict[str, Any] = {"start": start.values, "end": end.values,
+    out: dict[str, object] = {"start": start.values, "end": end.values,
                            "derived": derived(start.values, end.values),
                            "window": "around the drivers, outside the statement-counter window"}
     errors = sorted(set(start.errors) | set(end.errors))
