@@ -2,7 +2,7 @@
 of one fixture on one pytest-xdist worker, so each is brought up once per suite).
 
 - ``nova_cloud``: one real nova stack (MariaDB, RabbitMQ, Keystone, placement, the real
-  glance-api with its image, the fake-neutron stand-in, nova-api, conductor, a scheduler, a
+  glance-api with its image, neutron (ML2/OVN) with ovn-central, nova-api, conductor, a scheduler, a
   nova-compute of 20 simulated nodes in site 2, which download the image through glance at their
   first boot), published on loopback forwarders with a clouds.yaml, as a user's existing
   cloud would be. Tests that use it leave it as they found it (they boot and delete their own

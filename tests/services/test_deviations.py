@@ -163,9 +163,12 @@ def test_nova_database_limit_is_the_sum_of_the_pools_and_says_so() -> None:
     assert limit is not None and limit > 151 and why is not None and "pools" in why
     assert NovaStack(db_max_connections=200).db_limit() == (200, None)  # the spec's, as is
     small = NovaOptions(max_pool_size=1, max_overflow=0)
-    assert NovaStack(nova=small, placement_workers=1, glance_workers=1).db_limit() == (None, None)  # fits
-    # the real glance's pools count (2 workers x oslo.db's 5 + 50); the stand-in has none
+    assert NovaStack(nova=small, placement_workers=1, glance_workers=1,
+                     network_service="fake-neutron").db_limit() == (None, None)  # fits
+    # the real glance's pools count (2 workers x oslo.db's 5 + 50), and the real neutron's (1 worker);
+    # the stand-ins have none
     assert NovaStack().db_limit()[0] == (NovaStack(image_service="fake-glance").db_limit()[0] or 0) + 110
+    assert NovaStack().db_limit()[0] == (NovaStack(network_service="fake-neutron").db_limit()[0] or 0) + 55
 
 
 def test_memcached_rabbitmq_redis_cockroach() -> None:

@@ -1,10 +1,11 @@
 """The nova stack for real in a 2-site lab (the suite's shared ``nova_cloud``, tests/stacks.py):
 MariaDB, RabbitMQ, Keystone, placement, the real glance-api (its image uploaded at deployment),
-fake-neutron (stand-in), nova-api, nova-conductor, one nova-scheduler in site 1 and one
-nova-compute serving 20 simulated nodes in site 2; 5 servers booted (networks none) from
-glance's image to ACTIVE and deleted; a compute killed and
-restarted as itself. That nothing is left running after ``stop`` is checked by the fixture's
-teardown."""
+the real neutron (ML2/OVN, ovn-central), nova-api, nova-conductor, one nova-scheduler in site 1
+and one nova-compute serving 20 simulated nodes in site 2 (playing its host's ovn-controller);
+5 servers booted on the tenant network from glance's image to ACTIVE, each with a real port
+bound to juice-c1 whose network-vif-plugged its spawn waited for, and deleted with their ports;
+a compute killed and restarted as itself. That nothing is left running after ``stop`` is checked
+by the fixture's teardown."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_nova_stack_boots_and_deletes_servers(nova_cloud: NovaCloud, tmp_path: P
     cli = dep.client(2)  # a client in the computes' site, across the WAN
     flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=256, disk_gb=1)
     image = dep.image_id
-    ids = [cli.boot(f"juice-vm-{i}", flavor, image) for i in range(SERVERS)]
+    ids = [cli.boot(f"juice-vm-{i}", flavor, image, network=dep.network_id) for i in range(SERVERS)]
     assert cli.last_request_id.startswith("req-")
     hosts = set()
     try:
@@ -60,6 +61,15 @@ def test_nova_stack_boots_and_deletes_servers(nova_cloud: NovaCloud, tmp_path: P
             assert srv["OS-EXT-SRV-ATTR:host"] == "juice-c1"
             hosts.add(srv["OS-EXT-SRV-ATTR:hypervisor_hostname"])
         assert hosts <= {n["name"] for n in dep.computes.nodes("juice-c1")}
+        # real ports: created by nova-compute, bound by ML2/OVN to the node's host, claimed by its
+        # simulated ovn-controller, ACTIVE; the spawn waited for neutron's event of each
+        ports = {p["device_id"]: p for p in dep.neutron.api(
+            "GET", f"/v2.0/ports?network_id={dep.network_id}&device_owner=compute:nova")["ports"]}
+        assert set(ports) == set(ids)
+        assert {(p["status"], p["binding:host_id"], p["binding:vif_type"]) for p in ports.values()} == {
+            ("ACTIVE", "juice-c1", "ovs")}
+        log = dep.computes.log("juice-c1").read_text(errors="replace")
+        assert all(f"juice-fake: network-vif-plugged-{p['id']} received in" in log for p in ports.values())
     finally:  # the stack is shared: leave no server behind
         for sid in ids:
             cli.delete(sid)
@@ -67,13 +77,18 @@ def test_nova_stack_boots_and_deletes_servers(nova_cloud: NovaCloud, tmp_path: P
             cli.wait_gone(sid, timeout=240)
 
     # nova asked the real glance for the image with the users' tokens (validated by
-    # keystonemiddleware); the network stand-in was asked what a boot needs (named a fake)
+    # keystonemiddleware); no stand-in runs; the deleted servers' ports are gone
     assert ("GET", f"/v2/images/{image}", 200) in dep.glance.requests()
-    assert dep.fakes.kinds == ("neutron",)
-    assert any(p.startswith("/v2.0/ports") for _, p, _ in dep.fakes.requests("neutron"))
+    assert dep.fakes is None and not dep.stand_ins()
+    assert not dep.neutron.api("GET", f"/v2.0/ports?device_owner=compute:nova&network_id={dep.network_id}")[
+        "ports"]
     facts = dep.facts()
     assert facts["image_service"] == "glance" and facts["glance"]["glance_version"].startswith("33.")
-    assert not [d for d in dep.deviations() if d.server == "image service"]
+    assert facts["network_service"] == "neutron (ML2/OVN)"
+    assert facts["neutron"]["neutron_version"].startswith("29.")
+    # the simulated ovn-controller is recorded as deviations
+    simulated = {d.option for d in dep.deviations() if d.server == "ovn-controller"}
+    assert {"process", "Port_Binding claim"} <= simulated
     # Request ids reach the conductor and scheduler logs (DEBUG by default there).
     for host in ("juice-conductor", "juice-sched-1"):
         assert "req-" in dep.nova.log(host).read_text(errors="replace")

@@ -85,7 +85,7 @@ def test_the_stand_in_is_a_deviation_of_the_deployment(tmp_path: Path) -> None:
             return f"10.210.{site}.2"
 
     fake = NovaDeployment(Lab(), stack=NovaStack(image_service="fake-glance"))  # type: ignore[arg-type]
-    assert fake.glance is None and fake.fakes.kinds == ("glance", "neutron")
+    assert fake.glance is None and fake.fakes is not None and fake.fakes.kinds == ("glance",)
     (d,) = fake.stand_ins()
     assert (d.server, d.option, d.value, d.default, d.source) == (
         "image service", "image_service", "fake-glance (stand-in)", "glance", "spec")

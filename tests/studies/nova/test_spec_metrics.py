@@ -213,10 +213,11 @@ def test_runs_without_simulation_keep_their_keys() -> None:
     ({"fakes": {"dns_s": {"dist": "constant", "value_s": 1}}}, r"fakes\.dns_s: unknown key"),
     ({"failures": {"spawn": 1.5}}, r"failures\.spawn: must be <= 1"),
     ({"failures": {"image_fetch": -0.1}}, r"failures\.image_fetch: must be >= 0"),
-    # nova creates no port with networks: none: a port creation wait would wait nowhere
-    ({"fakes": {"port_create_s": {"dist": "constant", "value_s": 1}}},
-     r"fakes\.port_create_s: the lab's boots use networks: none"),
-    ({"failures": {"port_create": 0.5}}, r"failures\.port_create: the lab's boots use networks: none"),
+    # nova creates no port with networks: none (fake-neutron): a port creation wait would wait
+    # nowhere; with the real neutron (the default) the ports are neutron's, not the stand-in's
+    ({"network_service": "fake-neutron", "fakes": {"port_create_s": {"dist": "constant", "value_s": 1}}},
+     r"fakes\.port_create_s: with fake-neutron the lab's boots use networks: none"),
+    ({"failures": {"port_create": 0.5}}, r"failures\.port_create: simulates fake-neutron's answers"),
     ({"target": {"cloud": "c"}, "image": "0" * 32, "failures": {"spawn": 0.1}},
      r"failures: not with a target"),
 ])

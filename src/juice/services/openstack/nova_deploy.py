@@ -1,12 +1,13 @@
 """The whole nova stack in one call: database, RabbitMQ, Keystone, placement, glance (real;
-fake-glance when asked), fake-neutron, nova's control plane and the simulated compute hosts —
-torn down in reverse.
+fake-glance when asked), neutron with ML2/OVN and ovn-central (real; fake-neutron when asked),
+nova's control plane and the simulated compute hosts — torn down in reverse.
 
     dep = NovaDeployment(lab, progress, NovaStack(computes=ComputeOptions(Computes(nodes_per_process=20))))
     dep.up()                       # bounded; on failure everything started is stopped
     cli = dep.client(2)            # NovaClient logged in as Keystone's admin, from site 2
     flavor = cli.ensure_flavor("juice-small", vcpus=1, ram_mb=512, disk_gb=1)
-    sid = cli.boot("juice-vm-1", flavor, dep.image_id); cli.wait_status(sid, "ACTIVE")
+    sid = cli.boot("juice-vm-1", flavor, dep.image_id, network=dep.network_id)
+    cli.wait_status(sid, "ACTIVE")
     dep.collect_logs(rundir / "logs"); dep.facts()
     dep.stop()                     # computes, nova, fakes, placement, Keystone, RabbitMQ, database
 
@@ -15,6 +16,11 @@ Keystone, placement, glance, the fakes and nova's control plane in site 1 and th
 site 2. The image service is the real glance-api (``juice.services.openstack.glance``: its
 database, the file store, the deployment's image uploaded through its API; nova finds it in the
 catalog) unless ``image_service="fake-glance"`` asks for the stand-in (recorded as a deviation).
+The network service is the real neutron (``network_service="ovn"``: ``juice.services.openstack.
+neutron`` with ML2/OVN, ``juice.services.openstack.ovn``; the tenant network boots ask for is
+``network_id``; each nova-compute process plays its hosts' ovn-controller, simulated, its
+deviations recorded) unless ``network_service="fake-neutron"`` asks for the stand-in (boots then
+use ``networks: none``; recorded as a deviation).
 Keystone runs in one site (``keystone_sites``: one per listed site, each with its region and its
 site's database node), with its cache in a memcached per site (as devstack and kolla deploy it:
 without it Keystone 30 sends about 500 queries to the database to validate one admin token,
@@ -98,7 +104,7 @@ class NovaStack:
     glance_workers: int = 2              # glance-api's gunicorn workers
     # ovn: the real neutron-server (ML2/OVN) + ovn-central in neutron_site, each compute process
     # its hosts' simulated ovn-controller; fake-neutron: the stand-in (boots with networks none)
-    network_service: str = "fake-neutron"
+    network_service: str = "ovn"
     neutron_site: int | None = None      # default: fakes_site
     neutron_workers: int = 1             # neutron-api's workers (gunicorn; ASGI_WORKERS)
     image_mb: int = 1                    # the size of the deployment's image (MiB)
@@ -392,12 +398,19 @@ class NovaDeployment:
         return deviations_of(svc for _, svc in self.services()) + self.stand_ins()
 
     def stand_ins(self) -> list[Deviation]:
-        """The stand-ins asked for instead of real services (image_service: fake-glance)."""
-        if self.glance is not None:
-            return []
-        return [spec_set("image service", "image_service", "fake-glance (stand-in)", "glance",
-                         "fake-glance answers nova's image requests from a stdlib server: no token "
-                         "validated, no database, no image stored or downloaded")]
+        """The stand-ins asked for instead of real services (image_service: fake-glance,
+        network_service: fake-neutron)."""
+        out = []
+        if self.glance is None:
+            out.append(spec_set("image service", "image_service", "fake-glance (stand-in)", "glance",
+                                "fake-glance answers nova's image requests from a stdlib server: no token "
+                                "validated, no database, no image stored or downloaded"))
+        if self.neutron is None:
+            out.append(spec_set("network service", "network_service", "fake-neutron (stand-in)", "ovn",
+                                "fake-neutron answers nova's network requests from a stdlib server with "
+                                "empty lists: boots use networks none, no port is created, bound or waited "
+                                "for"))
+        return out
 
     def facts(self) -> dict[str, Any]:
         return {"db": self.stack.db, "nova": self.nova.facts(), "computes": self.computes.facts(),

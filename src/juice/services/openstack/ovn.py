@@ -30,7 +30,7 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
-from juice.services.deviations import Deviation
+from juice.services.deviations import Deviation, dev
 from juice.services.process import Server, port_open, spawn, stop_all
 
 NB_PORT = 6641
@@ -40,6 +40,29 @@ TOOLS = ("/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovn-northd",
          "/usr/bin/ovn-sbctl", "/usr/bin/ovn-appctl")
 LOGGING = ["-vconsole:info", "-vsyslog:off", "-vfile:off"]
 DBS = {"nb": ("OVN_Northbound", NB_PORT), "sb": ("OVN_Southbound", SB_PORT)}
+
+
+# How the simulated ovn-controller (juice_nova.ovn, in each nova-compute process) differs from a
+# hypervisor's ovn-controller 23.03 (option, Juice's, the real one's, why): recorded as deviations.
+SIMULATED_CONTROLLER: list[tuple[str, str, str, str]] = [
+    ("process", "simulated in each nova-compute process (one southbound connection per process)",
+     "ovn-controller + ovs-vswitchd on every hypervisor",
+     "the nodes are simulated (no guest, no bridge): what the control plane sees of a node's network "
+     "agent is kept (its chassis, its claims, its nb_cfg replies)"),
+    ("chassis per host", "one per nova service host (isolation shared: every node of a process "
+     "shares its host's chassis)", "one per hypervisor",
+     "nova binds a port to the instance's service host; a chassis per node would match no binding"),
+    ("Port_Binding claim", "at plug_vifs, chassis and up=true in one transaction",
+     "when the OVS interface with the port's iface-id appears, up=true once its flows are installed",
+     "no OVS database nor OpenFlow: the flow computation time (milliseconds to seconds at scale) is "
+     "not simulated"),
+    ("southbound monitoring", "Chassis, Chassis_Private, Encap, SB_Global.nb_cfg and 3 columns of "
+     "every Port_Binding", "conditional monitoring of the rows its chassis needs (ovn-monitor-all false)",
+     "one replica per compute process is what ovsdbapp offers simply; the SB's load per chassis "
+     "differs from a real one's"),
+    ("flows, tunnels, DHCP, metadata", "none", "logical flows, geneve tunnels, OVN DHCP answers",
+     "no guest sends a packet"),
+]
 
 
 class OVN(Service):
@@ -171,7 +194,11 @@ class OVN(Service):
         return [(self.place, self.log(k)) for k in ("nb", "sb", "northd")]
 
     def deviations(self) -> list[Deviation]:
-        return []  # the packaged defaults (standalone databases, northd's own settings)
+        """ovn-central keeps its packaged defaults; what differs is the nodes' side: each
+        hypervisor's ovn-controller is SIMULATED inside the nova-compute process
+        (``juice_nova.ovn``), as listed here (``SIMULATED_CONTROLLER``)."""
+        return [dev("ovn-controller", option, value, default, why)
+                for option, value, default, why in SIMULATED_CONTROLLER]
 
     def facts(self) -> dict[str, Any]:
         r = self.place.run(["/usr/bin/ovn-northd", "--version"], env=self._env())

@@ -146,7 +146,10 @@ def expand(spec: NovaSpec) -> list[NovaPoint]:
              # the real glance (the default since issue 40) in the key; the stand-in left out: runs
              # made before it existed used fake-glance and keep their keys
              **({"image_service": spec.image_service, "image_download": spec.image_download}
-                if spec.image_service != "fake-glance" else {})}
+                if spec.image_service != "fake-glance" else {}),
+             # the real neutron in the key; the stand-in left out (earlier runs used it)
+             **({"network_service": spec.network_service}
+                if spec.network_service != "fake-neutron" else {})}
     out: list[NovaPoint] = []
     if spec.target is not None:  # an existing cloud: none of the lab's axes
         fixed = {"target": spec.target.label, "max_rps": spec.target.max_rps, "image": spec.image,

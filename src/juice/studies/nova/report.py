@@ -117,6 +117,24 @@ def image_service_note(dirs: Sequence[Path]) -> str:
     return f"Image service: {'; '.join(parts)}." if parts else ""
 
 
+def network_service_note(dirs: Sequence[Path]) -> str:
+    """What served the runs' networks (the manifests' ``deployment.network_service``), as a sentence."""
+    seen: Counter[str] = Counter()
+    for d in dirs:
+        try:
+            dep = json.loads((d / "manifest.json").read_text()).get("deployment") or {}
+        except (OSError, ValueError):
+            continue
+        seen[str(dep.get("network_service", "fake-neutron (stand-in)"))] += 1
+    said = {"neutron (ML2/OVN)": "the real neutron with ML2/OVN (a port per boot on the tenant network, "
+                                 "bound by neutron; the nodes' ovn-controller SIMULATED, their spawn waits "
+                                 "for network-vif-plugged)",
+            "fake-neutron (stand-in)": "a stand-in, fake-neutron (boots use <code>networks: none</code>)"}
+    parts = [f"{said.get(k, html.escape(k))}{f' in {n} of {len(dirs)} runs' if len(seen) > 1 else ''}"
+             for k, n in sorted(seen.items())]
+    return f"Network service: {'; '.join(parts)}." if parts else ""
+
+
 def simulation_html(df: pd.DataFrame) -> str:
     """The provenance of SIMULATED waits and failures (the manifests' ``simulation``): what each
     stage waited and how often it failed, stated as simulated; none: the fakes answered at once."""
@@ -340,8 +358,7 @@ def sections(paths: Sequence[Path]) -> list[str]:
             f"Rally's figure is on a 2 s grid, nova's is not. {escape(HOST_NOTE)} Compute hosts are "
             "simulated (Juice's multi-node fake driver): a boot goes through nova's real API, scheduler, "
             "placement claims, conductor and compute manager, but spawns nothing (unless a simulated "
-            f"spawn time is stated below). {image_service_note(dirs)} The network service is a "
-            "stand-in (fake-neutron), boots use <code>networks: none</code>.</p>",
+            f"spawn time is stated below). {image_service_note(dirs)} {network_service_note(dirs)}</p>",
             simulation_html(df),
             "<h3>Per configuration and concurrency (medians over repetitions; seconds)</h3>",
             configkey.notes_html(extra(df), df.attrs.get("config_notes", [])),

@@ -249,6 +249,10 @@ def _axis(kind: object, default: Sequence[object], what: str) -> Any:  # Any: wh
     return Field(default_factory=lambda: list(default), min_length=1, description=f"an axis: {what}")
 
 
+# network_service's default: the real neutron (ML2/OVN), as glance is the image service's (issue 40)
+NETWORK_DEFAULT: Literal["ovn", "fake-neutron"] = "ovn"
+
+
 class NovaSpec(TargetStudySpec[NovaSla]):
     """A nova study. name, description, seed, sla, provider, target and ``wan: {delay_ms}`` (into
     ``delay_ms``) are the frame's (juice.spec.study); ``repetitions`` is bounded lower here."""
@@ -299,6 +303,11 @@ class NovaSpec(TargetStudySpec[NovaSla]):
         "the image service: glance (the real glance-api 33: its database, the file store, tokens "
         "validated by Keystone, the deployment's image uploaded through its API) | fake-glance (the "
         "stand-in: answers nova's image requests, validates nothing; recorded as a deviation)"))
+    network_service: Literal["ovn", "fake-neutron"] = Field(default=NETWORK_DEFAULT, description=(
+        "the network service: ovn (the real neutron 29 with ML2/OVN: ovn-central's NB/SB databases "
+        "and northd, a port per boot on the tenant network made at deployment, bound by neutron to "
+        "the node's host; each nova-compute process plays its hosts' ovn-controller, SIMULATED: "
+        "docs/nova-simulation.md) | fake-neutron (the stand-in: boots use networks none)"))
     image_download: Literal["node_cache", "none"] = Field(default="node_cache", description=(
         "node_cache: a simulated node downloads the image through glance-api (the user's token, "
         "nova's own image API) the first time it boots it and uses its copy afterwards, as a libvirt "
@@ -392,9 +401,14 @@ class NovaSpec(TargetStudySpec[NovaSla]):
                                      "image_service: fake-glance, or remove it")
         for field, on in (("fakes.port_create_s", self.fakes.port_create_s is not None),
                           ("failures.port_create", self.failures.port_create > 0)):
+            if on and self.network_service == "fake-neutron":
+                raise ValueError(f"{field}: with fake-neutron the lab's boots use networks: none, so nova "
+                                 "creates no port and nothing would wait or fail; remove it "
+                                 "(docs/nova-simulation.md)")
             if on:
-                raise ValueError(f"{field}: the lab's boots use networks: none, so nova creates no port "
-                                 "and nothing would wait or fail; remove it (docs/nova-simulation.md)")
+                raise ValueError(f"{field}: simulates fake-neutron's answers, and the ports come from the "
+                                 "real neutron (network_service: ovn, the default); add network_service: "
+                                 "fake-neutron (boots then use networks: none, no port), or remove it")
         check_sites(self.faults, self.sites)
         if self.driver_site > self.sites:
             raise ValueError(f"driver_site: {self.driver_site} is not a site (sites: {self.sites})")

@@ -4,8 +4,8 @@
     juice run examples/nova-boot.yaml        # → results/nova-boot/<run>/..., report.html
 
 A lab per one-way delay; in it the whole nova stack (``services.nova_deploy``: the database,
-RabbitMQ, Keystone, placement, glance (fake-glance when asked), the fake-neutron stand-in,
-nova-api, conductor,
+RabbitMQ, Keystone, placement, glance (fake-glance when asked), neutron with ML2/OVN and
+ovn-central (fake-neutron when asked), nova-api, conductor,
 schedulers and the simulated compute hosts) per deployment key; inside it the running VMs
 (``preload``) are booted once and topped up as the points ask for more; each run boots from
 one driver in ``driver_site`` and deletes what it made.
@@ -91,6 +91,7 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> NovaStack:
                                                if given.haproxy_timeout_server is not None else None),
                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
                      image_service=spec.image_service, image_download=spec.image_download,
+                     network_service=spec.network_service,
                      nova=NovaOptions(**roles, schedulers=p.schedulers,
                                       max_overflow=given.max_overflow,
                                       rpc_response_timeout=given.rpc_response_timeout,
@@ -160,8 +161,9 @@ def roles(spec: NovaSpec, p: NovaPoint) -> dict[int, list[str]]:
         if k == st.placement_site:
             out[k].append("placement")
         if k == st.fakes_site:
-            out[k].append("glance-api, fake-neutron" if st.image_service == "glance"
-                          else "fake-glance/fake-neutron")
+            out[k].append(", ".join([
+                "glance-api" if st.image_service == "glance" else "fake-glance",
+                "neutron-api, ovn-central" if st.network_service == "ovn" else "fake-neutron"]))
         if k == st.nova.api:
             out[k].append("nova-api")
         if k == st.nova.conductor:
@@ -251,7 +253,7 @@ def _boot_batch(dep: Deployment, n: int, t0: float, timeout_s: float) -> None:
     this batch is listed: a name prefix, so that 20,000 running do not slow the poll)."""
     cli = dep.stack.client(1)
     name = f"{PRELOAD_PREFIX}-{dep.running:06d}"
-    cli.boot(name, dep.flavor_id, dep.stack.image_id, count=n)
+    cli.boot(name, dep.flavor_id, dep.stack.image_id, count=n, network=dep.stack.network_id)
     deadline = time.monotonic() + max(300.0, 10.0 * n)
     while True:
         servers = cli.servers(name=f"^{name}")
@@ -336,12 +338,15 @@ class NovaStudy(Study[NovaSpec, NovaPoint, "Deployment | NovaTarget"]):
         env = {"auth_url": ks.auth_url(site), "username": creds.username, "password": creds.password,
                "project_name": creds.project_name, "nova_url": dep.stack.nova.api_url(),
                "image_id": dep.stack.image_id, "flavor_id": dep.flavor_id,
+               "network": dep.stack.network_id or "none",
                "name_run": "".join(secrets.choice(ALPHABET) for _ in range(6))}
         if dep.stack.redis is not None:  # OSProfiler on: the driver signs a trace per boot
             env["profiler_key"] = dep.stack.nova.profiler_key
         # Keystone's logs too: its errors (a 500, a database refusal) explain failed boots
         svcs = (dep.stack.nova, dep.stack.computes, dep.stack.placements, dep.stack.ks,
-                *([dep.stack.glance] if dep.stack.glance is not None else []))  # glance-api's access log
+                *([dep.stack.glance] if dep.stack.glance is not None else []),
+                *([dep.stack.neutron] if dep.stack.neutron is not None else []),
+                *([dep.stack.ovn] if dep.stack.ovn is not None else []))  # glance-api's access log
         try:
             probe: counters.Probe | None = counters.probe_for(dep.stack.db)
         except (ServiceError, TypeError):
