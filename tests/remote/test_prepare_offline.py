@@ -32,6 +32,7 @@ from juice.cli.hosts import clone_dir
 from juice.lab.provider import StaticHost
 from juice.remote import offline as offl
 from juice.remote import prepare as prep
+from tests.conftest import Juice
 
 # --- pure -------------------------------------------------------------------------------------
 
@@ -170,6 +171,16 @@ def test_dry_run_offline_prints_the_bundle_steps(tmp_path: Path) -> None:
     assert "scripts/offline-bundle.sh" in flat and "bundle, send: tar -c" in flat
     assert "JUICE_OFFLINE=" in flat and "/offline/<digest>" in flat
     assert "verify: ssh" in flat and "scripts/verify-setup.sh" in flat
+
+
+def test_a_bundle_given_must_be_one(juice: Juice, tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"name": "p", "sites": [1], "provider": {
+        "kind": "enoslib", "static": {"hosts": [{"address": "127.0.0.1", "port": 9}]}}}))
+    code, _, err = juice("hosts", "prepare", str(spec), "--bundle", str(tmp_path), "--log-dir",
+                         str(tmp_path / "l"))
+    assert code == 2 and "--bundle: " in err and "not a finished bundle" in err, err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 # --- slow: a bare Debian 12 host without any network ------------------------------------------

@@ -181,6 +181,10 @@ def prepare(
                                  "the Debian packages and their dependencies, the native helpers; made once "
                                  "per lock digest, needs root and this machine on Debian 12) and install "
                                  "from that only."),
+    bundle_dir: Path | None = typer.Option(None, "--bundle", help="--offline with this bundle (made by "
+                                           "scripts/offline-bundle.sh on another Debian 12 machine of the "
+                                           "hosts' architecture, copied here; the same path on the "
+                                           "hosts) instead of making one here."),
 ) -> None:
     """Copy this clone to every host of SPEC's provider: (same path) and run its
     scripts/setup.sh there, in parallel over ssh, then check each venv against its lock; a
@@ -199,10 +203,18 @@ def prepare(
         raise UserError(f"{spec}: {e}") from None
     src, files = _source(source_dir, command)
     if dry_run:
-        _dry_run(p, n, src, files, command, timeout, offline)
+        _dry_run(p, n, src, files, command, timeout, offline or bundle_dir is not None)
         return
     run_dir = _run_dir(log_dir)
-    bundle = offl.make_bundle(src, cache_dir(), progress, run_dir / "bundle.log") if offline else None
+    bundle = None
+    if bundle_dir is not None:
+        try:
+            bundle = offl.load_bundle(bundle_dir.expanduser().resolve())
+        except UserError as e:
+            raise UserError(f"--bundle: {e}") from None
+        progress(f"offline bundle: {bundle.path}: {len(bundle.files)} files, {bundle.megabytes:.0f} MB")
+    elif offline:
+        bundle = offl.make_bundle(src, cache_dir(), progress, run_dir / "bundle.log")
     progress(f"preparing {n} host(s) from {src} ({len(files)} tracked files), JUICE_CACHE={cache_dir()}; "
              f"logs: {run_dir}")
     ctx = prep.Context(source=src, run_dir=run_dir, cache=cache_dir(), files=files,
