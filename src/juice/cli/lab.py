@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 from pydantic import TypeAdapter
@@ -78,8 +77,8 @@ def _spec_from_flags(name: str, sites: int | None, delay: float | None, jitter: 
         return specmod.parse(data, str(spec_file))
     if sites is None:
         raise UserError("--sites: how many sites? (e.g. `juice lab up --sites 3 --delay 50`)")
-    flags: dict[str, Any] = {"name": name, "sites": sites, "jitter_ms": jitter or 0.0,
-                             "loss_pct": loss or 0.0, "backend": backend}
+    flags: dict[str, object] = {"name": name, "sites": sites, "jitter_ms": jitter or 0.0,
+                                "loss_pct": loss or 0.0, "backend": backend}
     if zones is not None:
         if delay is not None:
             raise UserError("--delay: with --zones give --intra and --inter instead")
