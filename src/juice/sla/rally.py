@@ -241,15 +241,25 @@ _BY_FIELDS: dict[str, Callable[[Mapping[str, float]], Criterion]] = {
     c.name: c for c in (FailureRate, MaxAverageDurationPerAtomic, Outliers, PerformanceDegradation)}
 
 
+def _limit(v: object) -> float | None:
+    """A criterion's number as Rally's ``float()`` reads it (numbers, numeric text); None else."""
+    if not isinstance(v, int | float | str):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
 def _criterion(name: str, value: object) -> Criterion | None:
     """Rally's criterion ``name`` configured with ``value`` (None: not one of Rally's, or a
     limit that is not a number)."""
     if name in _BY_LIMIT:
-        limit = as_float(value)
+        limit = _limit(value)
         return None if limit is None else _BY_LIMIT[name](limit)
     if name in _BY_FIELDS:
         return _BY_FIELDS[name]({str(k): f for k, v in as_object(value).items()
-                                 if (f := as_float(v)) is not None})
+                                 if (f := _limit(v)) is not None})
     return None
 
 
