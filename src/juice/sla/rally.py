@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypedDict
 
-from juice.util.jsontypes import as_float, as_object
+from juice.util.jsontypes import as_object
 
 
 def _float_str(num: float) -> str:
@@ -41,7 +41,7 @@ def _float_str(num: float) -> str:
 
 def _num(v: object) -> float:
     """A number of an iteration record as float (None, absent or not a number: 0)."""
-    f = as_float(v)
+    f = _limit(v)
     return 0.0 if f is None else f
 
 
@@ -147,7 +147,7 @@ def atomic_durations(it: Mapping[str, object]) -> Iterable[tuple[str, float]]:
     for a in acts if isinstance(acts, list) else []:
         if isinstance(a, Mapping):
             start = _num(a.get("started_at"))
-            end = as_float(a.get("finished_at")) or start
+            end = _limit(a.get("finished_at")) or start
             yield str(a.get("name")), end - start
 
 
