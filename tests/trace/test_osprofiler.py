@@ -69,7 +69,7 @@ def test_calls_filed_under_another_boots_trace_are_found_by_instance_uuid(rec: d
 
 
 def test_phases_are_compared_between_the_milestones_both_have() -> None:
-    juice = {m: float(i) for i, m in enumerate(ORDER) if m not in ("retry_in", "imaged")}
+    juice = {m: float(i) for i, m in enumerate(ORDER) if m not in flow.OPTIONAL}
     prof = {m: t + 100.0 for m, t in juice.items() if m not in ("claimed", "spawned")}  # another clock
     got = osp.common_phases(prof, juice)
     assert all(abs(o - j) < 1e-9 for o, j in got.values())  # durations do not see a clock offset
@@ -88,7 +88,7 @@ def test_the_table_of_the_recorded_run_covers_the_whole_boot(rec: dict[str, Any]
     assert (table["boots"] == len(rec["boots"])).all()
     covered = [p for row in table["phase"] for p in row.split("+")]
     # each phase once, in order (no retry, no image fetch by the nodes in this recorded run)
-    assert covered == [p for p in flow.PHASES if p not in ("retry", "image")]
+    assert covered == [p for p in flow.PHASES if p not in ("retry", "image", "vif_plugged")]
     assert table["phase"].iloc[-1] == "claim+spawn+finish"  # OSProfiler has no claim/spawn span
     assert ((table["diff_median_lo_s"] <= table["diff_median_s"])
             & (table["diff_median_s"] <= table["diff_median_hi_s"])).all()

@@ -48,8 +48,13 @@ CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I
     (r"Error contacting glance server|GlanceConnectionFailed|Image .* could not be found|ImageNotFound",
      "image service error",
      "glance-api's availability and workers (SIMULATED with image_service: fake-glance)"),
-    (r"Error creating port|NeutronError|PortBindingFailed", "network service error",
-     "neutron (SIMULATED here: fake-neutron)"),
+    (r"Failed to allocate the network|VirtualInterfaceCreateException|network-vif-plugged.*[Tt]imeout|"
+     r"Timeout waiting for \[\('network-vif-plugged",
+     "network-vif-plugged not received in time (port not up)",
+     "[DEFAULT] vif_plugging_timeout (300 s) against neutron's port activation: its API workers, the "
+     "OVN northd/SB path, the nova notifier's batching (send_events_interval 2 s)"),
+    (r"Error creating port|NeutronError|PortBindingFailed|binding_failed", "network service error",
+     "neutron's API workers and database (SIMULATED with network_service: fake-neutron)"),
     (r"injected (build|spawn) failure|Instance failed to spawn|failed to spawn", "spawn failed on the node",
      "the hypervisor (SIMULATED here: failures.spawn / failing_nodes)"),
     (r"Service Unavailable|Gateway Time-?out|\b50[34]\b|No server is available",

@@ -25,7 +25,9 @@ scheduler (→ its decision), rpc_conductor (→ the conductor has the hosts), c
 selects the host and casts), rpc_compute (→ compute starts the build), retry (first → last
 attempt's start, rescheduled boots only), claim, image (→ the node has the image: downloaded
 through glance-api, or its cached copy; only when the simulated nodes fetch images, issue 40),
-spawn, finish (→ instance.create.end). A missing milestone folds its time into the phase before it.
+spawn, vif_plugged (the spawn's wait for neutron's ``network-vif-plugged``, from the VIFs' plug to
+the event: only with the real neutron, issue 40; the spawn's time before and after it stays
+``spawn``), finish (→ instance.create.end). A missing milestone folds its time into the phase before it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from juice.trace.parse import Event
 
 TERMINALS = ("active", "no_valid_host", "retries_exhausted", "compute_failed", "api_failed")
 PHASES = ("api", "rpc_scheduler", "scheduler", "rpc_conductor", "conductor", "rpc_compute", "retry",
-          "claim", "image", "spawn", "finish")
+          "claim", "image", "spawn", "vif_plugged", "finish")
 BOOT_KINDS = frozenset({"api.received", "scheduler.received", "conductor.selected", "compute.create.start"})
 RESOLUTION_S = 0.0015   # text logs have 1 ms timestamps
 
@@ -177,6 +179,8 @@ def _machine(rid: str, uuid: str | None, evs: Sequence[Event]) -> Trace:
             ms["claimed"] = e.t
         elif k == "compute.imaged":
             ms["imaged"] = e.t
+        elif k == "compute.vif_plugged":
+            ms["vif_wait"], ms["plugged"] = e.t - (e.value or 0.0), e.t
         elif k == "compute.spawned":
             ms["spawned"] = e.t
         elif k in ("compute.create.end", "compute.built"):
@@ -237,8 +241,9 @@ def _conductor_template(detail: str) -> str:
 PATH: tuple[tuple[str, str], ...] = (
     ("received", ""), ("cond_call", "api"), ("sched_in", "rpc_scheduler"), ("sched_out", "scheduler"),
     ("cond_back", "rpc_conductor"), ("dispatched", "conductor"), ("compute_in", "rpc_compute"),
-    ("retry_in", "retry"), ("claimed", "claim"), ("imaged", "image"), ("spawned", "spawn"),
-    ("done", "finish"))
+    ("retry_in", "retry"), ("claimed", "claim"), ("imaged", "image"), ("vif_wait", "spawn"),
+    ("plugged", "vif_plugged"), ("spawned", "spawn"), ("done", "finish"))
+OPTIONAL = ("retry_in", "imaged", "vif_wait", "plugged")  # milestones only some boots have
 ORDER = ("received", "cond_call", "sched_in", "sched_out", "cond_back", "dispatched", "compute_in")
 
 
@@ -261,7 +266,7 @@ def _phases(tr: Trace) -> None:
         if tb < ta - RESOLUTION_S:
             tr.anomalies.append(f"{b} {ta - tb:.3f}s before {a}")
     if tr.state != "active" and tr.state != "incomplete":
-        for k in ("claimed", "imaged", "spawned"):
+        for k in ("claimed", "imaged", "vif_wait", "plugged", "spawned"):
             if k in ms and "done" in ms and ms[k] > ms["done"]:
                 ms.pop(k)
     for phase, _, _, start, end in segments(ms):
@@ -272,8 +277,8 @@ def segments(ms: Mapping[str, float]) -> list[tuple[str, str, str, float, float]
     """The phases of a boot's milestones ``ms``, in order: (phase, from, to, start, end). The
     time from one present milestone to the next is charged to the phase that starts at the
     first (a missing milestone folds its time into the phase before it); never backwards."""
-    # retry: rescheduled boots only; image: only where the nodes fetch images
-    path = [p for p in PATH if p[0] not in ("retry_in", "imaged") or p[0] in ms]
+    # retry: rescheduled boots only; image: only where the nodes fetch images; vif: real neutron only
+    path = [p for p in PATH if p[0] not in OPTIONAL or p[0] in ms]
     names = [name for name, _ in path]
     present = [name for name in names if name in ms]
     out: list[tuple[str, str, str, float, float]] = []

@@ -144,7 +144,7 @@ def _covered(a: str, b: str) -> str:
     names = [m for m, _ in flow.PATH]
     # the optional milestones (a rescheduled boot's retry, a node's image fetch) only at an end
     return "+".join(ph for m, ph in flow.PATH[names.index(a) + 1:names.index(b) + 1]
-                    if m not in ("retry_in", "imaged") or b == m)
+                    if m not in flow.OPTIONAL or b == m)
 
 
 def common_phases(osp: Mapping[str, float], juice: Mapping[str, float]

@@ -51,6 +51,7 @@ PHRASES: tuple[bytes, ...] = (
     b"Rescheduling: True",
     b"Claim successful on node",
     b"juice-fake: image ",               # the simulated node's image fetch (juice_nova.virt)
+    b"juice-fake: network-vif-plugged-",  # the spawn's wait for neutron's event (juice_nova.virt)
     b"seconds to spawn the instance",
     b"seconds to build instance",
     b"hosts available but",
@@ -76,6 +77,8 @@ SCHED_SELECTED = re.compile(r"Selected host: \(([^,]+), ([^)]+)\)")
 CLAIM_NODE = re.compile(r"Claim successful on node (\S+)")
 IMAGED = re.compile(r"juice-fake: image \S+ (?:fetched from glance in ([\d.]+) seconds|"
                     r"found in the image cache)")
+VIF_PLUGGED = re.compile(r"juice-fake: (network-vif-plugged-\S+(?:, network-vif-plugged-\S+)*) "
+                         r"received in ([\d.]+) seconds")
 SERVERS_POST = re.compile(r"/servers/?(\?.*)?$")
 NUMBERS = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(\.\d+)?\b")
 REQ = re.compile(r"req-" + UUID_RE)
@@ -117,7 +120,8 @@ def stream_component(name: str) -> str | None:
     compute), else None."""
     n = name.lower()
     for key, comp in (("sched", "scheduler"), ("conductor", "conductor"), ("placement", "placement"),
-                      ("keystone", "keystone"), ("glance", "glance"), ("compute", "compute"), ("api", "api")):
+                      ("keystone", "keystone"), ("glance", "glance"), ("neutron", "neutron"),
+                      ("ovsdb", "ovn"), ("northd", "ovn"), ("compute", "compute"), ("api", "api")):
         if key in n:
             return comp
     if re.search(r"(^|[-_])c\d+(-n\d+)?$", n):  # juice-c3, or a forked node's juice-c3-n0001
@@ -128,7 +132,7 @@ def stream_component(name: str) -> str | None:
 def logger_component(logger: str, default: str | None) -> str:
     for prefix, comp in (("nova.api", "api"), ("nova.conductor", "conductor"),
                          ("nova.scheduler", "scheduler"), ("nova.compute", "compute"),
-                         ("placement", "placement"), ("keystone", "keystone")):
+                         ("placement", "placement"), ("keystone", "keystone"), ("neutron", "neutron")):
         if logger.startswith(prefix):
             return comp if default is None or comp == default or default == "other" else default
     return default or "other"
@@ -261,6 +265,11 @@ def _events(c: _Ctx, t: float, level: str, logger: str, greq: str | None, req: s
         if m:  # the node has the image: downloaded through glance (its seconds), or its cached copy
             yield Event(t=t, kind="compute.imaged", value=float(m.group(1) or 0.0),
                         detail="glance" if m.group(1) else "cache", **ev)
+        return
+    if "juice-fake: network-vif-plugged-" in msg:
+        m = VIF_PLUGGED.search(msg)
+        if m:  # neutron's network-vif-plugged reached the spawn, which waited its seconds for it
+            yield Event(t=t, kind="compute.vif_plugged", value=float(m.group(2)), detail=m.group(1), **ev)
         return
     if any(p in msg for p in ("hosts available but", "Unable to successfully claim",
                               "no allocation candidates")):
