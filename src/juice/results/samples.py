@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from juice.errors import UserError
 from juice.results.store import WARMUP_SUFFIX, counted
-from juice.util.jsontypes import JSONObject, JSONValue, as_float, as_object, as_objects
+from juice.util.jsontypes import JSONObject, JSONValue, as_object, as_objects, to_float
 
 F64 = npt.NDArray[np.float64]
 MAX_DEPTH = 4  # results root -> study -> ... -> run directory
@@ -68,15 +68,14 @@ class Unit:
 
 
 def _arr(values: Iterable[object]) -> F64:
-    a: F64 = np.asarray([float(v) for v in values if v is not None],  # type: ignore[arg-type]
-                        dtype=np.float64)
+    a: F64 = np.asarray([to_float(v) for v in values if v is not None], dtype=np.float64)
     out: F64 = a[np.isfinite(a)]
     return out
 
 
 def from_iterations(unit: Unit, iterations: list[JSONObject]) -> Unit:
     """Fill ``unit``'s iterations, their samples and ``success_pct``."""
-    its = sorted(iterations, key=lambda d: as_float(d.get("timestamp")) or 0.0)
+    its = sorted(iterations, key=lambda d: to_float(d.get("timestamp") or 0.0))
     unit.iterations = its
     ok = [d for d in its if not d.get("error")]
     unit.samples["iteration"] = _arr(d.get("duration") for d in ok)
@@ -85,12 +84,12 @@ def from_iterations(unit: Unit, iterations: list[JSONObject]) -> Unit:
         acts = d.get("atomic_actions") or []
         if isinstance(acts, Mapping):  # legacy {name: seconds}
             for name, s in acts.items():
-                atomics.setdefault(str(name), []).append(as_float(s) or 0.0)
+                atomics.setdefault(str(name), []).append(to_float(s))
             continue
         for a in acts if isinstance(acts, list) else []:
-            if isinstance(a, Mapping) and (end := as_float(a.get("finished_at"))) is not None:
+            if isinstance(a, Mapping) and a.get("finished_at") is not None:
                 atomics.setdefault(str(a.get("name")), []).append(
-                    end - (as_float(a.get("started_at")) or 0.0))
+                    to_float(a["finished_at"]) - to_float(a.get("started_at") or 0.0))
     for name, vals in atomics.items():
         unit.samples[f"atomic:{name}"] = _arr(vals)
     if its:
@@ -138,8 +137,8 @@ def run_unit(run_dir: Path) -> Unit:
             unit.samples["oneway_s"] = _arr(m["oneway_s"].dropna())
         summ = read_object(run_dir / "summary.json")
         for src, dst in (("lost", "lost"), ("duplicates", "duplicated")):
-            if (n := as_float(summ.get(src))) is not None:
-                unit.counts[dst] = n
+            if isinstance(n := summ.get(src), int | float):
+                unit.counts[dst] = float(n)
     if (run_dir / "boots.parquet").exists():
         b = pd.read_parquet(run_dir / "boots.parquet")
         ok = b[b["ok"].astype(bool)] if "ok" in b else b

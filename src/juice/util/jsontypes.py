@@ -9,7 +9,7 @@ read instead of deep inside a computation. ``JSONObject`` is one JSON object (``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import SupportsFloat, SupportsIndex, TypeAlias
 
 JSONScalar: TypeAlias = "str | int | float | bool | None"
 JSONValue: TypeAlias = "JSONScalar | list[JSONValue] | dict[str, JSONValue]"
@@ -36,6 +36,14 @@ def as_float(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def to_float(value: object) -> float:
+    """``float(value)`` for what ``float()`` takes (numbers, numeric text), raising as it does
+    otherwise: for fields read as ``float(x)`` before they had a type."""
+    if isinstance(value, str | SupportsFloat | SupportsIndex):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
 
 
 def as_str(value: object, default: str = "") -> str:
