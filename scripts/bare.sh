@@ -235,7 +235,7 @@ host() {
     umount -l /.juice-oldroot
     rmdir /.juice-oldroot
     exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-      FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_SKIP_CMDS=sshd /usr/sbin/sshd -D -e -f /etc/ssh/juice_sshd_config
+      /usr/sbin/sshd -D -e -f /etc/ssh/juice_sshd_config
   ' host "$dir" "$lowers"
 }
 

@@ -124,8 +124,8 @@ def _write_root(upper: Path, *, listen: str, port: int, keys: Path, offset_s: fl
     conf = (f"Port {port}\nListenAddress {listen}\nHostKey /etc/ssh/juice_host_key\nPidFile none\n"
             "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nMaxStartups 100:30:200\nMaxSessions 100\n")
-    if offset_s is not None:
-        conf += f"SetEnv LD_PRELOAD={SLEEP_FIX}:{FAKETIME} FAKETIME_DONT_FAKE_MONOTONIC=1\n"
+    if offset_s is not None:  # every process of the host, whatever its environment
+        (upper / "etc" / "ld.so.preload").write_text(f"{SLEEP_FIX}\n{FAKETIME}\n")
         (upper / "etc" / "faketimerc").write_text(offset_text(offset_s) + "\n")
     (upper / "etc" / "ssh" / "juice_sshd_config").write_text(conf)
 

@@ -1,7 +1,10 @@
-"""The messaging study on SSH hosts (tests/remote/sshhosts.py: an sshd per site namespace, each
-host with a private /var/tmp/juice-host): `juice run` of a spec with `provider:` gives the same
-result files as the same spec run locally, and leaves nothing on the hosts. A bad provider is
-one line, exit 2, before anything starts."""
+"""The messaging study on SSH hosts (tests/testhosts.py: separate hosts, each its own root
+filesystem prepared by ``juice hosts prepare``, processes and clock, in the sites of a lab):
+`juice run` of a spec with `provider:` gives the same result files as the same spec run
+locally, and leaves nothing on the hosts. The hosts' clocks are seconds apart (OFFSETS): the
+one-way times across hosts, raw seconds off, are corrected by the offsets the run measured
+(at least the WAN's one-way delay, at most a few ms more, bounds of a fraction of a ms). A bad
+provider is one line, exit 2, before anything starts."""
 
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ import pytest
 import yaml
 
 from juice.paths import cache_dir
+from tests import testhosts
 from tests.conftest import said_lines
-from tests.remote.sshhosts import SSHD, plain_ssh, ssh_hosts
 from tests.services.conftest import needs_lab
 
 JUICE = str(Path(sys.executable).parent / "juice")
 PY = cache_dir() / "messaging" / "bin" / "python"
+OFFSETS = [3.0, -2.0, 1.5]  # each host's clock minus the truth (seconds)
 
 SPEC: dict[str, Any] = {
     "workload": "messaging",
@@ -57,14 +61,14 @@ def _files(run: Path) -> set[str]:
             if f.is_file() and "bus-logs" not in f.parts}
 
 
-@pytest.mark.skipif(not SSHD.exists(), reason="no sshd (scripts/setup.sh installs it)")
+@pytest.mark.skipif(testhosts.available() is not None, reason=f"test hosts: {testhosts.available()}")
 @pytest.mark.skipif(not PY.exists(), reason=f"{PY} missing: run scripts/setup.sh")
 @needs_lab[0]
 @needs_lab[1]
 @needs_lab[2]
 def test_messaging_on_ssh_hosts_gives_the_results_of_a_local_run(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    with ssh_hosts(3, tmp_path / "hosts") as (_lab, hosts):
+    with testhosts.test_hosts(3, tmp_path / "hosts", OFFSETS, prepared=True) as (_lab, hosts):
         static = {"hosts": [{"address": h.address, "port": h.port, "user": h.user, "key_file": h.key_file,
                              "wan_address": h.wan_address} for h in hosts]}
         spec = tmp_path / "ssh.yaml"
@@ -78,7 +82,7 @@ def test_messaging_on_ssh_hosts_gives_the_results_of_a_local_run(tmp_path: Path)
         code, out = _juice("run", str(spec), "--results", str(results / "ssh"), "--no-report")
         assert code == 0, out
         for h in hosts:  # nothing left: files, rules
-            left = plain_ssh(h, tmp_path / "hosts",
+            left = testhosts.ssh(h, tmp_path / "hosts",
                              "ls -A /var/tmp/juice-host; iptables -t mangle -S | grep -c JUICE || true")
             assert left.split() == ["0"], left
     ssh = _run_dir(results / "ssh")
@@ -87,8 +91,7 @@ def test_messaging_on_ssh_hosts_gives_the_results_of_a_local_run(tmp_path: Path)
     procs = json.loads((ssh / "processes.json").read_text())
     assert sorted(p["site"] for p in procs) == [1, 2, 3, 3]
     assert all(p["rss_kib"] > 0 and p["cpu_s"] is not None for p in procs), procs
-    # no agent process left (by the pids they reported; the test hosts share this pid space)
-    assert not [p["pid"] for p in procs if Path(f"/proc/{p['pid']}").exists()]
+    _check_clocks(ssh, man)
 
     local_spec = tmp_path / "local.yaml"
     local_spec.write_text(yaml.safe_dump(SPEC))
@@ -109,6 +112,35 @@ def test_messaging_on_ssh_hosts_gives_the_results_of_a_local_run(tmp_path: Path)
     for s in (s_ssh, s_loc):
         assert s["ok"] == s["delivered"] == s["expected_deliveries"] == s["sent"], s
         assert s["lost"] == 0 and s["duplicates"] == 0, s
+
+
+def _check_clocks(run: Path, man: dict[str, Any]) -> None:
+    """The run measured each host's true offset; its one-way times across hosts are corrected
+    with them (raw, they are seconds off), within their bounds, and at least the WAN's delay."""
+    offs = man["profile"]["clock_offsets"]
+    for k, true in enumerate(OFFSETS, 1):
+        assert abs(offs[str(k)]["offset_s"] - true) <= offs[str(k)]["rtt_s"] / 2 + 2e-6, (k, offs)
+    m = pd.read_parquet(run / "messages.parquet")
+    d = pd.read_parquet(run / "deliveries.parquet")
+    m = m[m["ok"] & ~m["warmup"]]
+    first = d.groupby("id").agg(t=("t", "min"), srv_site=("site", "first"))
+    m = m.join(first, on="id")
+    cross = m[m["site"] != m["srv_site"]]
+    assert len(cross) > 50, len(cross)
+    # raw (each on its own host's clock): off by the two hosts' offsets
+    raw = cross["t"] - cross["t_send"]
+    true = dict(enumerate(OFFSETS, 1))
+    skew = cross["srv_site"].astype(int).map(true) - cross["site"].astype(int).map(true)
+    assert ((raw - cross["oneway_s"]) - skew).abs().max() < 1e-3, "corrected by the measured offsets"
+    assert (raw.abs() > 1.0).all()  # uncorrected, these would be seconds
+    bound = cross["oneway_bound_s"]
+    assert (bound > 0).all() and bound.max() < 1e-3, bound.describe()
+    delay = SPEC["delay_ms"] / 1000  # every path crosses the WAN once at least (no client in site 1)
+    assert (cross["oneway_s"] >= delay - bound).all(), cross["oneway_s"].describe()
+    # far below the clocks' differences (1.5 s and more): a wrong sign or scale would show
+    assert cross["oneway_s"].median() < 1.0, cross["oneway_s"].describe()
+    s = json.loads((run / "summary.json").read_text())
+    assert s.get("oneway_withheld") in (None, ""), s.get("oneway_withheld")
 
 
 def test_too_few_hosts_is_one_line_exit_2(tmp_path: Path) -> None:
