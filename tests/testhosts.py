@@ -14,33 +14,36 @@ A host (``scripts/bare.sh host``, started here inside the site's namespace):
   /var/cache/juice, not this clone); /dev, /run, /tmp, /dev/shm of its own;
 - its own mount and PID namespaces, its own sshd (port 22 on the site's address) as the PID
   namespace's first process;
-- its own clock: every process started over ssh runs with libfaketime (sshd's ``SetEnv
-  LD_PRELOAD=libfaketime.so.1``) reading ``/etc/faketimerc`` (the host's offset, e.g. "+3s"):
-  time.time(), clock_gettime(CLOCK_REALTIME), gettimeofday, date all shifted by the offset.
-  CLOCK_MONOTONIC is NOT shifted (``FAKETIME_DONT_FAKE_MONOTONIC=1``): a real host's monotonic
-  clock is never comparable across hosts anyway, and a shifted one would move the absolute
-  deadlines that glibc's waits take on it (sem_clockwait is not intercepted by libfaketime
-  0.9.10: a wait would last the offset longer, or not at all). sshd itself is not faked:
-  libfaketime's shared-memory clean-up is an unlink(), which sshd's seccomp sandbox kills
-  (SIGSYS) — hence SetEnv rather than /etc/ld.so.preload. Go binaries (the WAN delayer) read
-  the real clock through the vDSO: they only measure durations. A process whose environment is
-  cleared (``env -i``) on the host would run on the real clock.
+- its own clock: every process of the host loads libfaketime (Debian's 0.9.10) through the
+  host's /etc/ld.so.preload, after scripts/faketime-sleep.c, with the offset in
+  /etc/faketimerc (e.g. "+3s"): time.time(), clock_gettime(CLOCK_REALTIME), gettimeofday, date
+  all shifted, whatever the process's environment (Juice's agent starts servers with a clean
+  one). CLOCK_MONOTONIC is NOT shifted (the shim makes libfaketime see
+  FAKETIME_DONT_FAKE_MONOTONIC=1): a real host's monotonic clock is never compared across
+  hosts, and with it shifted libfaketime 0.9.10 hangs Python's timed lock waits; the shim also
+  mends that mode's EINVAL on absolute monotonic sleeps (Python's time.sleep) and keeps
+  libfaketime from unlinking its shared memory, which sshd's seccomp filter punishes with
+  SIGSYS. Go binaries (the WAN delayer) read the real clock through the vDSO: they only
+  measure durations. The build host of the prepared layer has no offset (no preload).
 
 Stopping: the recorded pid (``unshare --kill-child``, SIGKILL: unshare ignores SIGTERM) takes
 the host's sshd with it, and the kernel ends every process of the PID namespace with it; the
 mounts go with the mount namespace; then the directory is removed. On success, failure and
 Ctrl-C (the ``with``), at a crash of the test process (the hosts' unshare gets SIGKILL as its
 parent dies: PR_SET_PDEATHSIG), and swept at the next start (a run directory whose owner pid
-is gone: its recorded pids killed, its directory removed). The lab is a ``uniform_lab``
-(``juice-`` names, swept by Juice itself).
+is gone: its recorded pids killed, its directory removed). The lab is a local lab of a random
+name (``juice-th…`` namespaces, swept by Juice itself and by ``sweep`` here).
 
 ``prepared=True``: the hosts also have what ``juice hosts prepare`` installs (Debian packages,
 the venvs in /var/cache/juice, the native helpers, this clone at its own path), from a cached
 layer made ONCE per key (the inputs of scripts/setup.sh: its scripts, the locks, native/, the
-pyproject files, and this clone's path) by running ``juice hosts prepare`` (the CLI) on a build
-host (the same kind of host, in this machine's network namespace, so setup.sh reaches the
-registries as this machine does); each fixture then brings the hosts' copy of the clone up to
-date with ``juice.remote.prepare`` (only the files that differ are sent, usually none).
+pyproject files; this clone's path; the image's date) by ``juice hosts prepare``'s own steps
+(``juice.remote.prepare``: check, copy, setup.sh, verify — with this working tree's files,
+tracked or not yet, where the CLI sends the tracked ones) on a build host (the same kind of
+host, in this machine's network namespace, so setup.sh reaches the registries as this
+machine does: measured 486 s, 3.3 GB, under a load of ~7 on 2 cores); each fixture then
+brings the hosts' copy of the clone up to date with the same copy step (only the files that
+differ are sent; 1-2 s for 3 hosts).
 """
 
 from __future__ import annotations
