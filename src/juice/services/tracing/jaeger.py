@@ -35,7 +35,6 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -44,6 +43,7 @@ from juice.lab.place import Place
 from juice.paths import native_bin
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.process import Server, spawn
+from juice.util.jsontypes import JSONValue, as_list, as_object, get_in
 
 VERSION = "1.76.0"
 BINARY = f"juice-jaeger-{VERSION}"
@@ -99,9 +99,9 @@ def ensure_built(progress: Progress = quiet, script: Path = BUILD_SCRIPT) -> Pat
     return b
 
 
-def config(ip: str, *, max_traces: int = 100_000, ui_assets: Path | None = None) -> dict[str, Any]:
+def config(ip: str, *, max_traces: int = 100_000, ui_assets: Path | None = None) -> dict[str, object]:
     """Jaeger v2's configuration (pure): OTLP/HTTP in, memory storage, query API/UI on ``ip``."""
-    query: dict[str, Any] = {
+    query: dict[str, object] = {
         "storage": {"traces": STORE},
         "enable_tracing": False,
         "max_clock_skew_adjust": "0s",  # Juice already corrected the skew: show its times
@@ -129,13 +129,13 @@ def config(ip: str, *, max_traces: int = 100_000, ui_assets: Path | None = None)
     }
 
 
-def chunks(doc: Mapping[str, Any], limit: int = CHUNK_BYTES) -> list[bytes]:
+def chunks(doc: Mapping[str, object], limit: int = CHUNK_BYTES) -> list[bytes]:
     """``doc`` (OTLP/JSON) as request bodies of at most about ``limit`` bytes each, split
     between its ``resourceSpans`` (a single larger resource is sent alone)."""
     out: list[bytes] = []
-    batch: list[Any] = []
+    batch: list[object] = []
     size = 0
-    for rs in doc.get("resourceSpans", []):
+    for rs in as_list(doc.get("resourceSpans", [])):
         n = len(json.dumps(rs, separators=(",", ":")))
         if batch and size + n > limit:
             out.append(json.dumps({"resourceSpans": batch}, separators=(",", ":")).encode())
@@ -237,7 +237,7 @@ class Jaeger(Service):
         return [(self.place, self.log())]
 
     # ---- data ----------------------------------------------------------------------------
-    def load(self, doc: Mapping[str, Any]) -> int:
+    def load(self, doc: Mapping[str, object]) -> int:
         """POST ``doc`` (OTLP/JSON) to the OTLP/HTTP receiver from inside the site; the number
         of requests. ServiceError when Jaeger refuses any span."""
         bodies = chunks(doc)
@@ -250,12 +250,12 @@ class Jaeger(Service):
             text = answer.decode(errors="replace")
             if status != 200:
                 raise ServiceError(f"jaeger refused the traces: HTTP {status} {text[:200]}")
-            rejected = json.loads(text or "{}").get("partialSuccess", {}).get("rejectedSpans")
+            rejected = get_in(json.loads(text or "{}"), "partialSuccess", "rejectedSpans")
             if rejected:
                 raise ServiceError(f"jaeger rejected {rejected} spans: {text[:200]}")
         return len(bodies)
 
-    def api(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+    def api(self, path: str, params: Mapping[str, object] | None = None) -> JSONValue:
         """GET the query API (``/api/...``) from inside the site; its JSON."""
         url = f"{self.query_url()}{path}"
         if params:
@@ -266,16 +266,17 @@ class Jaeger(Service):
             raise ServiceError(f"jaeger {path}: no answer ({e})") from e
         if status != 200:
             raise ServiceError(f"jaeger {path}: HTTP {status} {body[:200].decode(errors='replace')}")
-        return json.loads(body)
+        doc: JSONValue = json.loads(body)
+        return doc
 
-    def traces(self, service: str, window_us: tuple[int, int], limit: int = 100_000) -> list[dict[str, Any]]:
+    def traces(self, service: str, window_us: tuple[int, int], limit: int = 100_000) -> list[JSONValue]:
         """Every trace with a span of ``service`` starting in ``window_us`` (Unix µs)."""
         got = self.api("/api/traces", {"service": service, "start": window_us[0], "end": window_us[1],
                                        "limit": limit})
-        return list(got.get("data") or [])
+        return as_list(as_object(got).get("data"))
 
     def wait_traces(self, service: str, n: int, window_us: tuple[int, int], timeout: float = 30.0,
-                    sleep: Callable[[float], None] = time.sleep) -> list[dict[str, Any]]:
+                    sleep: Callable[[float], None] = time.sleep) -> list[JSONValue]:
         """The traces of ``service`` once the query API finds ``n`` of them (spans pass a batch
         processor before they are stored); ServiceError after ``timeout`` s."""
         deadline = time.monotonic() + timeout
