@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
 from juice.lab.spec import check_name
 from juice.services import registry
-from juice.services.base import Service, stop_pid
+from juice.services.base import ServerRecord, Service, stop_pid
 from juice.services.openstack.keystone import Keystone, KeystoneOptions, children_of
 from juice.util import atomic, proc
 
@@ -50,12 +51,12 @@ def load_record(workdir: Path) -> dict[str, Any] | None:
 
 
 def write_record(workdir: Path, ks: Keystone, bringup_s: float,
-                 extra: list[dict[str, Any]] | None = None) -> None:
+                 extra: Sequence[ServerRecord] = ()) -> None:
     """Servers (with ``extra`` ones: the loopback forwarders), URLs and facts (no secret: the
     password is only in the 0600 openrc and clouds.yaml)."""
     atomic.write_json(workdir / RECORD, {
         "kind": ks.kind, "bringup_s": round(bringup_s, 2),
-        "servers": [r.as_dict() for r in ks.records()] + list(extra or []),
+        "servers": [r.as_dict() for r in [*ks.records(), *extra]],
         "sites": {str(s): {"auth_url": ks.auth_url(s), "region": ks.region(s)} for s in ks.ks_sites},
         "openrc": str(ks.openrc), "facts": ks.facts(), "recorded_at": time.time(),
     })
@@ -154,21 +155,21 @@ def up(
                   f"e.g. target: {{cloud: juice-{lab_name}, clouds_file: {lab.workdir / 'clouds.yaml'}}}")
 
 
-def _publish(lab: LocalLab, ks: Keystone) -> list[dict[str, Any]]:
+def _publish(lab: LocalLab, ks: Keystone) -> list[ServerRecord]:
     """Loopback forwarders to every Keystone site and the lab's clouds.yaml; their records."""
     from juice.services.openstack import keystone_publish as pub
     from juice.services.openstack.keystone import PORT
 
-    records: list[dict[str, Any]] = []
+    records: list[ServerRecord] = []
     sites: dict[int, tuple[int, str]] = {}
     try:
         for s in ks.ks_sites:
             srv, port = pub.start_forwarder(lab, s, PORT, lab.workdir)
-            records.append(pub.forwarder_record(srv, s, port, PORT, lab.workdir).as_dict())
+            records.append(pub.forwarder_record(srv, s, port, PORT, lab.workdir))
             sites[s] = (port, ks.region(s))
     except BaseException:
         for r in records:
-            stop_pid(r["pid"], r["pid_start"], grace_s=2)
+            stop_pid(r.pid, r.pid_start, grace_s=2)
         raise
     pub.write_clouds(lab.workdir, pub.clouds(lab.state.name, sites, ks.admin_credentials()))
     return records
