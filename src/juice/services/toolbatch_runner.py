@@ -29,12 +29,34 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (annotations only: this file runs on the OpenStack venv's python)
+    from collections.abc import Callable
+    from typing import TypedDict
+
+    class _StepBase(TypedDict):
+        what: str
+        argv: list[str]
+        log: str
+
+    class Step(_StepBase, total=False):
+        """One command of a batch."""
+
+        env: dict[str, str]
+        timeout_s: float
+
+    class Done(TypedDict):
+        """What the parent prints per finished command."""
+
+        what: str
+        rc: int
+        s: float
 
 PR_SET_PDEATHSIG = 1
 
 
-def _child(step: dict[str, Any], entry: Any) -> None:
+def _child(step: Step, entry: Callable[[], object]) -> None:
     """In the forked child: never returns."""
     code = 1
     try:
@@ -59,9 +81,9 @@ def _child(step: dict[str, Any], entry: Any) -> None:
     os._exit(code)
 
 
-def _wait(running: dict[int, tuple[dict[str, Any], float]]) -> list[dict[str, Any]]:
+def _wait(running: dict[int, tuple[Step, float]]) -> list[Done]:
     """Wait for every child of a group (each bounded by its own timeout)."""
-    done: list[dict[str, Any]] = []
+    done: list[Done] = []
     while running:
         now = time.monotonic()
         for pid, (step, t0) in list(running.items()):
@@ -89,7 +111,7 @@ def main(argv: list[str]) -> int:
     print(json.dumps({"what": "import", "rc": 0, "s": round(time.monotonic() - t0, 3)}), flush=True)
     gc.freeze()  # the imported code's pages stay shared with the children
     for group in batch["groups"]:
-        running: dict[int, tuple[dict[str, Any], float]] = {}
+        running: dict[int, tuple[Step, float]] = {}
         for step in group:
             sys.stdout.flush()
             sys.stderr.flush()
