@@ -201,11 +201,37 @@ def _run_dir(name: str) -> Path:
     return d
 
 
-def _save(d: Path, hosts: list[Running]) -> None:
+def _save(d: Path, hosts: list[Running], lowers: Sequence[str] = ()) -> None:
     tmp = d / ".state.json.tmp"
     tmp.write_text(json.dumps({"owner": [os.getpid(), proc.start_time(os.getpid())],
-                               "hosts": [[r.pid, r.start] for r in hosts]}))
+                               "hosts": [[r.pid, r.start] for r in hosts], "lowers": list(lowers)}))
     os.replace(tmp, d / "state.json")
+
+
+def _in_use() -> set[str]:
+    """The layers that hosts of live test processes have under them."""
+    used: set[str] = set()
+    for d in HOSTS_DIR.glob("juice-*"):
+        try:
+            st = json.loads((d / "state.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if proc.alive(int(st["owner"][0]), st["owner"][1]):
+            used.update(st.get("lowers", []))
+    return used
+
+
+def _drop_stale_prepared(keep: Path) -> None:
+    """This clone's prepared layers of other keys (setup.sh's inputs changed since), unless a
+    live test's hosts have them under them (3.3 GB each)."""
+    used = _in_use()
+    for d in LAYERS.glob("prepared-*"):
+        try:
+            clone = json.loads((d / ".juice-prepared").read_text()).get("clone")
+        except (OSError, ValueError):
+            continue
+        if d != keep and clone == str(CLONE) and str(d) not in used:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def sweep() -> list[str]:
@@ -314,7 +340,7 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
     _write_root(d / "h1" / "upper", listen="127.0.0.1", port=port, keys=tmp, offset_s=None)
     t0 = time.monotonic()
     r = start_host(d / "h1", lowers)
-    _save(d, [r])
+    _save(d, [r], lowers)
     try:
         _wait_port("127.0.0.1", port, r)
         progress(f"test hosts: preparing a host with `juice hosts prepare` for the prepared layer {key}")
@@ -348,7 +374,7 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
     shutil.rmtree(out, ignore_errors=True)
     os.replace(upper, out)
     _remove(d)
-    # layers of other keys of this clone's path are stale: another clone's are left alone
+    _drop_stale_prepared(out)  # another clone's layers are left alone
     progress(f"test hosts: prepared layer {out} made in {took:.0f} s")
 
 
@@ -383,7 +409,7 @@ def test_hosts(n: int, tmp: Path, offsets: Sequence[float] | None = None, *, pre
             hd = run / f"h{k}"
             _write_root(hd / "upper", listen=lab.site_ip(k), port=22, keys=tmp, offset_s=offs[k - 1])
             started.append(start_host(hd, lowers, ["ip", "netns", "exec", lab.site_ns(k)]))
-            _save(run, started)
+            _save(run, started, lowers)
         hosts = []
         for k, r in zip(lab.sites, started, strict=True):
             _wait_port(lab.site_ip(k), 22, r, ns=lab.site_ns(k))
