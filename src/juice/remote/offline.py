@@ -102,7 +102,7 @@ def make_bundle(source: Path, cache: Path, progress: Callable[[str], None],
         raise UserError(f"--source-dir {source}: no {BUNDLE_SCRIPT}: this clone cannot prepare hosts offline")
     start = time.monotonic()
     progress(f"offline bundle: {BUNDLE_SCRIPT} (once per lock digest; a first one downloads "
-             "~1 GB and takes minutes)" + (f"; log: {log}" if log else ""))
+             "~500 MB and takes minutes)" + (f"; log: {log}" if log else ""))
     env = {**os.environ, "JUICE_CACHE": str(cache)}
     err = log.open("ab") if log is not None else None
     try:
