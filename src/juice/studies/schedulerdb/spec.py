@@ -150,7 +150,7 @@ class Point(Strict):
     repetitions: Repetitions | None = Field(default=None, description="1..1,000")
 
     def matches(self, p: SdbParams) -> bool:
-        if self.nodes_max is not None and int(p["nodes"]) > self.nodes_max:
+        if self.nodes_max is not None and p["nodes"] > self.nodes_max:
             return False
         want = self.model_dump(exclude={"nodes_max", "repetitions"})
         return all(v is None or p.get(k) == v for k, v in want.items())
@@ -292,8 +292,8 @@ _COST_PER_KNODE = {"historical-2013.1": 0.5, "historical-2013.2": 0.25, "modern"
 def read_bound_s(p: SdbParams, reps: int, cores: int = 2) -> float:
     """Seconds of work of point ``p`` (``reps`` reads per scheduler): an upper bound of the
     plan's estimate (see above)."""
-    per_read = _COST_PER_KNODE.get(str(p["track"]), 0.5) * int(p["nodes"]) / 1000
-    contention = max(1.0, int(p["schedulers"]) / cores)
+    per_read = _COST_PER_KNODE.get(p["track"], 0.5) * p["nodes"] / 1000
+    contention = max(1.0, p["schedulers"] / cores)
     return reps * per_read * contention * (1.3 if p["updates"] else 1.0) + 1.55
 
 

@@ -64,7 +64,7 @@ def point_key(spec: SchedulerDbSpec, p: SdbParams) -> str:
     base = {k: v for k, v in p.items() if not (k == "client" and v == DEFAULT_CLIENT)}
     ident = {**base, "stats_per_node": spec.stats_per_node, "repetitions": reps_for(spec, p),
              "seed": spec.seed, "lab": spec.lab.model_dump(), "candidates": spec.candidates,
-             "warmup_s": spec.warmup_s, "layout": LAYOUT_VERSION[family(str(p["track"]))]}
+             "warmup_s": spec.warmup_s, "layout": LAYOUT_VERSION[family(p["track"])]}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -75,8 +75,8 @@ def run_name(p: SdbParams) -> str:
 
 
 def estimate_s(p: SdbParams, reps: int, cores: int = 2) -> float:
-    per_read = COST_PER_KNODE.get(str(p["track"]), 0.2) * int(p["nodes"]) / 1000
-    contention = max(1.0, int(p["schedulers"]) / cores)
+    per_read = COST_PER_KNODE.get(p["track"], 0.2) * p["nodes"] / 1000
+    contention = max(1.0, p["schedulers"] / cores)
     upd = 1.3 if p["updates"] else 1.0
     return round(reps * per_read * contention * upd + 1.5, 1)
 
@@ -104,11 +104,11 @@ class SdbPoint:
 
     @property
     def deployment_key(self) -> str:
-        return str(self.params["backend"])
+        return self.params["backend"]
 
     @property
     def family(self) -> str:
-        return family(str(self.params["track"]))
+        return family(self.params["track"])
 
 
 def expand(spec: SchedulerDbSpec) -> list[SdbPoint]:
@@ -199,8 +199,8 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint, Deployment]):
     def deployment(self, spec: SchedulerDbSpec, lab: Lab | None, points: Sequence[SdbPoint],
                    progress: Progress) -> Iterator[Deployment]:
         assert lab is not None  # lab() always makes one
-        backend = str(points[0].params["backend"])
-        readers = sum(max(int(q.params["schedulers"]) for q in points if q.params.get("client") == c)
+        backend = points[0].params["backend"]
+        readers = sum(max(q.params["schedulers"] for q in points if q.params.get("client") == c)
                       for c in dict.fromkeys(q.params.get("client") for q in points))
         with BackendSession(lab, backend, progress, readers=readers,
                             update_workers=spec.update_workers) as sess, \
@@ -224,8 +224,8 @@ class SchedulerDbStudy(Study[SchedulerDbSpec, SdbPoint, Deployment]):
 
         sites = spec.lab.sites
         roles: dict[int, list[str]] = {k: [] for k in range(1, sites + 1)}
-        most = max((int(p.params["schedulers"]) for p in points), default=0)
-        for b in dict.fromkeys(str(p.params["backend"]) for p in points):
+        most = max((p.params["schedulers"] for p in points), default=0)
+        for b in dict.fromkeys(p.params["backend"] for p in points):
             roles[1].append(f"{b} server" + (" (node 1)" if b == "galera" else ""))
             if b == "galera":
                 for k in range(2, sites + 1):
