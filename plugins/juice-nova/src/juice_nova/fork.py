@@ -60,7 +60,10 @@ HEAVY = ("nova.compute.manager", "nova.compute.resource_tracker", "nova.schedule
          # against the parent's): the notifier drivers, the CPU monitor, keystoneauth's plugins
          "_strptime", "netrc", "dogpile.cache.backends.null", "nova.compute.monitors.cpu.virt_driver",
          "keystoneauth1.loading._plugins.identity.generic", "oslo_messaging.notify._impl_log",
-         "oslo_messaging.notify._impl_noop")
+         "oslo_messaging.notify._impl_noop",
+         # the simulated ovn-controller (with the real neutron: each child opens its own SB
+         # connection after the fork) and the library it uses
+         "juice_nova.ovn", "ovsdbapp.backend.ovs_idl.connection", "ovsdbapp.schema.ovn_southbound.impl_idl")
 
 
 class UsageError(Exception):

@@ -7,7 +7,7 @@ southbound connection (ovsdbapp's IDL, the library neutron uses) per process:
 
 - ``register()``: per host, a ``Chassis`` row as ovn-controller writes it (``name`` = its
   system-id, here uuid5 of the host name; ``hostname`` = the host, as nova binds ports to it;
-  one geneve ``Encap`` on the site's address; ``other_config`` with the features ovn-controller
+  one geneve ``Encap``; ``other_config`` with the features ovn-controller
   23.03 announces, ``port-up-notif`` among them) and its ``Chassis_Private`` (``nb_cfg``);
 - a heartbeat thread copies ``SB_Global.nb_cfg`` into each ``Chassis_Private.nb_cfg`` (with
   ``nb_cfg_timestamp``) when it changes, as ovn-controller does after a full recompute: neutron
@@ -22,7 +22,10 @@ southbound connection (ovsdbapp's IDL, the library neutron uses) per process:
 
 Deviations from ovn-controller (docs/nova-simulation.md): no OVS database, no flows, no
 tunnels, no conditional monitoring (the process replicates three columns of every
-Port_Binding); the claim is immediate (no flow computation time); ``up`` is set with the claim.
+Port_Binding); the claim is immediate (no flow computation time); ``up`` is set with the claim;
+the Encap's address is a distinct one of 100.64.0.0/10 per chassis (``encap_ip``: the SB allows
+one chassis per (type, address), and the simulated nodes of a site share its address; the site's
+own address is in the chassis' ``external_ids:juice-site-ip``).
 
 Standalone (the neutron test binds a port without nova)::
 
@@ -32,7 +35,9 @@ Standalone (the neutron test binds a port without nova)::
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
+import re
 import threading
 import time
 import uuid
@@ -55,6 +60,19 @@ TABLES: dict[str, list[str] | None] = {"Chassis": None, "Chassis_Private": None,
 def system_id(host: str) -> str:
     """The simulated chassis' name (ovn-controller's system-id) for host ``host``."""
     return str(uuid.uuid5(NAMESPACE, host))
+
+
+def encap_ip(host: str) -> str:
+    """A distinct tunnel address per simulated chassis, in 100.64.0.0/10 (never routed: no tunnel
+    is ever built): from the host's numbers (``juice-c<i>``, ``juice-c<i>-n<j>``: unique up to
+    512 processes x 8191 nodes), else from a hash of the name."""
+    m = re.fullmatch(r".*-c(\d+)(?:-n(\d+))?", host)
+    if m:
+        n = int(m.group(1)) * 8192 + (int(m.group(2)) + 1 if m.group(2) is not None else 0)
+    else:
+        n = int(uuid.uuid5(NAMESPACE, host).hex, 16)
+    n %= 1 << 22
+    return str(ipaddress.IPv4Address((100 << 24) | (64 << 16) + n))
 
 
 def now_ms() -> int:
@@ -115,8 +133,9 @@ class Chassis:
             name = system_id(host)
             rows = self.api.db_find_rows("Chassis", ("name", "=", name)).execute(check_error=True)
             if not rows:
-                self.api.chassis_add(name, ["geneve"], self.ip, hostname=host, other_config=OTHER_CONFIG,
-                                     external_ids={}).execute(check_error=True)
+                self.api.chassis_add(name, ["geneve"], encap_ip(host), hostname=host,
+                                     other_config=OTHER_CONFIG,
+                                     external_ids={"juice-site-ip": self.ip}).execute(check_error=True)
             else:
                 self.api.db_set("Chassis", rows[0].uuid, ("hostname", host),
                                 ("other_config", OTHER_CONFIG)).execute(check_error=True)

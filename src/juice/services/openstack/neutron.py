@@ -20,10 +20,11 @@ the NB/DB consistency check, the periodic repairs) and ``neutron-rpc-server`` (a
 has none on the boot path) are not started: recorded as deviations.
 
 ML2: mechanism driver ``ovn``, type drivers ``geneve`` and ``flat``, tenant networks ``geneve``
-(VNIs 1..65536), security groups on (OVN ACLs), port security. Port status changes are sent to
-nova as ``network-vif-plugged`` external events by neutron's nova notifier (``[nova]``: the
-neutron service user's credentials against the lab's Keystone), as shipped
-(``notify_nova_on_port_status_changes``, ``send_events_interval`` 2 s).
+(VNIs 1..65536), security groups on (OVN ACLs), port security; the L3 service plugin
+``ovn-router`` as every ML2/OVN deployment has it (nova lists a server's floating IPs). Port
+status changes are sent to nova as ``network-vif-plugged`` external events by neutron's nova
+notifier (``[nova]``: the neutron service user's credentials against the lab's Keystone), as
+shipped (``notify_nova_on_port_status_changes``, ``send_events_interval`` 2 s).
 
 At deployment (``wait_healthy``) Juice creates, as Keystone's admin, the tenant network
 ``juice-net`` (geneve, shared with every project) with subnet ``juice-subnet``
@@ -76,7 +77,7 @@ def render_neutron_conf(*, db_url: str, transport_url: str, auth_url: str, regio
     auth = {"auth_type": "password", "auth_url": auth_url, "username": USER, "password": password,
             "project_name": "service", "user_domain_name": "Default", "project_domain_name": "Default"}
     lines = ["# rendered by juice", "[DEFAULT]"] + [f"{k} = {v}" for k, v in {
-        "core_plugin": "ml2", "service_plugins": "", "auth_strategy": "keystone",
+        "core_plugin": "ml2", "service_plugins": "ovn-router", "auth_strategy": "keystone",
         "transport_url": transport_url, "api_workers": api_workers, "host": "juice-neutron",
         "state_path": state, "use_stderr": "true", "debug": str(debug).lower()}.items()]
     lines += _section("database", {"connection": db_url})

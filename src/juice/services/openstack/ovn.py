@@ -62,6 +62,10 @@ SIMULATED_CONTROLLER: list[tuple[str, str, str, str]] = [
      "differs from a real one's"),
     ("flows, tunnels, DHCP, metadata", "none", "logical flows, geneve tunnels, OVN DHCP answers",
      "no guest sends a packet"),
+    ("Encap ip", "a distinct address of 100.64.0.0/10 per chassis (never routed)",
+     "the hypervisor's tunnel endpoint address",
+     "the SB allows one chassis per (type, address) and the simulated nodes of a site share its "
+     "address; no tunnel is ever built"),
 ]
 
 
