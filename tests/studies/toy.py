@@ -31,6 +31,7 @@ from juice.contract import Progress, ReportInput, Run, Study
 from juice.errors import JuiceError
 from juice.lab import LocalLab
 from juice.lab import spec as labspec
+from juice.lab.place import Lab
 from juice.report.tables import table_html
 from juice.results.store import counted
 from juice.sla.criteria import Sla
@@ -83,7 +84,7 @@ class ToyPoint:
         return 0  # nothing deployed: the lab is the system under test
 
 
-class Toy(Study[ToySpec, ToyPoint]):
+class Toy(Study[ToySpec, ToyPoint, LocalLab]):  # spec, point, deployment types
     name = "toy"
     title = "Toy pings"
 
@@ -101,13 +102,13 @@ class Toy(Study[ToySpec, ToyPoint]):
         with LocalLab.up(ls, ephemeral=True, progress=progress) as lab:
             yield lab
 
-    def deployment(self, spec: ToySpec, lab: Any, points: Sequence[ToyPoint],
-                   progress: Progress) -> nullcontext[Any]:
-        return nullcontext(lab)
+    def deployment(self, spec: ToySpec, lab: Lab | None, points: Sequence[ToyPoint],
+                   progress: Progress) -> nullcontext[LocalLab]:
+        assert isinstance(lab, LocalLab)  # the one lab() gives
+        return nullcontext(lab)  # nothing deployed: the lab is the system under test
 
-    def run_point(self, run: Run[ToySpec, ToyPoint], deployment: Any) -> None:
-        lab: LocalLab = deployment
-        p = run.point
+    def run_point(self, run: Run[ToySpec, ToyPoint], deployment: LocalLab) -> None:
+        lab, p = deployment, run.point
         run.manifest(params={"delay_ms": p.delay_ms, "count": p.count, "repetition": p.repetition})
         cp = lab.run(1, ["ping", "-c", str(p.count), "-i", "0.2", "-W", "5", lab.site_ip(2)],
                      check=False, timeout=60)
