@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from juice.contract import Data, Progress, ReportInput, Run, Study
 from juice.errors import ServiceError
@@ -68,6 +68,8 @@ class Deployment:
 
 
 def _stack(spec: NovaSpec, p: NovaPoint) -> NovaStack:
+    from dataclasses import replace
+
     from juice.services.openstack.nova_conf import ComputeOptions, NovaOptions, spread
     from juice.services.openstack.nova_deploy import NovaStack
     from juice.studies.nova.simulation import fake_simulation
@@ -76,40 +78,39 @@ def _stack(spec: NovaSpec, p: NovaPoint) -> NovaStack:
     # the server options as the spec set them (unset: None, i.e. the service's own default)
     home, given = spec.controllers_site, p.server
     multi = p.db == "galera" and p.writers == "multi"
-    shape: dict[str, Any] = {"bus_sites": (home,), "keystone_site": home, "placement_site": home,
-                             "fakes_site": home}
-    roles: dict[str, Any] = {"control_site": home, "scheduler_sites": None}
+    stack = NovaStack(db=p.db, db_site=home, bus_sites=(home,), keystone_site=home, placement_site=home,
+                      fakes_site=home,
+                      placement_workers=given.placement_workers or NovaStack.placement_workers,
+                      db_max_connections=given.max_connections,
+                      fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
+                      image_service=spec.image_service, image_download=spec.image_download,
+                      network_service=spec.network_service,
+                      nova=NovaOptions(control_site=home, schedulers=p.schedulers,
+                                       max_overflow=given.max_overflow,
+                                       rpc_response_timeout=given.rpc_response_timeout,
+                                       rpc_conn_pool_size=given.rpc_conn_pool_size,
+                                       executor_thread_pool_size=given.executor_thread_pool_size,
+                                       service_down_time=given.service_down_time,
+                                       api_workers=given.api_workers or NovaOptions.api_workers,
+                                       conductor_workers=(given.conductor_workers
+                                                          or NovaOptions.conductor_workers),
+                                       scheduler_workers=(given.scheduler_workers
+                                                          or NovaOptions.scheduler_workers),
+                                       host_subset_size=p.host_subset_size,
+                                       concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
+                                       notifications_log=True, log_json=spec.log_format == "json",
+                                       db_writers="local" if multi else "single",
+                                       profiler=None if spec.profiler == "off" else spec.profiler),
+                      computes=ComputeOptions(spec.computes, default_sites=tuple(spec.compute_sites()),
+                                              spawn_failure=spec.failures.spawn, sim_seed=spec.seed))
     if spec.haproxy is not None or spec.topology.set():  # the production shape (docs/topology.md)
-        shape = stack_shape(spec.topology, spec.haproxy, home, p.schedulers, p.haproxy_maxconn)
-        roles = shape.pop("nova")
-    if multi and roles["scheduler_sites"] is None:  # the seed's multi: schedulers over every site
-        roles["scheduler_sites"] = spread(p.schedulers, range(1, spec.sites + 1))
-    return NovaStack(db=p.db, db_site=home, **shape,
-                     placement_workers=given.placement_workers or NovaStack.placement_workers,
-                     db_max_connections=given.max_connections,
-                     haproxy_timeout_server_s=(float(given.haproxy_timeout_server)
-                                               if given.haproxy_timeout_server is not None else None),
-                     fakes_simulation=fake_simulation(spec.fakes, spec.failures, spec.seed),
-                     image_service=spec.image_service, image_download=spec.image_download,
-                     network_service=spec.network_service,
-                     nova=NovaOptions(**roles, schedulers=p.schedulers,
-                                      max_overflow=given.max_overflow,
-                                      rpc_response_timeout=given.rpc_response_timeout,
-                                      rpc_conn_pool_size=given.rpc_conn_pool_size,
-                                      executor_thread_pool_size=given.executor_thread_pool_size,
-                                      service_down_time=given.service_down_time,
-                                      api_workers=given.api_workers or NovaOptions.api_workers,
-                                      conductor_workers=(given.conductor_workers
-                                                         or NovaOptions.conductor_workers),
-                                      scheduler_workers=(given.scheduler_workers
-                                                         or NovaOptions.scheduler_workers),
-                                      host_subset_size=p.host_subset_size,
-                                      concurrency_backend=p.backend, max_pool_size=p.max_pool_size,
-                                      notifications_log=True, log_json=spec.log_format == "json",
-                                      db_writers="local" if multi else "single",
-                                      profiler=None if spec.profiler == "off" else spec.profiler),
-                     computes=ComputeOptions(spec.computes, default_sites=tuple(spec.compute_sites()),
-                                             spawn_failure=spec.failures.spawn, sim_seed=spec.seed))
+        stack = stack_shape(stack, spec.topology, spec.haproxy, p.schedulers, p.haproxy_maxconn)
+    if multi and stack.nova.scheduler_sites is None:  # the seed's multi: schedulers over every site
+        stack = replace(stack, nova=replace(stack.nova, scheduler_sites=spread(p.schedulers,
+                                                                               range(1, spec.sites + 1))))
+    if given.haproxy_timeout_server is not None:  # with haproxy on (the spec checked it)
+        stack = replace(stack, haproxy_timeout_server_s=float(given.haproxy_timeout_server))
+    return stack
 
 
 def osprofiler_traces(run: Run[NovaSpec, NovaPoint], stack: NovaDeployment) -> None:

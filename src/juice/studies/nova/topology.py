@@ -18,12 +18,15 @@ one RabbitMQ node, no load balancer.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from annotated_types import Ge, Le
 from pydantic import Field, field_validator
 
 from juice.spec.base import PositiveInt, Strict, no_duplicates
+
+if TYPE_CHECKING:
+    from juice.services.openstack.nova_deploy import NovaStack
 
 MAXCONN_MAX = 1_000_000
 
@@ -101,21 +104,22 @@ def check(topology: Topology, haproxy: HAProxyOptions | None, sites: int, contro
         raise ValueError(f"haproxy.site: {haproxy.site} is not a site (sites: {sites})")
 
 
-def stack_shape(topology: Topology, haproxy: HAProxyOptions | None, controllers_site: int,
-                schedulers: int, maxconn: int | None) -> dict[str, Any]:
-    """The ``NovaStack`` fields (and NovaOptions' role sites, under ``nova``) of this shape."""
+def stack_shape(stack: NovaStack, topology: Topology, haproxy: HAProxyOptions | None,
+                schedulers: int, maxconn: int | None) -> NovaStack:
+    """``stack`` laid out in this shape: Keystones, RabbitMQ nodes, placements and nova's roles
+    over the control sites (default: ``stack``'s control site), haproxy in front when on."""
+    from dataclasses import replace
+
     from juice.services.openstack.nova_conf import spread
 
-    ctl = list(topology.control_sites or [controllers_site])
+    ctl = list(topology.control_sites or [stack.nova.control_site])
     home = ctl[0]
-    out: dict[str, Any] = {
-        "keystone_site": home, "keystone_sites": tuple(ctl[:topology.keystones]),
-        "bus_sites": spread(topology.rabbitmq_nodes, ctl), "placement_site": ctl[2 % len(ctl)],
-        "placement_sites": tuple(ctl[(2 + i) % len(ctl)] for i in range(topology.placements)),
-        "fakes_site": home,
-        "nova": {"control_site": home, "api_site": home, "conductor_site": ctl[1 % len(ctl)],
-                 "scheduler_sites": spread(schedulers, ctl) if len(ctl) > 1 else None},
-    }
-    if haproxy is not None:
-        out.update(haproxy=True, haproxy_site=haproxy.site or home, haproxy_maxconn=maxconn)
-    return out
+    nova = replace(stack.nova, control_site=home, api_site=home, conductor_site=ctl[1 % len(ctl)],
+                   scheduler_sites=spread(schedulers, ctl) if len(ctl) > 1 else None)
+    on = haproxy is not None  # one replace: the stack checks its placements against haproxy
+    return replace(stack, keystone_site=home, keystone_sites=tuple(ctl[:topology.keystones]),
+                   bus_sites=spread(topology.rabbitmq_nodes, ctl), placement_site=ctl[2 % len(ctl)],
+                   placement_sites=tuple(ctl[(2 + i) % len(ctl)] for i in range(topology.placements)),
+                   fakes_site=home, nova=nova, haproxy=on or stack.haproxy,
+                   haproxy_site=(haproxy.site or home) if haproxy is not None else stack.haproxy_site,
+                   haproxy_maxconn=maxconn if on else stack.haproxy_maxconn)
