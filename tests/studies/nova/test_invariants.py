@@ -78,3 +78,51 @@ def test_findings_name_a_broken_invariant_and_count_the_runs(tmp_path: Path) -> 
     assert f.verdict == BROKEN and f.text.startswith("INVARIANT BROKEN in 1 of 2 runs checked: b: n0 VCPU")
     (ok,) = invariant_findings(pd.DataFrame({"dir": [str(good)]}))
     assert ok.verdict is None and "held after every run checked (1 of 1)" in ok.text
+
+
+def _servers(d: Path, rows: list[dict[str, object]]) -> None:
+    (d / "servers-end-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+SFLAVOR = {"vcpus": 1, "ram": 512, "disk": 1, "original_name": "f"}
+EXACT = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
+
+
+def test_the_servers_the_window_left_are_checked_one_by_one(tmp_path: Path) -> None:
+    d = _run(tmp_path, "srv", [{"VCPU": 0}, {"VCPU": 0}], running=0)
+    _servers(d, [
+        {"id": "a", "status": "ACTIVE", "task_state": None, "host": "n0", "flavor": SFLAVOR,
+         "allocations": {"0": EXACT}},                                     # exact: holds
+        {"id": "b", "status": "ACTIVE", "task_state": None, "host": "n1", "flavor": SFLAVOR,
+         "allocations": {"0": EXACT}},                                     # on another host
+        {"id": "c", "status": "ACTIVE", "task_state": None, "host": "n0", "flavor": SFLAVOR,
+         "allocations": {"0": EXACT, "1": EXACT}},                         # doubled
+        {"id": "d", "status": "ACTIVE", "task_state": None, "host": "n0", "flavor": SFLAVOR,
+         "allocations": {"0": {"VCPU": 2, "MEMORY_MB": 512, "DISK_GB": 1}}},  # wrong amount
+        {"id": "e", "status": "ACTIVE", "task_state": None, "host": "n0", "flavor": SFLAVOR,
+         "allocations": {}},                                               # none
+        {"id": "f", "status": "BUILD", "task_state": "spawning", "host": "n1", "flavor": SFLAVOR,
+         "allocations": {"1": EXACT}},                                     # stuck
+        {"id": "g", "status": "ERROR", "task_state": None, "host": None, "flavor": SFLAVOR,
+         "allocations": {}},                                               # failed: not stuck
+    ])
+    inv = invariants.check(d)
+    assert inv.checked[:2] == ["no server stuck", "every ACTIVE server has exactly its allocation"]
+    assert inv.broken == [
+        "server f stuck: BUILD, task spawning, host n1",
+        "ACTIVE server b on n1: allocated on n0, not on its host",
+        "ACTIVE server c on n0: allocations on 2 resource providers",
+        "ACTIVE server d on n0: VCPU 2 (flavor 1)",
+        "ACTIVE server e on n0: no allocation"]
+
+
+def test_a_failed_end_of_window_list_is_not_called_held(tmp_path: Path) -> None:
+    d = tmp_path / "err"
+    d.mkdir()
+    _servers(d, [{"error": "GET /servers/detail -> 504: gateway timeout"}])
+    inv = invariants.check(d)
+    assert inv.checked == [] and "504" in inv.why_not
+    no_alloc = tmp_path / "noalloc"
+    no_alloc.mkdir()
+    _servers(no_alloc, [{"id": "a", "status": "ACTIVE", "task_state": None, "host": "n0", "flavor": SFLAVOR}])
+    assert invariants.check(no_alloc).checked == ["no server stuck"]  # placement not asked

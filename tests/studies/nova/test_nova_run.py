@@ -30,6 +30,7 @@ import pandas as pd
 
 from juice.lab import netns
 from juice.openstack.http import issue_token, request
+from juice.studies.nova import invariants
 from juice.trace import flow
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
@@ -204,6 +205,19 @@ def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(capacity_runs: Capa
         for rp in cap["listed"]:
             vcpu = rp["inventories"]["VCPU"]
             assert (vcpu["total"], vcpu["allocation_ratio"], vcpu["reserved"]) == (2, 1.0, 0), rp
+        # what the window left before the cleanup (servers-end-1.jsonl): 4 ACTIVE, each holding
+        # exactly its flavor on its own host in placement, 1 ERROR (No valid host), none stuck —
+        # and the run's invariants, as the report states them, all checked and held
+        ends = [json.loads(x) for x in (r / "servers-end-1.jsonl").read_text().splitlines()]
+        assert Counter(e["status"] for e in ends) == {"ACTIVE": 4, "ERROR": 1}, ends
+        names = {rp["uuid"]: rp["name"] for rp in cap["listed"]}
+        for e in ends:
+            if e["status"] == "ACTIVE":
+                ((rp, res),) = e["allocations"].items()
+                assert names[rp] == e["host"] and res == {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}, e
+        inv = invariants.check(r)
+        assert inv.checked == ["no server stuck", "every ACTIVE server has exactly its allocation",
+                               "capacity", "no allocation without a server"] and inv.broken == [], inv
         # the real glance (the default): each of the 2 nodes downloaded the image through glance-api
         # at its first boot and used its copy for the second (juice_nova.virt), with the users'
         # tokens; glance-api's access log is among the run's logs

@@ -70,8 +70,10 @@ def execute(run: Run[NovaSpec, NovaPoint], launcher: SiteLauncher, env: dict[str
     from juice.load.runner import RunnerSpec
 
     spec, p = run.spec, run.point
-    boots_at = at.root / f"boots-{site}-{uuid.uuid4().hex[:8]}.jsonl"  # where the driver runs
-    env = {**env, "concurrency": p.concurrency, "boots_path": str(boots_at),
+    tag = uuid.uuid4().hex[:8]
+    boots_at = at.root / f"boots-{site}-{tag}.jsonl"  # where the driver runs
+    servers_at = at.root / f"servers-end-{site}-{tag}.jsonl"  # what the window left (invariants)
+    env = {**env, "concurrency": p.concurrency, "boots_path": str(boots_at), "servers_path": str(servers_at),
            "poll_interval_s": spec.poll_interval_s, "boot_timeout_s": spec.boot_timeout_s}
     if p.rate is not None:
         runner = RunnerSpec(type="open", times=p.times, rate=p.rate, arrival=p.arrival,
@@ -98,8 +100,10 @@ def execute(run: Run[NovaSpec, NovaPoint], launcher: SiteLauncher, env: dict[str
         results = run_drivers(launcher, [job], faults.watch(bar) if faults is not None else bar)
     try:
         at.fetch(boots_at, run.rd.file(f"boots-{site}.jsonl"))
+        at.fetch(servers_at, run.rd.file(f"servers-end-{site}.jsonl"))
     finally:
         at.remove(boots_at)
+        at.remove(servers_at)
     events = [e.to_dict() for e in faults.events] if faults is not None else []
     if events:
         from juice.faults.runner import EVENTS

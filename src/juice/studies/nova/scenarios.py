@@ -205,6 +205,16 @@ class NovaScenario:
             if path:
                 atomic.write_text(Path(str(path)),
                                   "".join(json.dumps(b) + "\n" for b in st["boots"]))
+            # what the window left, before the cleanup deletes it: the invariants' evidence
+            # (juice.studies.nova.invariants: stuck servers, each ACTIVE one's allocation)
+            servers_path = env.get("servers_path")
+            if servers_path:
+                try:
+                    rows = await snapshot(st["nova"], st["admin_token"], st["prefix"],
+                                          str(env.get("placement_url") or ""))
+                except (NovaError, aiohttp.ClientError, TimeoutError) as e:
+                    rows = [{"error": str(e)[:300]}]
+                atomic.write_text(Path(str(servers_path)), "".join(json.dumps(r) + "\n" for r in rows))
             await delete_by_prefix(st["nova"], st["admin_token"], st["prefix"], st["timeout"])
             await contexts.cleanup_users(st["drv"])
         finally:
@@ -231,6 +241,41 @@ async def when_answered(fn: Callable[[], Awaitable[T]], deadline: float, first_w
         await asyncio.sleep(wait)
         wait = min(30.0, wait * 2)
     return await fn()
+
+
+SNAPSHOT_MAX = 500  # servers whose placement allocations are read at the end of a window
+PLACEMENT_MICROVERSION = "placement 1.28"
+
+
+async def snapshot(nova: NovaApi, token: str, prefix: str,
+                   placement_url: str = "") -> list[dict[str, object]]:
+    """The servers named ``prefix``* (every project) as the window left them: status, task and VM
+    state, host, flavor, and (when ``placement_url`` is given, for the first ``SNAPSHOT_MAX``)
+    placement's allocations for each, by resource provider. One row per server; a row
+    ``{"truncated": n}`` says how many were not asked for their allocations."""
+    _, data, _ = await nova.call("GET", f"/servers/detail?all_tenants=1&name=^{prefix}", token)
+    rows: list[dict[str, object]] = []
+    for s in data.get("servers", []):
+        if not str(s.get("name", "")).startswith(prefix):
+            continue
+        flavor = s.get("flavor") or {}
+        rows.append({"id": s.get("id"), "name": s.get("name"), "status": s.get("status"),
+                     "task_state": s.get("OS-EXT-STS:task_state"), "vm_state": s.get("OS-EXT-STS:vm_state"),
+                     "host": s.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
+                     "flavor": {k: flavor.get(k) for k in ("vcpus", "ram", "disk", "original_name")}})
+    if not placement_url:
+        return rows
+    base = placement_url.rstrip("/")
+    headers = {"X-Auth-Token": token, "OpenStack-API-Version": PLACEMENT_MICROVERSION,
+               "Accept": "application/json"}
+    for row in rows[:SNAPSHOT_MAX]:
+        async with nova.session.get(f"{base}/allocations/{row['id']}", headers=headers) as r:
+            body = await r.json(content_type=None) if r.status == 200 else {}
+        allocs = (body or {}).get("allocations") or {}
+        row["allocations"] = {rp: (a or {}).get("resources", {}) for rp, a in allocs.items()}
+    if len(rows) > SNAPSHOT_MAX:
+        rows.append({"truncated": len(rows) - SNAPSHOT_MAX})
+    return rows
 
 
 async def delete_by_prefix(nova: NovaApi, token: str, prefix: str, timeout_s: float) -> int:

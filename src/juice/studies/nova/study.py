@@ -339,7 +339,7 @@ class NovaStudy(Study[NovaSpec, NovaPoint, "Deployment | NovaTarget"]):
         env = {"auth_url": ks.auth_url(site), "username": creds.username, "password": creds.password,
                "project_name": creds.project_name, "nova_url": dep.stack.nova.api_url(),
                "image_id": dep.stack.image_id, "flavor_id": dep.flavor_id,
-               "network": dep.stack.network_id or "none",
+               "network": dep.stack.network_id or "none", "placement_url": dep.stack.placement.url(),
                "name_run": "".join(secrets.choice(ALPHABET) for _ in range(6))}
         if dep.stack.redis is not None:  # OSProfiler on: the driver signs a trace per boot
             env["profiler_key"] = dep.stack.nova.profiler_key
