@@ -136,6 +136,12 @@ def wsrep_args(ips: list[str], site: int, opts: GaleraOptions) -> tuple[tuple[st
         ("wsrep-node-name", f"s{site}"),
         ("wsrep-provider-options", render_provider_options(ip, site, opts)),
         ("wsrep-sst-method", "rsync"),
+        # the first node gives the joiners what they lack: with parallel joins, a joiner that
+        # picks another JUST-joined node as donor can get an IST without the last
+        # configuration-change writeset and stop ("IST didn't contain all write sets"; Galera 4
+        # counts those events, so a seeded joiner is a few seqnos behind); the trailing comma
+        # lets Galera fall back to any donor when node 1 is gone
+        ("wsrep-sst-donor", "s1,"),
         ("wsrep-sst-receive-address", f"{ip}:{SST_PORT}"),
         ("wsrep-slave-threads", str(opts.slave_threads)),
         ("binlog-format", "ROW"),
