@@ -137,7 +137,6 @@ class NovaOptions:
 WAIT_DOC = ("seconds, SIMULATED: {dist: constant, value_s} | {dist: uniform, low_s, high_s} | "
             "{dist: lognormal, median_s, sigma} | {dist: table, table: seed004 | points: "
             "[[quantile, s], ...]}; optional cap_s (default 600, at most 3600) and seed")
-FORK_MAX = 2000  # isolation fork: nova-compute processes (one per node) on the lab's hosts
 NODES_MAX = 20_000  # simulated nodes of one deployment
 
 
@@ -190,10 +189,6 @@ class Computes(Strict):
         if self.processes * self.nodes_per_process > NODES_MAX:
             raise ValueError(f"{self.processes} x {self.nodes_per_process} nodes: at most 20,000 "
                              "simulated nodes")
-        if self.isolation == "fork" and self.processes * self.nodes_per_process > FORK_MAX:
-            raise ValueError(f"isolation: fork runs one nova-compute per node; {self.processes} x "
-                             f"{self.nodes_per_process} nodes is more than {FORK_MAX:,} (fewer nodes, "
-                             "or isolation: shared)")
         return self
 
 

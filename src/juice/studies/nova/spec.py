@@ -63,7 +63,9 @@ Bounds: ``sites`` 2..9; ``delay_ms`` 0..500; ``schedulers`` 1..16; ``host_subset
 ``max_pool_size`` 1..500; ``server.max_overflow`` -1..1,000, ``rpc_response_timeout`` 1..3,600 s,
 ``rpc_conn_pool_size`` and ``executor_thread_pool_size`` 1..1,000, ``*_workers`` 1..64,
 ``max_connections`` 1..100,000; ``computes.processes`` 1..200, ``nodes_per_process`` 1..5,000 (at most
-20,000 nodes; 2,000 with ``isolation: fork``); ``runner.times`` 1..100,000; ``concurrency`` 1..2,000;
+20,000 nodes; with ``isolation: fork`` as many as the hosts' memory holds: the memory plan,
+juice.studies.nova.sitemap, checks each host before anything starts); ``runner.times``
+1..100,000; ``concurrency`` 1..2,000;
 ``preload`` 0..75,000; ``repetitions`` 1..100; ``boot_timeout_s`` 10..3,600; ``poll_interval_s``
 0.1..60; ``runner.warmup_runs`` 0..10 (default 1, 0 with a target: discarded runs of each
 deployment's first point before its measured runs, ``juice.spec.warmup``). ``preload`` + ``times``

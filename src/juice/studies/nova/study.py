@@ -143,42 +143,15 @@ def versions(lab: Lab, spec: NovaSpec) -> dict[str, str]:
 
 
 def roles(spec: NovaSpec, p: NovaPoint) -> dict[int, list[str]]:
-    """What runs in each site for point ``p`` (the ``--dry-run`` plan on hosts)."""
-    st = _stack(spec, p)
-    out: dict[int, list[str]] = {k: [] for k in range(1, spec.sites + 1)}
-    home = spec.controllers_site
-    for k in out:
-        if p.db == "galera":
-            out[k].append("galera node")
-        elif k == home:
-            out[k].append("database (mariadb)")
-        if st.haproxy and k == (st.haproxy_site or st.nova.control_site):
-            out[k].append("haproxy")
-        mq = sum(1 for s in st.bus_sites if s == k)
-        if mq:
-            out[k].append("rabbitmq" + (f" x {mq}" if mq > 1 else ""))
-        if k in (st.keystone_sites or (st.keystone_site,)):
-            out[k].append("keystone")
-        if k == st.placement_site:
-            out[k].append("placement")
-        if k == st.fakes_site:
-            out[k].append(", ".join([
-                "glance-api" if st.image_service == "glance" else "fake-glance",
-                "neutron-api, ovn-central" if st.network_service == "ovn" else "fake-neutron"]))
-        if k == st.nova.api:
-            out[k].append("nova-api")
-        if k == st.nova.conductor:
-            out[k].append("nova-conductor")
-        scheds = sum(1 for s in st.nova.scheduler_placement if s == k)
-        if scheds:
-            out[k].append(f"{scheds} nova-scheduler")
-        procs = sum(1 for s in st.computes.sites if s == k)
-        if procs:
-            out[k].append(f"{procs} nova-compute x {spec.computes.nodes_per_process} nodes"
-                          + (" (forked: one nova-compute per node)" if st.computes.forked else ""))
-        if k == spec.driver_site:
-            out[k].append("load driver")
-    return out
+    """What runs in each site for point ``p`` (the ``--dry-run`` plan on hosts), with the memory
+    each part needs there (``juice.studies.nova.sitemap``)."""
+    from juice.studies.nova.sitemap import parts
+
+    return {k: [f"{x.label} (~{_mb(x.mb)})" for x in v] for k, v in parts(spec, p, _stack(spec, p)).items()}
+
+
+def _mb(mb: float) -> str:
+    return f"{mb / 1024:.1f} GB" if mb >= 1024 else f"{mb:.0f} MB"
 
 
 def provider_plan(spec: NovaSpec, points: Sequence[NovaPoint]) -> list[str]:
@@ -292,6 +265,12 @@ class NovaStudy(Study[NovaSpec, NovaPoint, "Deployment | NovaTarget"]):
             yield None
             return
         with open_lab(spec.provider, uniform_spec("nova", spec.sites, points[0].delay_ms), progress) as lab:
+            # the memory plan, per machine, before anything is deployed (juice.studies.nova.sitemap)
+            from juice.studies.nova.sitemap import check, parts
+
+            keys = {p.deployment_key: p for p in points}
+            for line in check(lab, [parts(spec, p, _stack(spec, p)) for p in keys.values()]):
+                progress(line)
             yield lab
 
     @contextmanager
