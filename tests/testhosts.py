@@ -381,14 +381,16 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
 # ---- the fixture --------------------------------------------------------------------------------
 
 @contextmanager
-def test_hosts(n: int, tmp: Path, offsets: Sequence[float] | None = None, *, prepared: bool = False,
+def test_hosts(n: int, tmp: Path, offsets: Sequence[float | None] | None = None, *, prepared: bool = False,
                delay_ms: float = 0.0, progress: Any = lambda _: None,
                ) -> Iterator[tuple[LocalLab, list[StaticHost]]]:
     """``n`` hosts in the sites of a fresh local lab (``delay_ms`` one-way between them), host k
-    with clock offset ``offsets[k-1]`` seconds (default: all 0, still faked: its own clock)."""
+    with clock offset ``offsets[k-1]`` seconds (default: all 0, still faked: its own clock; None:
+    no libfaketime at all — redis-server, whose jemalloc reads the clock while libfaketime 0.9.10
+    initialises, aborts under it: "unexpected recursive calls to clock_gettime()")."""
     from juice.services.openstack.keystone_publish import start_forwarder
 
-    offs = list(offsets) if offsets is not None else [0.0] * n
+    offs: list[float | None] = list(offsets) if offsets is not None else [0.0] * n
     assert len(offs) == n
     tmp.mkdir(parents=True, exist_ok=True)
     keys(tmp)
