@@ -39,7 +39,6 @@ import hashlib
 import json
 import re
 import secrets
-import signal
 import time
 import uuid
 from dataclasses import replace
@@ -49,12 +48,12 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
-from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.databases.schema import create_database
 from juice.services.deviations import Deviation, dev
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
-from juice.services.openstack.os_api import Catalog, check_venv, gunicorn_argv, os_env, wait_http
-from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
+from juice.services.openstack.os_api import Catalog, GunicornApi, check_venv, gunicorn_argv, os_env, wait_http
+from juice.services.process import Server, port_open, run_to_end, spawn
 
 PORT = 9292
 DB_NAME = "glance"
@@ -120,10 +119,13 @@ def render_glance_conf(*, db_url: str, auth_url: str, password: str, home: Path,
     ])
 
 
-class Glance(Service):
+class Glance(GunicornApi, Service):
     """glance-api in ``site`` on ``db``, authenticated by ``ks`` (see the module doc)."""
 
     kind = KIND
+
+    NAME = "glance-api"
+    PORT = PORT
 
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = WORKERS, image_mb: int = 1, debug: bool = False,
@@ -275,23 +277,6 @@ class Glance(Service):
                 for m in re.finditer(r'glance-api \S+ "(\w+) (\S+) [^"]*" (\d+)', text)]
 
     # ---- lifecycle --------------------------------------------------------------------------
-    def stop(self) -> None:
-        if self.server is None:
-            return
-        workers = children(self.place, self.server.pid) if self.server.running() else []
-        stop_all([self.server], grace_s=20, sig=signal.SIGTERM)
-        self.place.terminate([(w, None) for w in workers], grace_s=5)
-        self.server = None
-        self.progress("glance-api: stopped")
-
-    def kill(self, site: int) -> dict[str, Any]:
-        if site != self.site or self.server is None or not self.server.running():
-            raise ServiceError(f"no running glance-api in site {site}")
-        workers = children(self.place, self.server.pid)
-        pid = self.server.kill(workers)
-        self.server = None
-        return {"pid": pid, "workers": workers}
-
     def deviations(self) -> list[Deviation]:
         if self.workers == 1:
             return []
@@ -299,17 +284,9 @@ class Glance(Service):
                     "glance-api serves one request per worker process (sync workers, as uWSGI "
                     "processes of one thread); devstack runs at least 2")]
 
-    def records(self) -> list[ServerRecord]:
-        if self.server is None:
-            return []
-        return [self.server.record(KIND, port=PORT, datadir=self.home,
-                                   extra={"workers": self.workers})]
-
-    def pids(self) -> list[int]:
-        """The gunicorn master and its workers (what a leftover check looks for)."""
-        if self.server is None or self.server.pid is None:
-            return []
-        return [self.server.pid, *children(self.place, self.server.pid)]
+    @property
+    def worker_count(self) -> int:
+        return self.workers
 
     def logs(self) -> list[tuple[Place, Path]]:
         return [(self.place, self.log), (self.place, self.home / "glance-manage.log")]

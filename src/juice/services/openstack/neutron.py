@@ -37,7 +37,6 @@ juice_neutron_api_wsgi.py, neutron-api.log, gunicorn.pid, manage.log}``.
 from __future__ import annotations
 
 import secrets
-import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -46,14 +45,22 @@ from typing import Any
 from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
-from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
+from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.buses.rabbitmq import RabbitMQ
 from juice.services.databases.schema import create_database
 from juice.services.deviations import Deviation, dev
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
-from juice.services.openstack.os_api import Catalog, argv_shim, check_venv, gunicorn_argv, os_env, wait_http
+from juice.services.openstack.os_api import (
+    Catalog,
+    GunicornApi,
+    argv_shim,
+    check_venv,
+    gunicorn_argv,
+    os_env,
+    wait_http,
+)
 from juice.services.openstack.ovn import OVN
-from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
+from juice.services.process import Server, port_open, run_to_end, spawn
 
 PORT = 9696
 DB_NAME = "neutron"
@@ -102,10 +109,13 @@ def render_ml2_conf(*, nb: str, sb: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-class Neutron(Service):
+class Neutron(GunicornApi, Service):
     """neutron-api (ML2/OVN) in ``site`` on ``db`` (see the module doc)."""
 
     kind = "neutron"
+
+    NAME = "neutron"
+    PORT = PORT
 
     def __init__(self, lab: Sites, db: Service, mq: RabbitMQ, ks: Keystone, ovn: OVN,
                  progress: Progress = quiet, *, site: int = 1, api_workers: int = 1,
@@ -230,33 +240,13 @@ class Neutron(Service):
         out: list[dict[str, Any]] = self.api("GET", "/v2.0/agents")["agents"]
         return out
 
-    def stop(self) -> None:
-        if self.server is None:
-            return
-        workers = children(self.place, self.server.pid) if self.server.running() else []
-        stop_all([self.server], grace_s=20, sig=signal.SIGTERM)
-        self.place.terminate([(w, None) for w in workers], grace_s=5)
-        self.server = None
-        self.progress("neutron: stopped")
+    @property
+    def worker_count(self) -> int:
+        return self.api_workers
 
-    def kill(self, site: int) -> dict[str, Any]:
-        if site != self.site or self.server is None or not self.server.running():
-            raise ServiceError(f"no running neutron in site {site}")
-        workers = children(self.place, self.server.pid)
-        pid = self.server.kill(workers)
-        self.server = None
-        return {"pid": pid, "workers": workers}
-
-    def pids(self) -> list[int]:
-        if self.server is None or self.server.pid is None:
-            return []
-        return [self.server.pid, *children(self.place, self.server.pid)]
-
-    def records(self) -> list[ServerRecord]:
-        if self.server is None:
-            return []
-        return [self.server.record("neutron-api", port=PORT, datadir=self.home,
-                                   extra={"workers": self.api_workers})]
+    @property
+    def record_kind(self) -> str:
+        return "neutron-api"
 
     def logs(self) -> list[tuple[Place, Path]]:
         return [(self.place, self.log), (self.place, self.home / "manage.log")]

@@ -1,9 +1,11 @@
-"""What the OpenStack services Juice deploys beside Keystone share (placement, nova).
+"""What the OpenStack services Juice deploys beside Keystone share (placement, nova, glance,
+neutron).
 
     gunicorn_argv("10.210.1.2:8778", 2, pidfile, "placement.wsgi.api:application", "placement")
     cat = Catalog(lab, ks)                 # admin token from Keystone's first site
     cat.service_user("placement", password)  # user in project "service", role admin (idempotent)
     cat.register("placement", "placement", url)  # service + public/internal/admin endpoints, every region
+    class Glance(GunicornApi, Service): ...     # stop, kill, pids, records of a gunicorn-served API
 
 Their tools run at a site's place (``process.run_to_end``, bounded, the output appended to a
 log whose tail goes into the ServiceError when it fails); the catalog calls are made from
@@ -13,17 +15,19 @@ supported (MariaDB, Galera): nova and placement are deployed on them in the stud
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from juice import onhost
 from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
-from juice.services.base import Sites
+from juice.services.base import Progress, ServerRecord, Sites
 from juice.services.openstack.keystone import VENV, Keystone
+from juice.services.process import Server, children, stop_all
 
 SERVICE_PROJECT = "service"
 # Catalog changes are look-then-create: two services registering at once (placement and
@@ -158,3 +162,62 @@ def wait_http(lab: Sites, site: int, url: str, ok: Sequence[int] = (200,),
         return request(lab, site, "GET", url, timeout=timeout).status in ok
     except Exception:
         return False
+
+
+class GunicornApi:
+    """The lifecycle of an OpenStack API served by gunicorn at one place: its master (``server``)
+    and the workers the master forks, stopped and killed together. A service mixes it in and
+    has ``place``, ``site``, ``server``, ``progress`` and ``home``; it names itself (``NAME`` in
+    messages, ``record_kind`` in its server record), its port (``PORT``) and its worker count
+    (``worker_count``)."""
+
+    NAME: ClassVar[str]
+    PORT: ClassVar[int]
+    site: int
+    server: Server | None
+    progress: Progress
+
+    @property
+    def place(self) -> Place:
+        raise NotImplementedError
+
+    @property
+    def home(self) -> Path:
+        raise NotImplementedError
+
+    @property
+    def record_kind(self) -> str:
+        return self.NAME
+
+    @property
+    def worker_count(self) -> int:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.server is None:
+            return
+        workers = children(self.place, self.server.pid) if self.server.running() else []
+        stop_all([self.server], grace_s=20, sig=signal.SIGTERM)
+        self.place.terminate([(w, None) for w in workers], grace_s=5)
+        self.server = None
+        self.progress(f"{self.NAME}: stopped")
+
+    def kill(self, site: int) -> dict[str, Any]:
+        if site != self.site or self.server is None or not self.server.running():
+            raise ServiceError(f"no running {self.NAME} in site {site}")
+        workers = children(self.place, self.server.pid)
+        pid = self.server.kill(workers)
+        self.server = None
+        return {"pid": pid, "workers": workers}
+
+    def pids(self) -> list[int]:
+        """The gunicorn master and its workers (what a leftover check looks for)."""
+        if self.server is None or self.server.pid is None:
+            return []
+        return [self.server.pid, *children(self.place, self.server.pid)]
+
+    def records(self) -> list[ServerRecord]:
+        if self.server is None:
+            return []
+        return [self.server.record(self.record_kind, port=self.PORT, datadir=self.home,
+                                   extra={"workers": self.worker_count})]

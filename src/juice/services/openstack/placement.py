@@ -22,7 +22,6 @@ manage.log).
 from __future__ import annotations
 
 import secrets
-import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -36,8 +35,8 @@ from juice.services.databases.schema import create_database
 from juice.services.deviations import Deviation, dev
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
 from juice.services.openstack.nova_settings import placement_deviations
-from juice.services.openstack.os_api import Catalog, check_venv, gunicorn_argv, os_env, wait_http
-from juice.services.process import Server, children, port_open, run_to_end, spawn, stop_all
+from juice.services.openstack.os_api import Catalog, GunicornApi, check_venv, gunicorn_argv, os_env, wait_http
+from juice.services.process import Server, port_open, run_to_end, spawn
 
 PORT = 8778
 DB_NAME = "placement"
@@ -101,10 +100,13 @@ def render_placement_conf(*, db_url: str, auth_url: str, password: str, debug: b
     ])
 
 
-class Placement(Service):
+class Placement(GunicornApi, Service):
     """openstack-placement in ``site`` on ``db``, authenticated by ``ks`` (see module doc)."""
 
     kind = "placement"
+
+    NAME = "placement"
+    PORT = PORT
 
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = 2, debug: bool = False,
@@ -233,23 +235,6 @@ class Placement(Service):
             out["listed"].append(row)
         return out
 
-    def stop(self) -> None:
-        if self.server is None:
-            return
-        workers = children(self.place, self.server.pid) if self.server.running() else []
-        stop_all([self.server], grace_s=20, sig=signal.SIGTERM)
-        self.place.terminate([(w, None) for w in workers], grace_s=5)
-        self.server = None
-        self.progress("placement: stopped")
-
-    def kill(self, site: int) -> dict[str, Any]:
-        if site != self.site or self.server is None or not self.server.running():
-            raise ServiceError(f"no running placement in site {site}")
-        workers = children(self.place, self.server.pid)
-        pid = self.server.kill(workers)
-        self.server = None
-        return {"pid": pid, "workers": workers}
-
     def deviations(self) -> list[Deviation]:
         out = placement_deviations(self.workers, *self.pool)
         if self.conflict_retries is not None and self.conflict_retries != CONFLICT_RETRIES_DEFAULT:
@@ -257,17 +242,9 @@ class Placement(Service):
                            CONFLICT_RETRIES_DEFAULT, CONFLICT_RETRIES_WHY))
         return out
 
-    def records(self) -> list[ServerRecord]:
-        if self.server is None:
-            return []
-        return [self.server.record(self.kind, port=PORT, datadir=self.home,
-                                   extra={"workers": self.workers})]
-
-    def pids(self) -> list[int]:
-        """The gunicorn master and its workers (what a leftover check looks for)."""
-        if self.server is None or self.server.pid is None:
-            return []
-        return [self.server.pid, *children(self.place, self.server.pid)]
+    @property
+    def worker_count(self) -> int:
+        return self.workers
 
     def logs(self) -> list[tuple[Place, Path]]:
         manage = [(self.place, self.home / "manage.log")] if self.primary is None else []
