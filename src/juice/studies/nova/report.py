@@ -99,40 +99,37 @@ def _preloaded_note(df: pd.DataFrame) -> str:
 STAND_IN = "fake-glance (stand-in)"  # what runs made before the real glance recorded nothing about
 
 
-def image_service_note(dirs: Sequence[Path]) -> str:
-    """What served the runs' images (the manifests' ``deployment.image_service``; runs made
-    before the real glance used the stand-in), as a sentence."""
+def _service_note(dirs: Sequence[Path], key: str, before: str, said: dict[str, str], title: str) -> str:
+    """What served the runs (the manifests' ``deployment.<key>``; ``before``: what runs made
+    before it was recorded used), as a sentence; ``said`` explains each value."""
     seen: Counter[str] = Counter()
     for d in dirs:
         try:
             dep = json.loads((d / "manifest.json").read_text()).get("deployment") or {}
         except (OSError, ValueError):
             continue
-        seen[str(dep.get("image_service", STAND_IN))] += 1
-    said = {"glance": "the real glance-api (tokens validated by Keystone, the image uploaded through "
-                      "its API)",
-            STAND_IN: "a stand-in, fake-glance (validates no token, stores no image; a recorded deviation)"}
-    parts = [f"{said.get(k, k)}{f' in {n} of {len(dirs)} runs' if len(seen) > 1 else ''}"
+        seen[str(dep.get(key, before))] += 1
+    parts = [f"{said.get(k, html.escape(k))}{f' in {n} of {len(dirs)} runs' if len(seen) > 1 else ''}"
              for k, n in sorted(seen.items())]
-    return f"Image service: {'; '.join(parts)}." if parts else ""
+    return f"{title}: {'; '.join(parts)}." if parts else ""
+
+
+def image_service_note(dirs: Sequence[Path]) -> str:
+    """What served the runs' images (runs made before the real glance used the stand-in)."""
+    return _service_note(dirs, "image_service", STAND_IN, {
+        "glance": "the real glance-api (tokens validated by Keystone, the image uploaded through its API)",
+        STAND_IN: "a stand-in, fake-glance (validates no token, stores no image; a recorded deviation)"},
+        "Image service")
 
 
 def network_service_note(dirs: Sequence[Path]) -> str:
-    """What served the runs' networks (the manifests' ``deployment.network_service``), as a sentence."""
-    seen: Counter[str] = Counter()
-    for d in dirs:
-        try:
-            dep = json.loads((d / "manifest.json").read_text()).get("deployment") or {}
-        except (OSError, ValueError):
-            continue
-        seen[str(dep.get("network_service", "fake-neutron (stand-in)"))] += 1
-    said = {"neutron (ML2/OVN)": "the real neutron with ML2/OVN (a port per boot on the tenant network, "
-                                 "bound by neutron; the nodes' ovn-controller SIMULATED, their spawn waits "
-                                 "for network-vif-plugged)",
-            "fake-neutron (stand-in)": "a stand-in, fake-neutron (boots use <code>networks: none</code>)"}
-    parts = [f"{said.get(k, html.escape(k))}{f' in {n} of {len(dirs)} runs' if len(seen) > 1 else ''}"
-             for k, n in sorted(seen.items())]
-    return f"Network service: {'; '.join(parts)}." if parts else ""
+    """What served the runs' networks (runs made before the real neutron used the stand-in)."""
+    return _service_note(dirs, "network_service", "fake-neutron (stand-in)", {
+        "neutron (ML2/OVN)": "the real neutron with ML2/OVN (a port per boot on the tenant network, "
+                             "bound by neutron; the nodes' ovn-controller SIMULATED, their spawn waits "
+                             "for network-vif-plugged)",
+        "fake-neutron (stand-in)": "a stand-in, fake-neutron (boots use <code>networks: none</code>)"},
+        "Network service")
 
 
 def simulation_html(df: pd.DataFrame) -> str:
