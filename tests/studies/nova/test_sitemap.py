@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from juice.errors import UserError
+from juice.lab.place import Result
 from juice.studies.nova import sitemap
 from juice.studies.nova.points import expand
 from juice.studies.nova.spec import parse
@@ -60,13 +61,14 @@ class _Place:
 
     pid_max: int = 4_194_304
 
-    def read(self, path: Path, max_bytes: int = 1 << 20) -> bytes | None:
-        if path == Path("/proc/sys/kernel/pid_max"):
-            return f"{self.pid_max}\n".encode()
-        if path == Path("/proc/sys/kernel/threads-max"):
-            return b"1000000\n"
-        assert path == Path("/proc/meminfo")
-        return self.meminfo
+    def run(self, argv: list[str], *, timeout: float = 60.0) -> Result:
+        """``cat`` of a /proc file, as the host's agent runs it (it reads no file itself)."""
+        assert argv[0] == "cat" and timeout > 0
+        found = {"/proc/sys/kernel/pid_max": f"{self.pid_max}\n".encode(),
+                 "/proc/sys/kernel/threads-max": b"1000000\n", "/proc/meminfo": self.meminfo}[argv[1]]
+        if found is None:
+            return Result(1, "", f"cat: {argv[1]}: Permission denied")
+        return Result(0, found.decode(), "")
 
 
 class _Lab:

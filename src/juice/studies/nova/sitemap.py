@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from juice.errors import UserError
 
 if TYPE_CHECKING:
-    from juice.lab.place import Lab
+    from juice.lab.place import Lab, Place
     from juice.services.openstack.nova_deploy import NovaStack
     from juice.studies.nova.points import NovaPoint
     from juice.studies.nova.spec import NovaSpec
@@ -121,6 +120,13 @@ def shortfall(need_mb: float, available_mb: float) -> bool:
     return need_mb > HEADROOM * available_mb
 
 
+def _cat(place: Place, path: str) -> str:
+    """A /proc file at ``place`` ("" when it cannot be read): read by ``cat`` there, since a
+    host's agent reads files under the lab's directory only."""
+    res = place.run(["cat", path], timeout=30)
+    return res.out if res.ok else ""
+
+
 def check(lab: Lab, plans: Sequence[dict[int, list[Part]]]) -> list[str]:
     """The largest of ``plans`` (``parts`` of each deployment), per machine (sites that share one
     add up), against each machine's MemAvailable: lines to print; ``UserError`` naming the
@@ -135,8 +141,7 @@ def check(lab: Lab, plans: Sequence[dict[int, list[Part]]]) -> list[str]:
     for sites in by_machine.values():
         need = sum(total_mb(plan[k]) for k in sites)
         place = lab.place(sites[0])
-        raw = place.read(Path("/proc/meminfo"))
-        avail = mem_available_mb(raw.decode(errors="replace")) if raw else None
+        avail = mem_available_mb(_cat(place, "/proc/meminfo"))
         where = place.label if len(sites) == 1 else f"sites {', '.join(map(str, sites))} ({place.label})"
         if avail is None:
             lines.append(f"memory plan: {where} needs ~{need / 1024:.1f} GB (its MemAvailable unknown)")
@@ -152,8 +157,8 @@ def check(lab: Lab, plans: Sequence[dict[int, list[Part]]]) -> list[str]:
                      f"(largest: {big.label}, ~{big.mb / 1024:.1f} GB)")
         threads = sum(x.threads for k in sites for x in plan[k])
         for knob, fix in (("pid_max", "4194304"), ("threads-max", "4194304")):
-            raw = place.read(Path(f"/proc/sys/kernel/{knob}")) if threads else None
-            limit = int(raw.decode().strip() or 0) if raw else 0
+            raw = _cat(place, f"/proc/sys/kernel/{knob}") if threads else ""
+            limit = int(raw.strip()) if raw.strip().isdigit() else 0
             if threads and limit and threads > HEADROOM * limit:
                 raise UserError(f"computes: {where} would run ~{threads:,} threads of forked nodes but "
                                 f"its kernel.{knob} is {limit:,}: raise it there (sysctl -w "
