@@ -3,12 +3,12 @@
     /var/cache/juice/venv/bin/python benchmarks/hosts_agent.py     # --hosts 3 --repeat 10 --calls 5
         # --ansible both|default|pipelining --out benchmarks/results/hosts_agent.json
 
-``--hosts`` N test hosts on this machine (``tests/remote/sshhosts.py``: an sshd in each site
+``--hosts`` N test hosts on this machine (``tests/hosts/sshhosts.py``: an sshd in each site
 namespace of a local lab, each with a private tmpfs on /var/tmp/juice-host, reached from here
 through a loopback forwarder), then ``--repeat`` R rounds; each round runs every system once,
 the order rotating from round to round (A B P, B P A, P A B...):
 
-- A, Juice's agent (``juice.remote.session``): set-up = ssh + ship the agent + ``hello`` + a
+- A, Juice's agent (``juice.hosts.session``): set-up = ssh + ship the agent + ``hello`` + a
   first ``run(["true"])``, on one host (a lone ``Session``) and on all N at once (``Hosts.open``
   + ``Hosts.each``); then ``--calls`` C times each, on host 1 and on all N at once (``each``):
   ``run`` = ``run([["true"]])``; ``file`` = ``put`` 4 KiB + ``get`` it back (two requests);
@@ -48,16 +48,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT / "src", ROOT):  # juice, and tests.remote.sshhosts (the test hosts)
+for _p in (ROOT / "src", ROOT):  # juice, and tests.hosts.sshhosts (the test hosts)
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from tests.remote.sshhosts import SSHD, ssh_hosts  # noqa: E402
+from tests.hosts.sshhosts import SSHD, ssh_hosts  # noqa: E402
 
+from juice.hosts.agent import BASE  # noqa: E402
+from juice.hosts.session import Hosts, Proc, Session  # noqa: E402
 from juice.lab.provider import ENOSLIB_REQ, ENOSLIB_VERSION, StaticHost, enoslib_python  # noqa: E402
 from juice.paths import cache_dir  # noqa: E402
-from juice.remote.agent import BASE  # noqa: E402
-from juice.remote.session import Hosts, Proc, Session  # noqa: E402
 
 HELPER = Path(__file__).with_name("hosts_enoslib.py")
 PAYLOAD = "x" * 4095 + "\n"  # 4 KiB, as in hosts_enoslib.py

@@ -4,7 +4,7 @@
         # --only keystone,messaging,scheduler-db,nova --out benchmarks/results/hosts_bringup.json
 
 For each study, the deployment its runs share, brought up with the SAME service modules in a
-local lab of N sites (network namespaces) and on N SSH test hosts (``tests/remote/sshhosts.py``:
+local lab of N sites (network namespaces) and on N SSH test hosts (``tests/hosts/sshhosts.py``:
 an sshd per site namespace, each host with a private /var/tmp/juice-host, reached through a
 loopback forwarder and Juice's host agent), alternating local / hosts / hosts / local ... for
 ``--repeat`` R rounds; every deployment is stopped before the next starts:
@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT / "src", ROOT):  # juice, and tests.remote.sshhosts (the test hosts)
+for _p in (ROOT / "src", ROOT):  # juice, and tests.hosts.sshhosts (the test hosts)
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from tests.remote.sshhosts import ssh_hosts  # noqa: E402
+from tests.hosts.sshhosts import ssh_hosts  # noqa: E402
 
 from juice.lab import spec as labspec  # noqa: E402
 from juice.lab.local import uniform_lab  # noqa: E402

@@ -18,7 +18,7 @@ import time
 
 from juice.lab import LocalLab, spec
 from juice.openstack.http import issue_token, validate_token
-from juice.services import registry
+from juice.services import kinds
 from juice.services.openstack.keystone import Keystone, KeystoneOptions
 
 
@@ -26,7 +26,7 @@ def one(sites: int, delay: float, rounds: int, workers: int) -> dict[str, object
     name = "kb" + secrets.token_hex(2)
     with LocalLab.up(spec.parse({"name": name, "sites": sites, "delay_ms": delay}), ephemeral=True) as lab:
         t0 = time.monotonic()
-        with registry.deploy(lab, "galera") as db:
+        with kinds.deploy(lab, "galera") as db:
             db_s = time.monotonic() - t0
             ks = Keystone(lab, db, options=KeystoneOptions(password_hash_rounds=rounds, workers=workers))
             t1 = time.monotonic()

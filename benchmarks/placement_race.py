@@ -38,7 +38,7 @@ from typing import Any
 from juice.lab import LocalLab, spec
 from juice.lab.place import http_request
 from juice.openstack.http import issue_token, request
-from juice.services import registry
+from juice.services import kinds
 from juice.services.openstack.keystone import Keystone, KeystoneOptions
 from juice.services.openstack.placement import Placement
 
@@ -49,7 +49,7 @@ RETRY = b"Retrying allocations write on resource provider generation conflict"
 def run(workers: int, rounds: int, concurrent: int, total: int, debug: bool, name: str,
         conflict_retries: int | None, keep: Path | None = None) -> dict[str, Any]:
     ls = spec.parse({"name": name, "sites": 1, "delay_ms": 0})
-    with LocalLab.up(ls, ephemeral=True) as lab, registry.deploy(lab, "mariadb") as db:
+    with LocalLab.up(ls, ephemeral=True) as lab, kinds.deploy(lab, "mariadb") as db:
         ks = Keystone(lab, db, options=KeystoneOptions(password_hash_rounds=4, prewarm=False))
         pl = Placement(lab, db, ks, site=1, workers=workers, debug=debug, conflict_retries=conflict_retries)
         try:

@@ -33,7 +33,7 @@ from typing import Any
 from juice.lab import LocalLab, spec
 from juice.load.drivers import DriverJob, run_drivers
 from juice.load.runner import RunnerSpec
-from juice.services import registry
+from juice.services import kinds
 from juice.services.openstack.keystone import Keystone, KeystoneOptions
 from juice.studies.keystone.drive import keystone_env
 
@@ -169,7 +169,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     name = "rc" + secrets.token_hex(2)
     lab_spec = spec.parse({"name": name, "sites": 1})
-    with LocalLab.up(lab_spec, ephemeral=True) as lab, registry.deploy(lab, a.rdbms) as db, \
+    with LocalLab.up(lab_spec, ephemeral=True) as lab, kinds.deploy(lab, a.rdbms) as db, \
             tempfile.TemporaryDirectory(prefix="juice-rally-") as tmp:
         ks = Keystone(lab, db, options=KeystoneOptions(cache=True, password_hash_rounds=a.hash_rounds))
         ks.up()

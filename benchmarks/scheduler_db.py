@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from juice.runner import sweep
 from juice.studies.schedulerdb import STUDY, report, spec
+from juice.sweep import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

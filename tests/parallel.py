@@ -6,7 +6,7 @@
   so the deployment is brought up once, on one worker, and driven by every test that uses
   it. A module can also name a group itself (``pytest.mark.xdist_group("name")``) for tests
   that share something outside pytest. (The SSH test hosts' mount point is shared safely
-  through a lock: ``tests/remote/sshhosts.py``.)
+  through a lock: ``tests/hosts/sshhosts.py``.)
 - **Longest first.** The durations of the last full run are kept in
   ``$JUICE_CACHE/test-durations.json`` (outside the clone; ``tests/durations.json`` is the
   copy committed for a fresh machine). Work units (a group, or a single test) are ordered by

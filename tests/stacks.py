@@ -98,7 +98,7 @@ def nova_spec(tmp: Path, name: str, **over: Any) -> Path:
     data: dict[str, Any] = {"workload": "nova", "name": name, "results": str(tmp / "results" / name),
                             "sites": 2, "computes": {"processes": 1, "nodes_per_process": 6}}
     data.update(over)
-    # no warm-up run unless a test asks (tests/runner/test_sweep_warmup.py covers them): these
+    # no warm-up run unless a test asks (tests/sweep/test_sweep_warmup.py covers them): these
     # runs test the study's mechanics, and a run of nova is a suite's minute
     data["runner"] = {"warmup_runs": 0, **data.get("runner", {})}
     path = tmp / f"{name}.yaml"

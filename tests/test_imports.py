@@ -175,12 +175,12 @@ def test_no_import_cycle_among_juice_modules() -> None:
 # constant counts.
 
 STUDY = re.compile(r"^juice\.studies\.([a-z_]+)")
-BELOW_STUDIES = ("juice.lab", "juice.remote", "juice.load", "juice.results", "juice.util",
-                 "juice.services", "juice.openstack", "juice.spec", "juice.runner", "juice.trace",
+BELOW_STUDIES = ("juice.lab", "juice.hosts", "juice.load", "juice.results", "juice.util",
+                 "juice.services", "juice.openstack", "juice.spec", "juice.sweep", "juice.trace",
                  "juice.report", "juice.analysis", "juice.contract", "juice.profile", "juice.faults",
                  "juice.sla", "juice.compare")
 # what the lab and the hosts may use: nothing that runs services, studies or runs
-NOT_FOR_LAB = ("juice.services", "juice.openstack", "juice.studies", "juice.runner", "juice.trace",
+NOT_FOR_LAB = ("juice.services", "juice.openstack", "juice.studies", "juice.sweep", "juice.trace",
                "juice.report", "juice.analysis", "juice.cli", "juice.load", "juice.contract",
                "juice.profile", "juice.faults", "juice.driver", "juice.sla", "juice.compare")
 
@@ -224,7 +224,7 @@ def test_nothing_below_the_studies_imports_a_study() -> None:
 
 def test_the_lab_and_the_hosts_import_nothing_above_them() -> None:
     bad = [(m, t) for m, ts in all_edges().items() for t in ts
-           if _under(m, ("juice.lab", "juice.remote")) and _under(t, NOT_FOR_LAB)]
+           if _under(m, ("juice.lab", "juice.hosts")) and _under(t, NOT_FOR_LAB)]
     assert not bad, bad
 
 
@@ -238,14 +238,14 @@ def test_string_imports_are_seen(tmp_path: Path) -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     # the programs run at a place (juice.onhost) import nothing of Juice: anything may send them
     ("juice.util", "juice.errors", "juice.paths", "juice.onhost"),
-    ("juice.remote",),  # the host agent and the sessions to it: below the lab that uses them
+    ("juice.hosts",),  # the host agent and the sessions to it: below the lab that uses them
     # the spec models of SLA criteria and the clock offsets a run carries are data every layer
     # above reads: they sit with the specs and results (a module named whole is on its own line)
     ("juice.lab", "juice.load", "juice.results", "juice.spec", "juice.sla.criteria",
      "juice.profile.clocks"),
     ("juice.services", "juice.openstack", "juice.analysis", "juice.sla", "juice.compare"),
     ("juice.contract",),  # the study contract: below everything that drives a study
-    ("juice.runner", "juice.profile", "juice.faults", "juice.trace"),
+    ("juice.sweep", "juice.profile", "juice.faults", "juice.trace"),
     ("juice.report",),  # the report's sections read the instruments' data, never the reverse
     ("juice.studies", "juice.driver"),
     # the `juice` command (a package, one module per verb group) and the documentation site that

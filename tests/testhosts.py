@@ -38,7 +38,7 @@ name (``juice-th…`` namespaces, swept by Juice itself and by ``sweep`` here).
 the venvs in /var/cache/juice, the native helpers, this clone at its own path), from a cached
 layer made ONCE per key (the inputs of scripts/setup.sh: its scripts, the locks, native/, the
 pyproject files; this clone's path; the image's date) by ``juice hosts prepare``'s own steps
-(``juice.remote.prepare``: check, copy, setup.sh, verify — with this working tree's files,
+(``juice.hosts.prepare``: check, copy, setup.sh, verify — with this working tree's files,
 tracked or not yet, where the CLI sends the tracked ones) on a build host (the same kind of
 host, in this machine's network namespace, so setup.sh reaches the registries as this
 machine does: measured 486 s, 3.3 GB, under a load of ~7 on 2 cores); each fixture then
@@ -344,7 +344,7 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
     try:
         _wait_port("127.0.0.1", port, r)
         progress(f"test hosts: preparing a host with `juice hosts prepare` for the prepared layer {key}")
-        # juice hosts prepare's own steps (juice.remote.prepare: check, copy, setup.sh, verify),
+        # juice hosts prepare's own steps (juice.hosts.prepare: check, copy, setup.sh, verify),
         # with this working tree's files (tracked and not yet tracked: what the tests test)
         build = StaticHost(address="127.0.0.1", port=port, user="root", key_file=str(tmp / "client"))
         [o] = _prepare([build], d / "logs", command=None)
@@ -433,8 +433,8 @@ def worktree_files() -> list[str]:
 
 
 def _prepare(hosts: Sequence[StaticHost], run_dir: Path, command: str | None) -> list[Any]:
+    from juice.hosts import prepare as prep
     from juice.paths import cache_dir
-    from juice.remote import prepare as prep
 
     ctx = prep.Context(source=CLONE, run_dir=run_dir, cache=cache_dir(), files=worktree_files(),
                        command=command, setup_timeout_s=PREPARE_TIMEOUT_MIN * 60)
@@ -443,7 +443,7 @@ def _prepare(hosts: Sequence[StaticHost], run_dir: Path, command: str | None) ->
 
 def sync_clone(hosts: Sequence[StaticHost], run_dir: Path) -> list[int]:
     """This working tree's files that differ from the prepared layer's copy, to every host
-    (``juice.remote.prepare``'s copy step; the command run after it: ``true``)."""
+    (``juice.hosts.prepare``'s copy step; the command run after it: ``true``)."""
     outs = _prepare(hosts, run_dir, "true")
     bad = [o for o in outs if not o.ok]
     if bad:

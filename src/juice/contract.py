@@ -1,7 +1,7 @@
 """The study contract: what a study supplies so that ``juice plan``, ``run``, ``report`` and
 ``analyze`` can drive it without knowing its name.
 
-It sits below the runner and the instruments (``juice.runner``, ``juice.report``): they drive
+It sits below the runner and the instruments (``juice.sweep``, ``juice.report``): they drive
 any study through it and never import one. ``juice.contract`` re-exports it (studies written
 against that name keep working).
 
@@ -27,7 +27,7 @@ studies use the ``juice.studies`` entry-point group instead). Its pieces::
 A point (see :class:`Point`) is frozen data with a ``key`` (a hash of every parameter that
 changes what is measured: stored in the run's manifest, never derived from a directory name),
 a ``dirname`` prefix for humans, and the ``lab_key`` / ``deployment_key`` that group
-consecutive points onto shared infrastructure: the runner (``juice.runner.sweep``) opens one
+consecutive points onto shared infrastructure: the runner (``juice.sweep.sweep``) opens one
 lab per run of equal ``lab_key`` and inside it one deployment per run of equal
 ``deployment_key``, so ``expand`` orders points so that equal keys are adjacent. Anything finer
 (e.g. changing the WAN of a running lab, growing a table) is the deployment object's own state,

@@ -27,7 +27,7 @@ pytestmark = [
     pytest.mark.skipif(testhosts.available() is not None, reason=f"test hosts: {testhosts.available()}"),
 ]
 # the test hosts' clocks are this machine's (no libfaketime): redis-server aborts under
-# libfaketime 0.9.10 (tests/testhosts.py); shifted clocks are tested in tests/remote/test_clocks.py
+# libfaketime 0.9.10 (tests/testhosts.py); shifted clocks are tested in tests/hosts/test_clocks.py
 OFFSETS = [None, None]
 SLEEPER = "import sys, time; print('up', flush=True); time.sleep(120)"
 

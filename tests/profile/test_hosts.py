@@ -2,7 +2,7 @@
 reading this host's /proc) through a FAKE ssh (the SampledHost's argv runs the command here).
 The "agent" is a sleeping process named in a hand-written agent.json, as the host agent
 records what it starts. Real hosts (sshd's) are in tests/lab/test_place.py and
-tests/remote/test_static_provider.py."""
+tests/hosts/test_static_provider.py."""
 
 from __future__ import annotations
 

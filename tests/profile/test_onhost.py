@@ -1,6 +1,6 @@
 """The code that runs on SSH hosts, run here: the /proc readers (``juice.onhost.procfs``)
 against this machine's /proc, the on-host samplers (``juice.onhost.sampler``) on this
-machine's processes, and the shipped program (``juice.remote.bundle``) as a host runs it."""
+machine's processes, and the shipped program (``juice.hosts.bundle``) as a host runs it."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from juice.hosts import bundle
+from juice.hosts.ssh import boot_command
 from juice.onhost import procfs
 from juice.onhost import sampler as onhost
 from juice.profile import hosts
 from juice.profile import ssh as ssh_profile
-from juice.remote import bundle
-from juice.remote.ssh import boot_command
 
 NAP = f"60.{os.getpid()}"  # a command line no other process on this machine has
 NAP_RX = f"napper=^sleep {NAP}$"

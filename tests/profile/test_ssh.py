@@ -17,10 +17,10 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from juice.errors import UserError
+from juice.hosts import ssh
 from juice.onhost import sampler as onhost
 from juice.profile import ssh as ssh_profile
 from juice.profile.sampler import Settings
-from juice.remote import ssh
 from juice.spec.target import DEFAULT_PROCESSES, SshHost, Target
 
 FAKE_SSH = '#!/bin/sh\n# FAKE ssh: runs the remote command on this host\n' \

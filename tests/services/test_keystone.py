@@ -16,7 +16,7 @@ from juice.lab import LocalLab, netns, spec
 from juice.lab.place import ThisHost
 from juice.openstack.creds import AdminCredentials, read_openrc, render_openrc
 from juice.openstack.http import issue_token, validate_token
-from juice.services import registry
+from juice.services import kinds
 from juice.services.base import Endpoint, Endpoints, ServerRecord, Service, wait_for
 from juice.services.caches.memcached import Memcached
 from juice.services.databases import counters
@@ -128,7 +128,7 @@ def _lab(name: str) -> LocalLab:
 @needs_lab[1]
 @needs_lab[2]
 def test_keystone_on_galera_cache_on(lab_name: str, tmp_path: Path) -> None:
-    with _lab(lab_name) as lab, registry.deploy(lab, "galera") as db:
+    with _lab(lab_name) as lab, kinds.deploy(lab, "galera") as db:
         ks = Keystone(lab, db, options=FAST)
         try:
             ks.up()
@@ -197,7 +197,7 @@ def test_keystone_on_galera_cache_on(lab_name: str, tmp_path: Path) -> None:
 @needs_lab[2]
 def test_cli_keystone_on_central_mariadb_cache_off(lab_name: str) -> None:
     runner = CliRunner()
-    with _lab(lab_name) as lab, registry.deploy(lab, "mariadb") as db:
+    with _lab(lab_name) as lab, kinds.deploy(lab, "mariadb") as db:
         res = runner.invoke(keystone_app, ["up", "--lab", lab_name, "--no-cache", "--hash-rounds", "4"])
         assert res.exit_code == 0, res.output + repr(res.exception)
         rec = load_ks_record(lab.workdir)

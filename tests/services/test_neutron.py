@@ -64,7 +64,7 @@ def _wait(check: Any, timeout: float, what: str) -> Any:
 def test_real_neutron_binds_and_activates_a_port_on_a_simulated_chassis(lab_name: str,
                                                                          tmp_path: Path) -> None:
     from juice.lab import LocalLab, netns, spec
-    from juice.services import registry
+    from juice.services import kinds
     from juice.services.buses.rabbitmq import RabbitMQ
     from juice.services.openstack.keystone import Keystone, KeystoneOptions
     from juice.services.openstack.ovn import OVN
@@ -72,7 +72,7 @@ def test_real_neutron_binds_and_activates_a_port_on_a_simulated_chassis(lab_name
 
     ls = spec.parse({"name": lab_name, "sites": 2, "delay_ms": 0})
     with LocalLab.up(ls, ephemeral=True) as lab:
-        with registry.deploy(lab, "mariadb") as db:
+        with kinds.deploy(lab, "mariadb") as db:
             mq = RabbitMQ(lab, nodes=[1])
             ks = Keystone(lab, db, options=KeystoneOptions(password_hash_rounds=4, prewarm=False))
             ovn = OVN(lab, site=1)

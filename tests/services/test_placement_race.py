@@ -51,13 +51,13 @@ def _bench() -> ModuleType:
 @needs_lab[2]
 def test_concurrent_claims_over_allocate_with_placements_retries_not_with_juices(lab_name: str) -> None:
     from juice.lab import LocalLab, spec
-    from juice.services import registry
+    from juice.services import kinds
     from juice.services.openstack.keystone import Keystone, KeystoneOptions
     from juice.services.openstack.placement import Placement
 
     bench = _bench()
     ls = spec.parse({"name": lab_name, "sites": 1, "delay_ms": 0})
-    with LocalLab.up(ls, ephemeral=True) as lab, registry.deploy(lab, "mariadb") as db:
+    with LocalLab.up(ls, ephemeral=True) as lab, kinds.deploy(lab, "mariadb") as db:
         ks = Keystone(lab, db, options=KeystoneOptions(password_hash_rounds=4, prewarm=False))
         pl = Placement(lab, db, ks, site=1, workers=2, conflict_retries=None)
         try:

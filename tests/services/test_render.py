@@ -9,7 +9,7 @@ import pytest
 from juice.errors import ServiceError, UserError
 from juice.lab.place import ThisHost
 from juice.services.databases import cockroach, counters, galera, mariadb, postgres
-from juice.services.registry import BUSES, build, load_record, record
+from juice.services.kinds import BUSES, build, load_record, record
 
 
 def test_mariadb_args_are_explicit_and_run_as_mysql() -> None:

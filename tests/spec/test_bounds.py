@@ -211,9 +211,9 @@ def _specs(kind: str) -> list[Any]:
 def test_the_keystone_work_bound_stays_above_the_plan_estimate() -> None:
     """The spec caps work with its own copy of the estimate's model (the estimate imports the
     spec): recalibrating the estimate must keep it below the cap, or update the copy. The plan
-    adds the deployments' warm-up runs (juice.runner.warmup): the cap counts them too."""
-    from juice.runner import warmup
+    adds the deployments' warm-up runs (juice.sweep.warmup): the cap counts them too."""
     from juice.studies.keystone import STUDY
+    from juice.sweep import warmup
 
     specs = _specs("keystone") + [ksspec.parse(d, "x") for d in EXTREME_KEYSTONE]
     specs += [ksspec.parse({**d, "runner": {**d.get("runner", {}), "warmup_runs": 10}}, "x")

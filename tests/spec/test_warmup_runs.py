@@ -11,7 +11,7 @@ import pytest
 
 from juice import studies
 from juice.errors import UserError
-from juice.runner import warmup
+from juice.sweep import warmup
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -83,7 +83,7 @@ def _run(spec: Path, runs: int, point: int, results: Path | None, same_deploymen
     from juice import studies
     from juice.lab.local import require_root
     from juice.results.samples import units
-    from juice.runner import order, sweep
+    from juice.sweep import order, sweep
 
     study, s, data = studies.load_spec(spec, [*sets, f"repetitions={runs}"])
     arranged = order.arrange(study.expand(s), order.mode_of(s), order.seed_of(s))

@@ -13,7 +13,7 @@ from juice.cli.common import out, progress, servers_table
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
 from juice.lab.spec import MAX_SITES, check_name
-from juice.services import registry as deploymod
+from juice.services import kinds as deploymod
 from juice.services.base import stop_pid
 
 db_app = typer.Typer(help="Real databases inside the lab sites (MariaDB, Galera, PostgreSQL...).",

@@ -15,11 +15,11 @@ from rich.table import Table
 
 from juice.cli.common import err, out, progress
 from juice.errors import LabError, UserError
+from juice.hosts import offline as offl
+from juice.hosts import prepare as prep
+from juice.hosts.ssh import ssh_argv
 from juice.lab.provider import Provider, StaticHost, check_sites, parse_provider, reserve
 from juice.paths import cache_dir, work_dir
-from juice.remote import offline as offl
-from juice.remote import prepare as prep
-from juice.remote.ssh import ssh_argv
 from juice.spec.base import SiteCount
 from juice.util.validation import check_option
 

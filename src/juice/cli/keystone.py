@@ -18,7 +18,7 @@ from juice.cli.common import out, progress, servers_table
 from juice.errors import UserError
 from juice.lab.local import LocalLab, require_root
 from juice.lab.spec import check_name
-from juice.services import registry
+from juice.services import kinds
 from juice.services.base import ServerRecord, Service, stop_pid
 from juice.services.openstack.keystone import Keystone, KeystoneOptions, children_of
 from juice.util import atomic, proc
@@ -63,7 +63,7 @@ def write_record(workdir: Path, ks: Keystone, bringup_s: float,
 
 
 def _database(lab: LocalLab, db_kind: str | None) -> Service:
-    rec_db = registry.attach(lab)
+    rec_db = kinds.attach(lab)
     if rec_db is not None:
         if db_kind is not None and db_kind != rec_db.kind:
             raise UserError(f"--db: lab {lab.state.name!r} already runs {rec_db.kind}, not {db_kind} "
@@ -73,9 +73,9 @@ def _database(lab: LocalLab, db_kind: str | None) -> Service:
     if db_kind is None:
         raise UserError(f"--db: lab {lab.state.name!r} has no database: `juice db up --kind galera "
                         f"--lab {lab.state.name}` first, or pass --db KIND")
-    if db_kind not in registry.KINDS:
-        raise UserError(f"--db: unknown database {db_kind!r} (choose one of {', '.join(registry.KINDS)})")
-    return registry.deploy(lab, db_kind, progress)
+    if db_kind not in kinds.KINDS:
+        raise UserError(f"--db: unknown database {db_kind!r} (choose one of {', '.join(kinds.KINDS)})")
+    return kinds.deploy(lab, db_kind, progress)
 
 
 def _prewarm_sites(text: str) -> tuple[int, ...] | None:
@@ -95,7 +95,7 @@ def _prewarm_sites(text: str) -> tuple[int, ...] | None:
 def up(
     lab_name: str = LAB_OPT,
     db: str | None = typer.Option(None, "--db", help="Deploy this database first when the lab has none "
-                                  f"({', '.join(registry.KINDS)})."),
+                                  f"({', '.join(kinds.KINDS)})."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="A memcached per site for Keystone's cache."),
     workers: int = typer.Option(1, "--workers", "-w", help="gunicorn workers per site (1..64)."),
     hash_rounds: int = typer.Option(12, "--hash-rounds",

@@ -41,7 +41,7 @@ def plan(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
          ) -> None:
     """Print the run matrix, what is already done, and an estimate of the time left."""
     from juice import studies
-    from juice.runner import order, sweep, warmup
+    from juice.sweep import order, sweep, warmup
 
     study, s, _ = studies.load_spec(spec, sets)
     study_dir = sweep.results_for(study, results)[0] if results is not None else study.results_dir(s)
@@ -97,8 +97,8 @@ def run(spec: Path = typer.Argument(..., help="Experiment spec (YAML)."),
     """
     from juice import studies
     from juice.lab.local import require_root
-    from juice.runner import sweep
     from juice.spec.overrides import arguments
+    from juice.sweep import sweep
 
     study, s, data = studies.load_spec(spec, sets)
     task_args = arguments(sets) or None
@@ -154,6 +154,6 @@ def cleanup(target: Path = typer.Option(..., "--target", help="The experiment sp
 def _report(study: Study[S, P], study_dir: Path) -> Path:
     """``study_dir/report.html``: this study's runs (not another study's under ``<dir>/<study>/``)."""
     from juice import studies
-    from juice.runner import sweep
+    from juice.sweep import sweep
 
     return studies.report(sweep.report_paths(study, study_dir), study_dir / "report.html")

@@ -1,5 +1,5 @@
 """An SSH host as a place (``juice.lab.place.Place``): every operation is one request to the
-host's agent (``juice.remote.agent``) over the lab's ssh connection to it.
+host's agent (``juice.hosts.agent``) over the lab's ssh connection to it.
 
     place = lab.place(2)                 # RemoteLab: site 2 = the second host
     place.write(place.root / "s2/db/my.cnf", text, owner="mysql")
@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from juice.errors import LabError
+from juice.hosts.session import Proc as AgentProc
+from juice.hosts.session import Session
 from juice.lab.place import Proc, Ref, Result
-from juice.remote.session import Proc as AgentProc
-from juice.remote.session import Session
 
 
 class HostPlace:

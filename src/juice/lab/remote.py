@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import IO, TypedDict
 
 from juice.errors import LabError
+from juice.hosts.agent import BASE
+from juice.hosts.session import Hosts, Proc, Session
 from juice.lab import hosttc
 from juice.lab.check import CheckReport, PairResult, judge, with_second_round
 from juice.lab.hostplace import HostPlace
@@ -43,8 +45,6 @@ from juice.lab.place import SampledHost
 from juice.lab.provider import StaticHost
 from juice.lab.spec import LabSpec, Link, expected_rtt_ms, links
 from juice.paths import native_bin, private_tmp, work_dir
-from juice.remote.agent import BASE
-from juice.remote.session import Hosts, Proc, Session
 
 Progress = Callable[[str], None]
 HWAN_CHAIN = "JUICE-HWAN"

@@ -24,9 +24,9 @@ import layers: anything may read a program's source, and a program imports nothi
 
     procfs            the /proc readers, written once (the local sampler's and ``sampler``'s)
     sampler           the resource sampler run on SSH hosts (``juice.profile.ssh``/``hosts``),
-                      shipped with ``procfs`` by ``juice.remote.bundle`` (modules by name)
+                      shipped with ``procfs`` by ``juice.hosts.bundle`` (modules by name)
 
-The host agent, shipped as one file, is ``juice.remote.agent``.
+The host agent, shipped as one file, is ``juice.hosts.agent``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The /proc readers of every resource sampler, written once: pure parsers (testable on
 captured text) and the reads around them. Standard library only and Python >= 3.7: the local
 sampler (``juice.profile.sampler``) imports it, and the samplers that run on SSH hosts
-(``juice.onhost.sampler``) are shipped with it (``juice.remote.bundle``).
+(``juice.onhost.sampler``) are shipped with it (``juice.hosts.bundle``).
 
     parse_stat(b"1234 (mariadbd) S 1 ...")   # -> Stat(user_s, system_s, threads, rss_bytes, ...)
     read_stat(pid), read_cmdline(pid), fd_count(pid), pids()   # None / [] / -1 when it is gone

@@ -1,7 +1,7 @@
 """The resource sampler that runs ON an SSH host: standard library and ``juice.onhost.procfs``
 only (Python >= 3.7 there; Juice need not be installed). ``juice.profile.ssh`` (an existing
 cloud's servers, by command-line patterns) and ``juice.profile.hosts`` (what a lab's agent
-started) ship this module and ``procfs`` with ``juice.remote.bundle`` and run ``main``.
+started) ship this module and ``procfs`` with ``juice.hosts.bundle`` and run ``main``.
 
 Protocol: JSON lines out (``{"ready", "python"}``; ``{"pong"}`` per ``ping``; after ``go``,
 per tick ``{"n": [...]}`` for newly named processes and ``{"t", "s": rows}`` (+ ``"l"``: the

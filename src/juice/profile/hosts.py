@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from juice.hosts.ssh import boot_command
 from juice.lab.place import SampledHost
 from juice.onhost import procfs
 from juice.profile.ssh import MAX_S, SshProfiler, _Host, program
@@ -53,7 +54,6 @@ from juice.profile.table import (
     PROFILE_TABLE,
     PROFILE_VERSION,
 )
-from juice.remote.ssh import boot_command
 from juice.services.base import ServerRecord
 
 AGENT = "juice-agent"

@@ -1,6 +1,6 @@
 """Resource profiles: what every process Juice started in a lab spends, sampled beside each run.
 
-The generic runner (``juice.runner.sweep``) starts a :class:`Sampler` around every
+The generic runner (``juice.sweep.sweep``) starts a :class:`Sampler` around every
 ``study.run_point``, so every study gets one ``profile.parquet`` per run::
 
     prof = profile.start(lab, services, rd.partial, profile.settings(spec), progress)

@@ -10,7 +10,7 @@ password (``ssh -o BatchMode=yes``: ssh never prompts, a refused key is an error
 
 Per host, one ``ssh`` process (started in a session of its own; its pid is recorded and it is
 stopped by it) runs ``python3`` there (stdlib only) with :func:`program` (the modules
-``juice.onhost.sampler`` and ``juice.onhost.procfs``, see ``juice.remote.bundle``), sent on stdin. Not
+``juice.onhost.sampler`` and ``juice.onhost.procfs``, see ``juice.hosts.bundle``), sent on stdin. Not
 ``python3 -``: it reads its program to EOF, and the remote sampler's stdin must stay open,
 because its closing is the stop signal; the remote command is ``python3 -c
 'import sys;exec(sys.stdin.buffer.read(N))'``, N the script's length. The remote sampler
@@ -54,6 +54,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from juice.errors import UserError
+from juice.hosts import bundle
+from juice.hosts.ssh import boot_command, fingerprint, ssh_argv
 from juice.profile.table import (
     CUMULATIVE,
     FLUSH_ROWS,
@@ -63,8 +65,6 @@ from juice.profile.table import (
     PROFILE_VERSION,
     Writer,
 )
-from juice.remote import bundle
-from juice.remote.ssh import boot_command, fingerprint, ssh_argv
 
 Progress = Callable[[str], None]
 PINGS = 5

@@ -80,7 +80,7 @@ figure{margin:1em 0}figure img{max-width:100%;height:auto}figcaption{font-size:1
 def _provenance_short(paths: Sequence[Path], found: tidy.Discovery, out: Path) -> str:
     cmd = f"juice report {' '.join(shlex.quote(str(p)) for p in paths)} -o {shlex.quote(str(out))}"
     skipped = f" {len(found.failed)} failed runs skipped." if found.failed else ""
-    if found.warmup:  # juice.runner.warmup: kept for inspection, never counted
+    if found.warmup:  # juice.sweep.warmup: kept for inspection, never counted
         skipped += f" {len(found.warmup)} warm-up runs (<code>.warmup</code>) not counted."
     return (f"<p class=note>Generated {escape(dt.datetime.now().isoformat(timespec='seconds'))} by "
             f"juice {escape(__version__)} from {escape(', '.join(str(p) for p in paths))}: "

@@ -7,7 +7,7 @@ WAN backend), and when.
 
 Names that are never counted as runs (:func:`counted`): hidden ones (``.<run>.partial``),
 ``<run>.failed`` and ``<run>.warmup`` (a discarded warm-up run of a deployment, kept for
-inspection: ``juice.runner.sweep``; a warm-up that failed is ``<run>.warmup.failed``). Every
+inspection: ``juice.sweep.sweep``; a warm-up that failed is ``<run>.warmup.failed``). Every
 place that lists runs asks :func:`counted`.
 """
 

@@ -2,6 +2,6 @@
 for the entry point the runner and the CLI use)."""
 
 from juice.services.base import Endpoint, Endpoints, Service
-from juice.services.registry import KINDS, build, deploy
+from juice.services.kinds import KINDS, build, deploy
 
 __all__ = ["KINDS", "Endpoint", "Endpoints", "Service", "build", "deploy"]

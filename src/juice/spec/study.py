@@ -34,7 +34,7 @@ study with a richer WAN declares its own ``wan`` field and leaves ``WAN_INTO`` N
 
 Not here, because the studies' forms differ and a common form would change what runs store:
 ``runner`` (each study's own model; the sweep's options ``order`` and ``warmup_runs`` are
-declared with :data:`juice.runner.order.ORDER_DOC` and :func:`juice.spec.warmup.field`),
+declared with :data:`juice.sweep.order.ORDER_DOC` and :func:`juice.spec.warmup.field`),
 ``profile``, ``faults`` and ``results`` (Keystone and nova only).
 """
 

@@ -3,7 +3,7 @@
     runner: {warmup_runs: 1}      # the Keystone and nova studies' default; 0 = none
 
 Before the first measured run of each deployment it brings up, the sweep
-(``juice.runner.sweep``) runs that deployment's first point (in the run order) once more per
+(``juice.sweep.sweep``) runs that deployment's first point (in the run order) once more per
 warm-up run, through the same ``study.run_point``, and keeps it as ``<run>.warmup``: complete
 and inspectable, never counted (``juice.results.store.counted``: no report table, no
 ``juice compare`` unit, no SLA verdict, never a complete run of its point). A first run on a
@@ -18,7 +18,7 @@ other value is refused (:func:`check_target`; ``juice run --dry-run`` lists ever
 measured runs send to someone's cloud, and a warm-up would send more).
 
 A study declares it on its ``runner`` model with :func:`field` (a study with no runner options
-of its own uses :class:`SweepRunner`); the sweep reads it with ``juice.runner.warmup.runs_of``.
+of its own uses :class:`SweepRunner`); the sweep reads it with ``juice.sweep.warmup.runs_of``.
 Specs without it have no warm-up run.
 """
 

@@ -17,7 +17,7 @@ from juice.lab.setns import in_site
 from juice.load.api import AtomicAction, Clock, DictEnv, Iteration
 from juice.openstack.http import issue_token, request
 from juice.openstack.keystone import Credentials, KeystoneError
-from juice.services import registry as services
+from juice.services import kinds as services
 from juice.services.openstack.keystone import Keystone, KeystoneOptions
 from juice.studies.keystone import catalog as registry
 from juice.studies.keystone.env import AdminCredentials, KeystoneEnv

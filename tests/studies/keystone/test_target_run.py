@@ -294,7 +294,7 @@ def test_ssh_access_gives_resource_profiles_of_the_clouds_servers(cloud: dict[st
         assert set(df["site"]) == {1}
         ks_pids = {p for p, c in _cmdlines().items() if "[keystone]" in c}
         assert ks_pids & set(df[df["component"] == "keystone"]["pid"])  # the lab's gunicorns, by pid
-        from juice.services.registry import load_record
+        from juice.services.kinds import load_record
 
         rec = load_record(Path(str(state.load(cloud["name"]).workdir)))  # type: ignore[union-attr]
         db_pids = {int(x["pid"]) for x in (rec or {}).get("servers", [])}  # the cloud's mariadbd

@@ -1,5 +1,5 @@
 """The nova study on SSH hosts (``provider:``): the controllers on the host of site 1, a
-nova-compute on each of the hosts of sites 2 and 3 (tests/remote/sshhosts.py: each host has
+nova-compute on each of the hosts of sites 2 and 3 (tests/hosts/sshhosts.py: each host has
 its own /var/tmp/juice-host, so every file travels over ssh), the same run files as a local
 run of the same spec, the hosts in the manifest, nova's logs fetched into the run and traced
 by `juice trace`, and nothing left on the hosts. And the one-line refusals of a provider or a
@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import said_lines
-from tests.remote.sshhosts import SSHD, plain_ssh, ssh_hosts
+from tests.hosts.sshhosts import SSHD, plain_ssh, ssh_hosts
 from tests.services.conftest import needs_lab
 
 JUICE = [sys.executable, "-m", "juice.cli"]

@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from juice.runner import sweep
 from juice.studies.schedulerdb import STUDY, report, spec, study
 from juice.studies.schedulerdb.backends import BackendSession
 from juice.studies.schedulerdb.fit import fit
+from juice.sweep import sweep
 from tests.services.conftest import needs_lab
 
 pytestmark = needs_lab

@@ -47,7 +47,7 @@ from typing import Any
 
 from juice.errors import UserError
 from juice.openstack.nova import NovaClient
-from juice.services import registry
+from juice.services import kinds
 from juice.services.balancers.haproxy import HAProxy, check_maxconn, check_timeout
 from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.buses.rabbitmq import PROMETHEUS, RabbitMQ
@@ -231,7 +231,7 @@ class NovaDeployment:
         self.lab, self.progress = lab, progress
         self.stack = s = stack or NovaStack()
         limit, why = s.db_limit()
-        self.db: Service = registry.build(lab, s.db, progress, max_connections=limit,
+        self.db: Service = kinds.build(lab, s.db, progress, max_connections=limit,
                                           max_connections_reason=why,
                                           **({"site": s.db_site} if s.db == "mariadb" else {}))
         self.mq = RabbitMQ(lab, progress, nodes=list(s.bus_sites), plugins=[PROMETHEUS])  # rates per run

@@ -1,7 +1,7 @@
 """The run matrix of a Keystone study: the product of its axes, in execution order.
 
 Order (``runner.order: as-written``; the sweep arranges the other orders from this one,
-``juice.runner.order``) = how labs and deployments are reused: one lab per site count; inside it one
+``juice.sweep.order``) = how labs and deployments are reused: one lab per site count; inside it one
 deployment (database + Keystone) per (rdbms, cache); inside that the WAN points are applied
 to the running lab (``set_wan``, then checked); then load × scenario × repetition. A run is
 identified by ``key`` (a hash of its parameters), stored in its manifest, so a resumed sweep
@@ -98,7 +98,7 @@ class RunPoint:
 
     @property
     def block_key(self) -> str:
-        """Runs that share a WAN point: ``juice.runner.order`` keeps them together (a WAN change
+        """Runs that share a WAN point: ``juice.sweep.order`` keeps them together (a WAN change
         and check costs seconds)."""
         return self.wan.label
 

@@ -62,7 +62,7 @@ class Deployment:
 def deployment(lab: Lab, p: RunPoint, exp: Experiment, progress: Progress) -> Iterator[Deployment]:
     """The database and a Keystone in every site, in a local lab or on the provider's hosts
     alike (the services run at the lab's places)."""
-    from juice.services import registry
+    from juice.services import kinds
     from juice.services.openstack.keystone import Keystone, KeystoneOptions
 
     progress(f"deploying {p.rdbms} for {p.sites} sites")
@@ -70,7 +70,7 @@ def deployment(lab: Lab, p: RunPoint, exp: Experiment, progress: Progress) -> It
     # bounded waits that grow with the deployment (45 sites on 2 cores take minutes)
     pfs = {"performance_schema": True} if p.write_attribution and p.rdbms in ("mariadb", "galera") else {}
     conns = {"max_connections": p.server["max_connections"]} if "max_connections" in p.server else {}
-    db = registry.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites), **pfs, **conns)
+    db = kinds.deploy(lab, p.rdbms, progress, timeout=max(180.0, 60.0 + 10.0 * p.sites), **pfs, **conns)
     try:
         progress(f"{p.rdbms} healthy in {time.monotonic() - t0:.1f} s; starting a Keystone in every site "
                  f"(cache {'on' if p.cache else 'off'})")

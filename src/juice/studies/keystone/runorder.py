@@ -1,5 +1,5 @@
 """Run order in the Keystone report: the order effect where the design allows an estimate, and
-the axes whose comparisons are confounded with run order (``juice.runner.order``).
+the axes whose comparisons are confounded with run order (``juice.sweep.order``).
 
 From the manifests alone: ``order.position`` (0 = the first run on a fresh deployment),
 ``order_index``, ``order.deployment`` (written by the sweep), ``params``. Runs stored before

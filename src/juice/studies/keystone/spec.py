@@ -17,7 +17,7 @@ Every list is an axis; the run matrix is their product (see ``juice.studies.keys
       - authenticate_user_and_validate_token
       - {name: create_user_update_password, args: {}, contexts: {users: {tenants: 1, users_per_tenant: 1}}}
     runner: {times: 20, concurrency: 2}          # closed loop, like Rally's `constant`
-    # runner: {order: interleaved}   # the default; as-written | shuffled (juice.runner.order)
+    # runner: {order: interleaved}   # the default; as-written | shuffled (juice.sweep.order)
     # runner: {rate: 50, times: 500, arrival: poisson}   # open loop
     keystone: {cache: [true], workers: 1, password_hash_rounds: 4}   # write_attribution: true
     # keystone: {max_pool_size: 5, max_overflow: 50}   # [database] pools (oslo.db's defaults)
@@ -87,7 +87,6 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 from juice.errors import UserError
 from juice.faults.spec import Fault, check_sites
 from juice.profile.spec import Profile
-from juice.runner.order import ORDER_DOC
 from juice.sla.criteria import IterationSla
 from juice.spec import warmup as spec_warmup
 from juice.spec.base import (
@@ -107,6 +106,7 @@ from juice.spec.base import (
 from juice.spec.study import TargetStudySpec
 from juice.spec.wan import Wan, WanPoint, wan_points
 from juice.spec.warmup import WarmupRuns
+from juice.sweep.order import ORDER_DOC
 from juice.util.validation import validate
 
 RDBMS = ("mariadb", "galera", "postgres", "postgres-readlocal", "cockroach")
@@ -418,7 +418,7 @@ def work_bound_s(exp: Experiment) -> float:
             for cache in [c for c in exp.keystone.cache for _ in range(conns)]:
                 total += 10.0 + 2.0 * sites + 10 * _rtt_s(wans[0]) + 8.0 + 1.5 * sites  # deployment
                 # WAN changes and checks: one per WAN point; interleaved passes turn back at the
-                # last point, so (repetitions - 1) x (points - 1) more (juice.runner.order)
+                # last point, so (repetitions - 1) x (points - 1) more (juice.sweep.order)
                 changes = len(wans) + (max(exp.repetitions - 1, 0) * (len(wans) - 1)
                                        if r.order == "interleaved" else 0)
                 total += changes * (2.0 + 0.02 * sites * sites)

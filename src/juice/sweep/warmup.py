@@ -15,7 +15,7 @@ measured run runs), run ``k`` times before it; stored as ``<run>-<stamp>.warmup`
 (``juice.results.store.RunDir`` with ``WARMUP_SUFFIX``; ``.warmup.failed`` when it fails) with
 ``warmup_run: true`` and ``order`` (mode, seed, deployment, ``warmup_runs``, ``warmup_index``)
 in its manifest. Its profile and deviations are kept as for any run; no SLA verdict is
-recorded and nothing counts it (``juice.results.store.counted``, ``juice.runner.sweep.completed``
+recorded and nothing counts it (``juice.results.store.counted``, ``juice.sweep.sweep.completed``
 also skips a ``warmup_run`` manifest wherever it lies). Every measured run's ``order`` gets
 ``warmup_runs``: how many warm-up runs its deployment had (its ``position`` still counts the
 measured runs only: 0 = the first measured run).

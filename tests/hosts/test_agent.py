@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-AGENT = Path(__file__).resolve().parents[2] / "src" / "juice" / "remote" / "agent.py"
+AGENT = Path(__file__).resolve().parents[2] / "src" / "juice" / "hosts" / "agent.py"
 
 
 class Agent:

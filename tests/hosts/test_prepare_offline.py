@@ -1,4 +1,4 @@
-"""`juice hosts prepare --offline` (juice.remote.offline, scripts/offline-bundle.sh, setup.sh's
+"""`juice hosts prepare --offline` (juice.hosts.offline, scripts/offline-bundle.sh, setup.sh's
 JUICE_OFFLINE, scripts/verify-setup.sh).
 
 - Fast (no root): the bundle's INFO and file list, the commands as built, and the pipeline with
@@ -9,7 +9,7 @@ JUICE_OFFLINE, scripts/verify-setup.sh).
   no Python, no /var/cache/juice) with its own sshd in a network namespace holding only `lo`
   (no route, no DNS: any registry access fails), prepared from this clone with
   `juice hosts prepare --offline`, then checked over ssh. By hand:
-      JUICE_TEST_OFFLINE_BARE=1 nice pytest -q -s tests/remote/test_prepare_offline.py -k bare
+      JUICE_TEST_OFFLINE_BARE=1 nice pytest -q -s tests/hosts/test_prepare_offline.py -k bare
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import pytest
 import yaml
 
 from juice.cli.hosts import clone_dir
+from juice.hosts import offline as offl
+from juice.hosts import prepare as prep
 from juice.lab.provider import StaticHost
-from juice.remote import offline as offl
-from juice.remote import prepare as prep
 from tests.conftest import Juice
 
 # --- pure -------------------------------------------------------------------------------------

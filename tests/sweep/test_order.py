@@ -1,4 +1,4 @@
-"""Run order as a design choice (``juice.runner.order``) on the Keystone study's points: every
+"""Run order as a design choice (``juice.sweep.order``) on the Keystone study's points: every
 mode is a permutation that keeps labs, deployments and WAN blocks together; the order is a pure
 function of the spec and its seed; ``interleaved`` runs every point early and late."""
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from juice.runner import order
 from juice.studies.keystone.matrix import RunPoint, expand
 from juice.studies.keystone.spec import parse
+from juice.sweep import order
 
 
 def spec(**over: Any) -> Any:

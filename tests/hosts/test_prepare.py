@@ -1,4 +1,4 @@
-"""`juice hosts prepare SPEC` (juice.remote.prepare, juice.cli.hosts).
+"""`juice hosts prepare SPEC` (juice.hosts.prepare, juice.cli.hosts).
 
 - Fast (no server, no root): the errors (no provider, kind local, an unreachable host on a
   loopback port nobody listens on), the commands as built, and the whole pipeline through a
@@ -32,9 +32,9 @@ import pytest
 import yaml
 
 from juice.cli.hosts import clone_dir
+from juice.hosts import prepare as prep
 from juice.lab.provider import StaticHost
 from juice.paths import cache_dir
-from juice.remote import prepare as prep
 from tests import testhosts
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
@@ -228,7 +228,7 @@ STOPPER = """
 import sys
 from pathlib import Path
 from juice.lab.provider import StaticHost
-from juice.remote import prepare as prep
+from juice.hosts import prepare as prep
 src, run, ssh, mark = map(Path, sys.argv[1:5])
 ctx = prep.Context(source=src, run_dir=run, cache=Path("/x"), files=prep.tracked_files(src),
                    command=f"echo $$ > {mark}; exec sleep 600", ssh=str(ssh))

@@ -1,4 +1,4 @@
-"""One SSH session per host, to the host agent (``juice.remote.agent``), and phases across hosts.
+"""One SSH session per host, to the host agent (``juice.hosts.agent``), and phases across hosts.
 
     hosts = Hosts(lab="r1a2b3", specs={1: host1, 2: host2}, tmp=private_dir)
     hosts.open(progress)                          # ssh + agent on every host, in parallel
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from juice.errors import LabError
-from juice.remote.ssh import boot_command, fingerprint, ssh_argv
+from juice.hosts.ssh import boot_command, fingerprint, ssh_argv
 
 T = TypeVar("T")
 Progress = Callable[[str], None]

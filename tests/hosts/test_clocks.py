@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
+from juice.hosts.ssh import ssh_argv
 from juice.lab.place import SampledHost
 from juice.lab.provider import StaticHost
 from juice.profile.clocks import Clocks
-from juice.remote.ssh import ssh_argv
 from juice.util import proc
 from tests import testhosts
 from tests.services.conftest import needs_lab

@@ -3,7 +3,7 @@
     src = bundle.program([("juice.onhost.procfs", inspect.getsource(procfs)),
                           ("juice.onhost.sampler", inspect.getsource(sampler))],
                          "import juice.onhost.sampler as m; m.main(...)")
-    ssh host "$(boot_command(src))" < src          # juice.remote.ssh.boot_command
+    ssh host "$(boot_command(src))" < src          # juice.hosts.ssh.boot_command
 
 Code that runs on hosts is written as ordinary modules of this package (standard library
 only, Python >= 3.7 there), type-checked, linted and unit-tested here like the rest. To ship

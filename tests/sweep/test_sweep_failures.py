@@ -16,7 +16,7 @@ import pytest
 
 from juice.contract import Progress, Run, Study
 from juice.errors import ServiceError, UserError
-from juice.runner import sweep
+from juice.sweep import sweep
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from juice import studies
-from juice.runner import sweep
+from juice.sweep import sweep
 
 
 def _run(root: Path, name: str, workload: str, key: str) -> Path:

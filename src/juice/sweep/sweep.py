@@ -3,12 +3,12 @@
     before, ran, failed = sweep.run(study, spec, data, spec_text, study_dir, progress)
 
 Loop structure: the points of ``study.expand(spec)`` not complete yet, in the spec's run order
-(``runner.order``, ``juice.runner.order``: a pure function of the spec and its seed); one lab
+(``runner.order``, ``juice.sweep.order``: a pure function of the spec and its seed); one lab
 per run of adjacent points with equal ``lab_key``; in it one deployment per run of adjacent
 points with equal ``deployment_key``; then each point into its own ``RunDir``. Groups whose
 points are all complete open nothing. Before the first measured run of each deployment it
 brings up, ``runner.warmup_runs`` discarded runs of the deployment's first point
-(``juice.runner.warmup``: stored as ``<run>.warmup``, never counted). A run that raises a
+(``juice.sweep.warmup``: stored as ``<run>.warmup``, never counted). A run that raises a
 JuiceError is kept as ``.failed`` and the sweep goes on; so do the runs of a deployment that
 fails to come up (a JuiceError from ``study.deployment``: each of its runs kept as ``.failed``
 saying so, the next deployment tried) — but not a UserError (a spec or host the user must
@@ -54,8 +54,8 @@ from juice.lab.place import Lab
 from juice.load.progress import ProgressUI
 from juice.profile import clocks, sampler
 from juice.results.store import WARMUP_SUFFIX, RunDir, counted
-from juice.runner import order, warmup
 from juice.services import deviations
+from juice.sweep import order, warmup
 from juice.util.jsontypes import JSONObject
 
 Progress = Callable[[str], None]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from juice.contract import Progress, Run, Study
-from juice.runner import sweep
+from juice.sweep import sweep
 
 
 class WanSpec:

@@ -6,7 +6,7 @@ ssh, in parallel, three steps, each bounded by a timeout:
    (the venv's editable install and ``python -m juice.driver`` resolve there). Only what differs
    is sent: the host lists mode, size and mtime of those paths (``stat``), the rest goes as one
    ``tar`` stream over ssh (mtimes kept, so a second run sends nothing). Nothing is deleted there;
-3. **bundle** (``--offline`` only): the offline bundle made here (juice.remote.offline: the
+3. **bundle** (``--offline`` only): the offline bundle made here (juice.hosts.offline: the
    locked wheels, the Debian packages and their dependencies, the native helpers) to the same
    path on the host, sent as the clone is (only what differs);
 4. **setup**: ``bash scripts/setup.sh`` in that directory with ``JUICE_CACHE`` as here (and
@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from juice.errors import UserError
-from juice.remote.offline import Bundle
-from juice.remote.ssh import ssh_argv
+from juice.hosts.offline import Bundle
+from juice.hosts.ssh import ssh_argv
 
 Progress = Callable[[str], None]
 

@@ -1,4 +1,4 @@
-"""The sweep's warm-up runs (``runner.warmup_runs``, juice.runner.warmup; issue 38: a fresh
+"""The sweep's warm-up runs (``runner.warmup_runs``, juice.sweep.warmup; issue 38: a fresh
 deployment's first run is slow, so the point that always comes first was biased): one discarded
 run of each deployment's first point before its measured runs, stored as ``<run>.warmup``,
 counted nowhere (report, compare units, analyze, resumption), and the run keys unchanged.
@@ -20,7 +20,7 @@ from juice import studies
 from juice.contract import Progress, Run
 from juice.errors import JuiceError
 from juice.results import samples, tidy
-from juice.runner import sweep, warmup
+from juice.sweep import sweep, warmup
 from tests.studies.toy import Toy, ToyPoint, ToySpec
 
 

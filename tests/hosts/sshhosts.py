@@ -17,10 +17,10 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from juice.hosts.agent import BASE
 from juice.lab import LocalLab
 from juice.lab.local import uniform_lab
 from juice.lab.provider import StaticHost
-from juice.remote.agent import BASE
 
 SSHD = Path("/usr/sbin/sshd")
 # who uses BASE now (flock: shared per user); in the cache, which outlives test runs
