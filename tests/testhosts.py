@@ -37,7 +37,8 @@ name (``juice-th…`` namespaces, swept by Juice itself and by ``sweep`` here).
 ``prepared=True``: the hosts also have what ``juice hosts prepare`` installs (Debian packages,
 the venvs in /var/cache/juice, the native helpers, this clone at its own path), from a cached
 layer made ONCE per key (the inputs of scripts/setup.sh: its scripts, the locks, native/, the
-pyproject files; this clone's path; the image's date) by ``juice hosts prepare``'s own steps
+pyproject files; the image's date; a clone at another path reuses it through a link) by
+``juice hosts prepare``'s own steps
 (``juice.hosts.prepare``: check, copy, setup.sh, verify — with this working tree's files,
 tracked or not yet, where the CLI sends the tracked ones) on a build host (the same kind of
 host, in this machine's network namespace, so setup.sh reaches the registries as this
@@ -221,17 +222,36 @@ def _in_use() -> set[str]:
     return used
 
 
+STALE_AFTER_S = 86400.0  # another key's layer unused this long is removed (another clone's too)
+
+
 def _drop_stale_prepared(keep: Path) -> None:
-    """This clone's prepared layers of other keys (setup.sh's inputs changed since), unless a
-    live test's hosts have them under them (3.3 GB each)."""
+    """Prepared layers of other keys (setup.sh's inputs changed since): this clone's at once,
+    any clone's once a day old, unless a live test's hosts have them under them (3.3 GB each)."""
     used = _in_use()
     for d in LAYERS.glob("prepared-*"):
         try:
             clone = json.loads((d / ".juice-prepared").read_text()).get("clone")
+            age = time.time() - (d / ".juice-prepared").stat().st_mtime
         except (OSError, ValueError):
             continue
-        if d != keep and clone == str(CLONE) and str(d) not in used:
+        if d != keep and str(d) not in used and (clone == str(CLONE) or age > STALE_AFTER_S):
             shutil.rmtree(d, ignore_errors=True)
+
+
+def _clone_link(upper: Path, layer: Path) -> None:
+    """When the prepared layer was made by a clone at another path: that path, in the host's
+    upper layer, as a link to this clone's (where ``sync_clone`` copies this clone's files), so
+    the venvs' editable installs made there import this clone's code."""
+    try:
+        made_at = json.loads((layer / ".juice-prepared").read_text()).get("clone")
+    except (OSError, ValueError):
+        return
+    if not made_at or made_at == str(CLONE):
+        return
+    link = upper / str(made_at).lstrip("/")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(CLONE)
 
 
 def sweep() -> list[str]:
@@ -272,13 +292,14 @@ NOT_SETUP = {"scripts/bare.sh", "scripts/faketime-sleep.c", "scripts/test.sh", "
 
 def prepared_key() -> str:
     """What the prepared state depends on: scripts/setup.sh's inputs (the scripts it runs, the
-    locks, native/, the pyproject files, tracked or not), this clone's path (the venvs' editable
-    installs point there) and the image's date (the hosts' layer adds only packages)."""
+    locks, native/, the pyproject files, tracked or not) and the image's date (the hosts' layer
+    adds only packages). Not this clone's path: a clone elsewhere (CI clones anywhere) reuses the
+    layer, its hosts seeing the layer's clone path as a link to theirs (``_clone_link``)."""
     files = subprocess.run(["git", "-C", str(CLONE), "ls-files", "-z", "--cached", "--others",
                             "--exclude-standard", "scripts", "native", "pyproject.toml", "plugins"],
                            capture_output=True, check=True, timeout=60).stdout.split(b"\0")
     image = CACHE / "bare" / "bookworm"
-    h = hashlib.sha256(str(CLONE).encode() + b"\0" + (image / ".juice-made").read_bytes())
+    h = hashlib.sha256((image / ".juice-made").read_bytes())
     for f in sorted(set(files) - {b""}):
         name = f.decode(errors="surrogateescape")
         if name in NOT_SETUP or (name.startswith("plugins/") and not name.endswith("pyproject.toml")):
@@ -396,8 +417,9 @@ def test_hosts(n: int, tmp: Path, offsets: Sequence[float | None] | None = None,
     keys(tmp)
     sweep()
     lowers = base_layers()
-    if prepared:
-        lowers = [str(prepared_layer(progress)), *lowers]
+    layer = prepared_layer(progress) if prepared else None
+    if layer is not None:
+        lowers = [str(layer), *lowers]
     run = _run_dir("hosts")
     started: list[Running] = []
     with ExitStack() as stack:
@@ -410,6 +432,8 @@ def test_hosts(n: int, tmp: Path, offsets: Sequence[float | None] | None = None,
         for k in lab.sites:
             hd = run / f"h{k}"
             _write_root(hd / "upper", listen=lab.site_ip(k), port=22, keys=tmp, offset_s=offs[k - 1])
+            if layer is not None:
+                _clone_link(hd / "upper", layer)
             started.append(start_host(hd, lowers, ["ip", "netns", "exec", lab.site_ns(k)]))
             _save(run, started, lowers)
         hosts = []

@@ -367,7 +367,8 @@ def test_kill_9_mid_boot_then_any_command_removes_everything(tmp_path: Path) -> 
         cmdlines = " ".join(Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
                             for p in alive_before if Path(f"/proc/{p}/cmdline").exists())
         for want in ("gunicorn", "nova-conductor", "nova-scheduler", "juice-nova-compute", "beam",
-                     "mariadbd", "juice_fake_server", "juice.driver"):
+                     "mariadbd", "[glance-api]", "[neutron-api]", "ovsdb-server", "ovn-northd",
+                     "juice.driver"):  # the real image and network services are swept too
             assert want in cmdlines, f"{want} not running before the kill: {cmdlines[:3000]}"
         os.killpg(run.pid, signal.SIGKILL)
         run.wait(timeout=30)

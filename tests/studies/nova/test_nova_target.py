@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from juice.openstack.keystone import Credentials, KeystoneClient
-from juice.services.openstack.fake_openstack import IMAGE_ID
 from tests.conftest import Juice
 from tests.services.conftest import needs_lab
 from tests.stacks import NovaCloud
@@ -72,7 +71,8 @@ def test_boots_against_an_existing_cloud_need_yes_and_leave_nothing(cloud: dict[
     spec.write_text(yaml.safe_dump({
         "workload": "nova", "name": "nova-target", "results": str(cloud["tmp"] / "results"),
         "target": {"cloud": "mycloud", "clouds_file": str(cloud["clouds"]), "max_rps": 40},
-        "image": IMAGE_ID, "compute_url": cloud["compute_url"], "flavor": {"name": "juice-small"},
+        "image": cloud["stack"].image_id, "compute_url": cloud["compute_url"],
+        "flavor": {"name": "juice-small"},
         "scenarios": ["boot_and_delete_server", "boot_server"], "runner": {"times": 3, "concurrency": [2]},
         "poll_interval_s": 0.5}))
     code, _, err = juice("run", str(spec))
