@@ -412,6 +412,9 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
     lines += _section("placement", _auth(ctx, valid_interfaces="internal,public"))
     lines += _section("glance", {"region_name": ctx.region, "valid_interfaces": "internal,public"})
     lines += _section("neutron", _auth(ctx, valid_interfaces="internal,public"))
+    # nova's install guide since 2023.1 (OSSA-2023-003): nova sends its service token beside
+    # the user's; neutron's default policy lets a user delete a compute port only so
+    lines += _section("service_user", {"send_service_user_token": True, **_auth(ctx)})
     lines += _section("quota", dict.fromkeys(QUOTAS, -1))
     lines += _section("oslo_concurrency", {"lock_path": f"{state}/locks"})
     lines += _section("oslo_messaging_notifications",

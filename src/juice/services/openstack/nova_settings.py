@@ -83,6 +83,9 @@ def nova_deviations(o: NovaOptions) -> list[Deviation]:
         out.append(dev("nova", "[profiler] connection_string", f"{o.profiler}://<control site>:6379",
                        "messaging://", "the traces go to a Redis in the control site, read back "
                        "after each run", SPEC))
+    out.append(dev("nova", "[service_user] send_service_user_token", True, False,
+                   "required by nova's install guide since 2023.1 (OSSA-2023-003); neutron's default "
+                   "policy refuses a user's delete of a compute port without the service token", JUICE))
     return out
 
 
