@@ -395,8 +395,8 @@ def test_declare_makes_the_exchanges_and_each_queue_bound_with_its_name() -> Non
     assert amqp_declare.declare(ch, spec) == ["conductor", "scheduler"]
     assert ch.calls == [
         ("exchange_declare", ("openstack", "topic"), {"durable": True, "auto_delete": False}),
-        ("exchange_declare", ("juice.hosts", "fanout"), {"durable": False, "auto_delete": False}),
-        ("exchange_bind", (), {"destination": "openstack", "source": "juice.hosts", "routing_key": ""}),
+        ("exchange_declare", ("juice.remote", "fanout"), {"durable": False, "auto_delete": False}),
+        ("exchange_bind", (), {"destination": "openstack", "source": "juice.remote", "routing_key": ""}),
         ("queue_declare", ("conductor",), {"durable": True, "auto_delete": False,
                                            "arguments": {"x-queue-type": "quorum"}}),
         ("queue_bind", ("conductor", "openstack"), {"routing_key": "conductor"}),

@@ -199,9 +199,16 @@ def test_haproxy_real_roundrobin_and_maxconn_reached(lab_name: str) -> None:
             try:
                 with pytest.raises(urllib.error.HTTPError, match="504"):
                     in_site(lab.site_ns(1), lambda: _get(short.url("slow") + "/x/123"), timeout=60)
+                # haproxy logs a request once it has answered it: on a loaded host the line can
+                # come after the client has its 504, so wait for it (bounded) before stopping
+                rows = lblog.summary([short.log])
+                for _ in range(100):
+                    if rows:
+                        break
+                    time.sleep(0.1)
+                    rows = lblog.summary([short.log])
             finally:
                 short.stop()
-            rows = lblog.summary([short.log])
             assert [(r["frontend"], r["status"], r["term"], r["request"], r["count"]) for r in rows] == \
                 [("slow", 504, "sH", "GET /x/<id>", 1)]
             assert 0.25 <= rows[0]["max_s"] < sleep_s

@@ -17,7 +17,7 @@ from tests.conftest import Juice
 from tests.studies.toy import Toy
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "juice"
-GENERIC = ["cli/run.py", "cli/analyze.py", "runner/sweep.py", "report/html.py"]
+GENERIC = ["cli/run.py", "cli/analyze.py", "sweep/sweep.py", "report/html.py"]
 
 
 def test_registry_knows_the_built_in_studies() -> None:

@@ -30,7 +30,8 @@ SPEC: dict[str, Any] = {
 # what a local run writes (tests/studies/nova/test_nova_run.py checks it of its local runs: a
 # local run of SPEC here too would double this test's ~100 s), the resource profile included
 RUN_FILES = {"boots-1.jsonl", "boots.parquet", "iterations.jsonl", "logs", "manifest.json", "rally.json",
-             "summary.json", "profile.parquet", "rabbitmq.parquet", "placement.json"}
+             "summary.json", "profile.parquet", "rabbitmq.parquet", "placement.json",
+             "servers-end-1.jsonl"}  # what the window left (the invariants)
 # on a test host: what is in its /var/tmp/juice-host (Ansible run by other tests on this machine
 # may leave an ansible-tmp there), the JUICE iptables rules, the names of the processes in its
 # network namespace (the hosts share this machine's pids: other labs' processes are elsewhere)
