@@ -56,6 +56,7 @@ import hashlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -239,19 +240,20 @@ def _drop_stale_prepared(keep: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _clone_link(upper: Path, layer: Path) -> None:
-    """When the prepared layer was made by a clone at another path: that path, in the host's
-    upper layer, as a link to this clone's (where ``sync_clone`` copies this clone's files), so
-    the venvs' editable installs made there import this clone's code."""
+def _clone_link(hosts: Sequence[StaticHost], tmp: Path, layer: Path) -> None:
+    """When the prepared layer was made by a clone at another path: that path, on each host, as a
+    link to this clone's (where ``sync_clone`` copied this clone's files), so the venvs'
+    editable installs made there import this clone's code. Made over ssh once the host is up:
+    a path under /tmp is on the host's own tmpfs, which hides anything the layers hold there."""
     try:
         made_at = json.loads((layer / ".juice-prepared").read_text()).get("clone")
     except (OSError, ValueError):
         return
     if not made_at or made_at == str(CLONE):
         return
-    link = upper / str(made_at).lstrip("/")
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(CLONE)
+    old = shlex.quote(str(made_at))
+    for h in hosts:
+        ssh(h, tmp, f"mkdir -p \"$(dirname {old})\" && rm -rf {old} && ln -s {shlex.quote(str(CLONE))} {old}")
 
 
 def sweep() -> list[str]:
@@ -432,8 +434,6 @@ def test_hosts(n: int, tmp: Path, offsets: Sequence[float | None] | None = None,
         for k in lab.sites:
             hd = run / f"h{k}"
             _write_root(hd / "upper", listen=lab.site_ip(k), port=22, keys=tmp, offset_s=offs[k - 1])
-            if layer is not None:
-                _clone_link(hd / "upper", layer)
             started.append(start_host(hd, lowers, ["ip", "netns", "exec", lab.site_ns(k)]))
             _save(run, started, lowers)
         hosts = []
@@ -445,6 +445,8 @@ def test_hosts(n: int, tmp: Path, offsets: Sequence[float | None] | None = None,
                                     wan_address=lab.site_ip(k)))
         if prepared:
             sync_clone(hosts, tmp / "sync")
+            if layer is not None:
+                _clone_link(hosts, tmp, layer)
         yield lab, hosts
 
 
