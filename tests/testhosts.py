@@ -37,7 +37,7 @@ name (``juice-th…`` namespaces, swept by Juice itself and by ``sweep`` here).
 ``prepared=True``: the hosts also have what ``juice hosts prepare`` installs (Debian packages,
 the venvs in /var/cache/juice, the native helpers, this clone at its own path), from a cached
 layer made ONCE per key (the inputs of scripts/setup.sh: its scripts, the locks, native/, the
-pyproject files; the image's date; a clone at another path reuses it through a link) by
+pyproject files; this clone's path; the image's date) by
 ``juice hosts prepare``'s own steps
 (``juice.hosts.prepare``: check, copy, setup.sh, verify — with this working tree's files,
 tracked or not yet, where the CLI sends the tracked ones) on a build host (the same kind of
@@ -294,14 +294,16 @@ NOT_SETUP = {"scripts/bare.sh", "scripts/faketime-sleep.c", "scripts/test.sh", "
 
 def prepared_key() -> str:
     """What the prepared state depends on: scripts/setup.sh's inputs (the scripts it runs, the
-    locks, native/, the pyproject files, tracked or not) and the image's date (the hosts' layer
-    adds only packages). Not this clone's path: a clone elsewhere (CI clones anywhere) reuses the
-    layer, its hosts seeing the layer's clone path as a link to theirs (``_clone_link``)."""
+    locks, native/, the pyproject files, tracked or not), the image's date (the hosts' layer
+    adds only packages) and this clone's path: the venvs' editable installs point there, and a
+    host's setup.sh reinstalls Juice (from the network) when they point elsewhere — tried with a
+    layer shared across clone paths through a link (``_clone_link``, kept for layers made
+    before): the studies ran, a host's setup.sh did not."""
     files = subprocess.run(["git", "-C", str(CLONE), "ls-files", "-z", "--cached", "--others",
                             "--exclude-standard", "scripts", "native", "pyproject.toml", "plugins"],
                            capture_output=True, check=True, timeout=60).stdout.split(b"\0")
     image = CACHE / "bare" / "bookworm"
-    h = hashlib.sha256((image / ".juice-made").read_bytes())
+    h = hashlib.sha256(str(CLONE).encode() + b"\0" + (image / ".juice-made").read_bytes())
     for f in sorted(set(files) - {b""}):
         name = f.decode(errors="surrogateescape")
         if name in NOT_SETUP or (name.startswith("plugins/") and not name.endswith("pyproject.toml")):
