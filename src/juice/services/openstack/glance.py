@@ -50,7 +50,7 @@ from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.databases.schema import create_database
-from juice.services.deviations import Deviation, dev
+from juice.services.deviations import Deviation, dev, spec_set
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
 from juice.services.openstack.os_api import Catalog, GunicornApi, check_venv, gunicorn_argv, os_env, wait_http
 from juice.services.process import Server, port_open, run_to_end, spawn
@@ -72,7 +72,7 @@ def image_bytes(mb: int) -> bytes:
 
 
 def render_glance_conf(*, db_url: str, auth_url: str, password: str, home: Path,
-                       debug: bool = False) -> str:
+                       debug: bool = False, authtoken_memcached: str | None = None) -> str:
     """glance-api.conf: the database, the ``file`` store (and the reserved staging and tasks
     stores) under ``home``, keystonemiddleware (service user ``glance``), the paste pipeline
     with authtoken (flavor ``keystone``), logs on stderr (gunicorn's log file captures them)."""
@@ -115,6 +115,7 @@ def render_glance_conf(*, db_url: str, auth_url: str, password: str, home: Path,
         f"username = {USER}",
         f"password = {password}",
         "service_token_roles_required = true",
+        *([f"memcached_servers = {authtoken_memcached}"] if authtoken_memcached else []),
         "",
     ])
 
@@ -129,11 +130,13 @@ class Glance(GunicornApi, Service):
 
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = WORKERS, image_mb: int = 1, debug: bool = False,
-                 db_site: int | None = None) -> None:
-        """``db_site``: the site whose database endpoint it writes through (default its own)."""
+                 db_site: int | None = None, authtoken_memcached: str | None = None) -> None:
+        """``db_site``: the site whose database endpoint it writes through (default its own);
+        ``authtoken_memcached``: keystonemiddleware's memcached_servers (None: unset)."""
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"glance.site: {site} is not a site of this lab (1..{len(lab.sites)})")
+        self.authtoken_memcached = authtoken_memcached
         if not 1 <= workers <= 64:
             raise UserError(f"glance.workers: expected 1..64, got {workers}")
         if not 1 <= image_mb <= 4096:
@@ -178,7 +181,8 @@ class Glance(GunicornApi, Service):
         ep = replace(self.db.endpoint(self.db_site).write, database=DB_NAME)
         place.write(self.home / "glance-api.conf", render_glance_conf(
             db_url=ep.url() + "?charset=utf8mb4", auth_url=self.ks.auth_url(self.site),
-            password=self._password, home=self.home, debug=self.debug), mode=0o600)
+            password=self._password, home=self.home, debug=self.debug,
+            authtoken_memcached=self.authtoken_memcached), mode=0o600)
         paste = VENV / "etc" / "glance" / "glance-api-paste.ini"
         r = place.run(["cp", str(paste), str(self.home / "glance-api-paste.ini")])
         if not r.ok:
@@ -278,11 +282,13 @@ class Glance(GunicornApi, Service):
 
     # ---- lifecycle --------------------------------------------------------------------------
     def deviations(self) -> list[Deviation]:
+        cached = ([spec_set(KIND, "[keystone_authtoken] memcached_servers", self.authtoken_memcached,
+                            "(unset: in-process token cache)")] if self.authtoken_memcached else [])
         if self.workers == 1:
-            return []
+            return cached
         return [dev(KIND, "gunicorn --workers", self.workers, 1,
                     "glance-api serves one request per worker process (sync workers, as uWSGI "
-                    "processes of one thread); devstack runs at least 2")]
+                    "processes of one thread); devstack runs at least 2"), *cached]
 
     @property
     def worker_count(self) -> int:

@@ -48,7 +48,7 @@ from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.buses.rabbitmq import RabbitMQ
 from juice.services.databases.schema import create_database
-from juice.services.deviations import Deviation, dev
+from juice.services.deviations import Deviation, dev, spec_set
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
 from juice.services.openstack.os_api import (
     Catalog,
@@ -78,18 +78,24 @@ def _section(name: str, items: dict[str, Any]) -> list[str]:
 
 
 def render_neutron_conf(*, db_url: str, transport_url: str, auth_url: str, region: str, password: str,
-                        state: str, api_workers: int, debug: bool = False) -> str:
+                        state: str, api_workers: int, debug: bool = False,
+                        rpc_workers: int | None = None, authtoken_memcached: str | None = None) -> str:
     """neutron.conf: ML2 core plugin, the database, RabbitMQ, keystonemiddleware and the nova
-    notifier (both as the service user ``neutron``), logs on stderr."""
+    notifier (both as the service user ``neutron``), logs on stderr. ``rpc_workers`` (None:
+    neutron's default, half the CPUs) and keystonemiddleware's ``memcached_servers`` (None: its
+    in-process token cache) only when given."""
     auth = {"auth_type": "password", "auth_url": auth_url, "username": USER, "password": password,
             "project_name": "service", "user_domain_name": "Default", "project_domain_name": "Default"}
     lines = ["# rendered by juice", "[DEFAULT]"] + [f"{k} = {v}" for k, v in {
         "core_plugin": "ml2", "service_plugins": "ovn-router", "auth_strategy": "keystone",
         "transport_url": transport_url, "api_workers": api_workers, "host": "juice-neutron",
-        "state_path": state, "use_stderr": "true", "debug": str(debug).lower()}.items()]
+        "state_path": state, "use_stderr": "true", "debug": str(debug).lower(),
+        **({"rpc_workers": rpc_workers} if rpc_workers is not None else {})}.items()]
     lines += _section("database", {"connection": db_url})
     lines += _section("keystone_authtoken", {"www_authenticate_uri": auth_url, **auth,
-                                             "service_token_roles_required": True})
+                                             "service_token_roles_required": True,
+                                             **({"memcached_servers": authtoken_memcached}
+                                                if authtoken_memcached else {})})
     lines += _section("nova", {**auth, "region_name": region})
     lines += _section("oslo_concurrency", {"lock_path": f"{state}/locks"})
     return "\n".join(lines) + "\n"
@@ -119,13 +125,19 @@ class Neutron(GunicornApi, Service):
 
     def __init__(self, lab: Sites, db: Service, mq: RabbitMQ, ks: Keystone, ovn: OVN,
                  progress: Progress = quiet, *, site: int = 1, api_workers: int = 1,
-                 debug: bool = False, db_site: int | None = None) -> None:
-        """``db_site``: the site whose database endpoint it writes through (default its own)."""
+                 debug: bool = False, db_site: int | None = None, rpc_workers: int | None = None,
+                 authtoken_memcached: str | None = None) -> None:
+        """``db_site``: the site whose database endpoint it writes through (default its own);
+        ``rpc_workers``: neutron.conf's (None: unset); ``authtoken_memcached``: keystonemiddleware's
+        ``memcached_servers`` (None: unset, its in-process cache)."""
         super().__init__(lab, progress)
         if site not in lab.sites:
             raise UserError(f"neutron.site: {site} is not a site of this lab (1..{len(lab.sites)})")
         if not 1 <= api_workers <= 64:
             raise UserError(f"neutron.api_workers: expected 1..64, got {api_workers}")
+        if rpc_workers is not None and not 0 <= rpc_workers <= 64:
+            raise UserError(f"neutron.rpc_workers: expected 0..64, got {rpc_workers}")
+        self.rpc_workers, self.authtoken_memcached = rpc_workers, authtoken_memcached
         self.db, self.mq, self.ks, self.ovn = db, mq, ks, ovn
         self.site, self.api_workers, self.debug = site, api_workers, debug
         self.db_site = site if db_site is None else db_site
@@ -173,7 +185,8 @@ class Neutron(GunicornApi, Service):
         place.write(self.home / "neutron.conf", render_neutron_conf(
             db_url=ep.url() + "?charset=utf8mb4", transport_url=mq, auth_url=self.ks.auth_url(self.site),
             region=self.ks.region(self.site), password=self.password, state=str(self.home),
-            api_workers=self.api_workers, debug=self.debug), mode=0o600)
+            api_workers=self.api_workers, debug=self.debug, rpc_workers=self.rpc_workers,
+            authtoken_memcached=self.authtoken_memcached), mode=0o600)
         place.write(self.home / "ml2_conf.ini", render_ml2_conf(nb=self.ovn.nb_url(), sb=self.ovn.sb_url()))
         paste = VENV / "etc" / "neutron" / "api-paste.ini"
         r = place.run(["cp", str(paste), str(self.home / "api-paste.ini")])
@@ -253,6 +266,7 @@ class Neutron(GunicornApi, Service):
 
     def deviations(self) -> list[Deviation]:
         return [
+            *self.spec_deviations(),
             dev("neutron", "neutron-ovn-maintenance-worker", "not started", "started (devstack, kolla)",
                 "its periodic NB/DB consistency repairs and agents' liveness bump are not on the boot path; "
                 "one process less per deployment"),
@@ -261,6 +275,19 @@ class Neutron(GunicornApi, Service):
             dev("neutron", "WSGI server", "gunicorn (sync workers)", "uWSGI (devstack)",
                 "the WSGI server Juice runs placement and nova-api under"),
         ]
+
+    def spec_deviations(self) -> list[Deviation]:
+        """The options a spec set (neutron_api_workers, neutron_rpc_workers, authtoken_memcached)."""
+        out = []
+        if self.api_workers != 1:
+            out.append(spec_set("neutron-api gunicorn", "--workers (ASGI_WORKERS)", self.api_workers, 1))
+        if self.rpc_workers is not None:
+            out.append(spec_set("neutron", "[DEFAULT] rpc_workers", self.rpc_workers,
+                                "half the CPUs", "read by neutron-rpc-server only"))
+        if self.authtoken_memcached:
+            out.append(spec_set("neutron", "[keystone_authtoken] memcached_servers",
+                                self.authtoken_memcached, "(unset: in-process token cache)"))
+        return out
 
     def facts(self) -> dict[str, Any]:
         version = venv_versions(self.place, ["neutron"])["neutron"]

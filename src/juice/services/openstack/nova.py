@@ -46,7 +46,7 @@ from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.buses.rabbitmq import RabbitMQ
 from juice.services.databases.schema import create_database
-from juice.services.deviations import Deviation
+from juice.services.deviations import Deviation, spec_set
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
 from juice.services.openstack.nova_conf import ConfContext, NovaOptions, backend_env, render_nova_conf
 from juice.services.openstack.nova_settings import nova_deviations
@@ -85,6 +85,8 @@ class Nova(Service):
         self.password = secrets.token_urlsafe(24)
         # OSProfiler (opts.profiler): the backend's URL is set by the deployment that starts it
         self.profiler_url = ""
+        # keystonemiddleware's memcached_servers in nova-api and nova-compute (None: unset)
+        self.authtoken_memcached: str | None = None
         self.profiler_key = secrets.token_hex(16) if self.opts.profiler else ""
         self.servers: dict[str, Server] = {}   # service host name -> its process
         self.timings: dict[str, float] = {}
@@ -139,7 +141,8 @@ class Nova(Service):
                            region=self.ks.region(self.site), password=self.password,
                            state_root=str(self.state_root(site)),
                            api_paste=str(self.home("juice-api") / "api-paste.ini"),
-                           profiler_url=self.profiler_url, profiler_key=self.profiler_key)
+                           profiler_url=self.profiler_url, profiler_key=self.profiler_key,
+                           authtoken_memcached=self.authtoken_memcached or "")
 
     def transport_url(self) -> str:
         """oslo.messaging's transport_url: every RabbitMQ node (the control site's first) when
@@ -310,7 +313,10 @@ class Nova(Service):
         return {"pid": next(iter(killed.values())), "killed": killed}
 
     def deviations(self) -> list[Deviation]:
-        return nova_deviations(self.opts)
+        cached = ([spec_set("nova-api, nova-compute", "[keystone_authtoken] memcached_servers",
+                            self.authtoken_memcached, "(unset: in-process token cache)")]
+                  if self.authtoken_memcached else [])
+        return nova_deviations(self.opts) + cached
 
     def records(self) -> list[ServerRecord]:
         roles = {h: r for r, h, _ in self.roles()}

@@ -40,9 +40,10 @@ QUOTAS = ("instances", "cores", "ram", "metadata_items", "injected_files",
           "server_groups", "server_group_members")
 
 
-# [DEFAULT] options the spec may set (oslo.messaging's, and nova's service_down_time)
+# [DEFAULT] options the spec may set (oslo.messaging's, nova's service_down_time, and the
+# spawn's wait for neutron's network-vif-plugged: vif_plugging_timeout, vif_plugging_is_fatal)
 DEFAULT_OPTIONS = ("rpc_response_timeout", "rpc_conn_pool_size", "executor_thread_pool_size",
-                   "service_down_time")
+                   "service_down_time", "vif_plugging_timeout", "vif_plugging_is_fatal")
 
 
 def _default_levels() -> dict[str, str]:
@@ -73,6 +74,8 @@ class NovaOptions:
     rpc_conn_pool_size: int | None = None         # [DEFAULT] (oslo.messaging: 30)
     executor_thread_pool_size: int | None = None  # [DEFAULT] (oslo.messaging: 64)
     service_down_time: int | None = None          # [DEFAULT] (nova: 60 s without a heartbeat = down)
+    vif_plugging_timeout: int | None = None       # [DEFAULT] (nova: 300 s; 0: no wait for the event)
+    vif_plugging_is_fatal: bool | None = None     # [DEFAULT] (nova: true: a timeout fails the boot)
     log_levels: dict[str, str] = field(default_factory=_default_levels)  # per role
     notifications_log: bool = False       # [oslo_messaging_notifications] driver = log
     log_json: bool = False                # [DEFAULT] use_json: oslo.log's JSON lines (with templates)
@@ -100,6 +103,8 @@ class NovaOptions:
             v = getattr(self, name)
             if v is not None and not 1 <= v <= 3600:
                 raise UserError(f"{name}: expected 1..3600 s, got {v}")
+        if self.vif_plugging_timeout is not None and not 0 <= self.vif_plugging_timeout <= 3600:
+            raise UserError(f"vif_plugging_timeout: expected 0..3600 s, got {self.vif_plugging_timeout}")
         if self.db_writers not in ("single", "local"):
             raise UserError(f"db_writers: expected single or local, got {self.db_writers!r}")
         if self.profiler not in PROFILERS:
@@ -338,6 +343,7 @@ class ConfContext:
     api_paste: str = ""
     profiler_url: str = ""                # OSProfiler's connection_string ("": profiler off)
     profiler_key: str = ""                # its hmac_keys (the client signs X-Trace-Info with it)
+    authtoken_memcached: str = ""         # keystonemiddleware's memcached_servers ("": unset)
 
 
 def _section(name: str, items: dict[str, Any]) -> list[str]:
@@ -399,7 +405,8 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
     if role in ("api", "compute"):
         lines += _section("keystone_authtoken", {
             "www_authenticate_uri": ctx.auth_url, **_auth(ctx),
-            "service_token_roles_required": True})
+            "service_token_roles_required": True,
+            **({"memcached_servers": ctx.authtoken_memcached} if ctx.authtoken_memcached else {})})
     if role == "conductor":
         lines += _section("conductor", {"workers": opts.conductor_workers})
     if role == "scheduler":

@@ -107,6 +107,11 @@ class NovaStack:
     network_service: str = "ovn"
     neutron_site: int | None = None      # default: fakes_site
     neutron_workers: int = 1             # neutron-api's workers (gunicorn; ASGI_WORKERS)
+    neutron_rpc_workers: int | None = None  # neutron.conf [DEFAULT] rpc_workers (None: unset)
+    keystone_workers: int = 1            # Keystone's gunicorn workers per site
+    # keystonemiddleware's [keystone_authtoken] memcached_servers in nova-api, nova-compute,
+    # glance-api and neutron-api: Keystone's memcached (False: unset, in-process token caches)
+    authtoken_memcached: bool = False
     image_mb: int = 1                    # the size of the deployment's image (MiB)
     # node_cache: a node downloads the image through glance-api at its first boot of it, then uses
     # its copy (a libvirt node with local disks); none: no node reads it (always, with fake-glance)
@@ -157,6 +162,7 @@ class NovaStack:
         """Keystone's options: its sites, cache on, cheap hashing (not what is measured); no
         pre-warm: a worker's one-time ~0.15 s collection pause is noise beside boots of seconds."""
         return KeystoneOptions(cache=True, password_hash_rounds=4, prewarm=False,
+                               workers=self.keystone_workers,
                                sites=self.keystone_sites or (self.keystone_site,),
                                db_site=None if self.nova.db_writers == "local" else self.nova.control_site)
 
@@ -249,7 +255,8 @@ class NovaDeployment:
         self.glance: Glance | None = None
         if s.image_service == "glance":
             self.glance = Glance(lab, self.db, self.ks, progress, site=s.glance_site or s.fakes_site,
-                                 workers=s.glance_workers, image_mb=s.image_mb, db_site=writer)
+                                 workers=s.glance_workers, image_mb=s.image_mb, db_site=writer,
+                                 authtoken_memcached=self._authtoken_cache(s.glance_site or s.fakes_site))
         # the real neutron (ML2/OVN) when asked for, else fake-neutron
         self.ovn: OVN | None = None
         self.neutron: Neutron | None = None
@@ -257,7 +264,8 @@ class NovaDeployment:
             self.ovn = OVN(lab, progress, site=s.neutron_site or s.fakes_site)
             self.neutron = Neutron(lab, self.db, self.mq, self.ks, self.ovn, progress,
                                    site=s.neutron_site or s.fakes_site, api_workers=s.neutron_workers,
-                                   db_site=writer)
+                                   db_site=writer, rpc_workers=s.neutron_rpc_workers,
+                                   authtoken_memcached=self._authtoken_cache(s.neutron_site or s.fakes_site))
         fake_kinds = tuple(k for k in FAKE_PORTS if (k != "glance" or self.glance is None)
                            and (k != "neutron" or self.neutron is None))
         self.fakes: FakeServices | None = None
@@ -265,6 +273,7 @@ class NovaDeployment:
             self.fakes = FakeServices(lab, self.ks, progress, site=s.fakes_site,
                                       simulation=s.fakes_simulation, kinds=fake_kinds)
         self.nova = Nova(lab, self.db, self.mq, self.ks, self.placement, progress, s.nova)
+        self.nova.authtoken_memcached = self._authtoken_cache(s.nova.control_site)
         # OSProfiler's backend (s.nova.profiler): a Redis in nova's control site
         self.redis: Redis | None = None
         if s.nova.profiler == "redis":
@@ -278,6 +287,15 @@ class NovaDeployment:
         self.started: list[Service] = []
         self.timings: dict[str, float] = {}
         self._lock = threading.Lock()
+
+    def _authtoken_cache(self, site: int) -> str | None:
+        """keystonemiddleware's ``memcached_servers`` for a service in ``site``: Keystone's
+        memcached (``authtoken_memcached``), else None (its in-process cache, as shipped)."""
+        if not self.stack.authtoken_memcached:
+            return None
+        if self.ks.memcached is None:
+            raise UserError("authtoken_memcached: needs Keystone's memcached (Keystone's cache on)")
+        return self.ks.memcached.address(site)
 
     def _haproxy(self) -> HAProxy:
         """haproxy with a frontend per service, every instance behind it; the services' URLs

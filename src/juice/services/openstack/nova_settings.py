@@ -23,8 +23,9 @@ OSLO_DB_OVERFLOW = 50    # oslo.db [database] max_overflow
 PLACEMENT_POOL = 5       # placement's [placement_database] options are unset: SQLAlchemy's pool_size
 PLACEMENT_OVERFLOW = 10  # ... and max_overflow
 # [DEFAULT] options (oslo.messaging's, and nova's service_down_time) with their shipped defaults
-DEFAULTS_SECTION = {"rpc_response_timeout": 60, "rpc_conn_pool_size": 30, "executor_thread_pool_size": 64,
-                    "service_down_time": 60}
+DEFAULTS_SECTION: dict[str, int | bool] = {
+    "rpc_response_timeout": 60, "rpc_conn_pool_size": 30, "executor_thread_pool_size": 64,
+    "service_down_time": 60, "vif_plugging_timeout": 300, "vif_plugging_is_fatal": True}
 GUNICORN = (("--timeout", "300", "30",
              "a boot's API calls can outlast 30 s under load: gunicorn would kill the worker mid-request"),
             ("--graceful-timeout", "10", "30", "a lab's stop does not wait 30 s per server"))

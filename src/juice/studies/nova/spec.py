@@ -178,6 +178,24 @@ class ServerOptions(Strict):
     haproxy_timeout_server: Annotated[PositiveInt, Le(86_400)] | None = Field(
         default=None, description="haproxy's timeout server, s: how long it waits for a backend's "
         "answer before a 504 (Debian's haproxy.cfg: 50); needs haproxy on")
+    vif_plugging_timeout: Annotated[int, Ge(0), Le(3600)] | None = Field(
+        default=None, description="nova [DEFAULT] vif_plugging_timeout, s: how long a spawn waits for "
+        "neutron's network-vif-plugged (nova: 300; 0: no wait)")
+    vif_plugging_is_fatal: bool | None = Field(
+        default=None, description="nova [DEFAULT] vif_plugging_is_fatal: the timeout fails the boot "
+        "(nova: true)")
+    neutron_api_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+        default=None, description="neutron-api's WSGI workers (gunicorn --workers, ASGI_WORKERS; "
+        "gunicorn: 1; neutron 29 has no api_workers option under a WSGI server)")
+    neutron_rpc_workers: Annotated[int, Ge(0), Le(64)] | None = Field(
+        default=None, description="neutron [DEFAULT] rpc_workers (neutron: half the CPUs; read by "
+        "neutron-rpc-server only)")
+    keystone_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+        default=None, description="Keystone's gunicorn workers per site (gunicorn: 1)")
+    authtoken_memcached: bool | None = Field(
+        default=None, description="keystonemiddleware [keystone_authtoken] memcached_servers of "
+        "nova-api, nova-compute, glance-api and neutron-api: Keystone's memcached (unset: each "
+        "process's in-process token cache)")
 
     def set(self) -> dict[str, int]:
         """The options the spec set (what run keys hash: unset ones are left out)."""
