@@ -52,7 +52,8 @@ CAUSES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple((re.compile(p, re.I
      r"Timeout waiting for \[\('network-vif-plugged",
      "network-vif-plugged not received in time (port not up)",
      "[DEFAULT] vif_plugging_timeout (300 s) against neutron's port activation: its API workers, the "
-     "OVN northd/SB path, the nova notifier's batching (send_events_interval 2 s)"),
+     "OVN northd/SB path, the nova notifier's batching (send_events_interval 2 s), and nova-api's "
+     "workers (the event arrives through POST /os-server-external-events)"),
     (r"Error creating port|NeutronError|PortBindingFailed|binding_failed", "network service error",
      "neutron's API workers and database (SIMULATED with network_service: fake-neutron)"),
     (r"injected (build|spawn) failure|Instance failed to spawn|failed to spawn", "spawn failed on the node",
