@@ -131,7 +131,12 @@ def capacity_runs(tmp_path_factory: pytest.TempPathFactory) -> CapacityRuns:
                      scenarios=["boot_server"], runner={"times": 5, "concurrency": [5]},
                      # placement with Juice's defaults (2 workers, allocation_conflict_retry_count
                      # 1: with placement's 10, concurrent claims over-allocated; docs/server-settings.md)
-                     allow_over_capacity=True, poll_interval_s=0.5)
+                     allow_over_capacity=True, poll_interval_s=0.5,
+                     # the real glance (its downloads are checked here); the network service is
+                     # the named stand-in: capacity is placement's and the scheduler's subject, and
+                     # a real neutron costs a minute per stack (it is tested on nova_cloud and in
+                     # the CLI run)
+                     network_service="fake-neutron")
     exe = Path(sys.executable).parent / "juice"
     cp = subprocess.run([str(exe), "run", str(spec), "--no-report"], capture_output=True, text=True,
                         timeout=1200, stdin=subprocess.DEVNULL, check=False)

@@ -40,7 +40,10 @@ def test_forked_nodes_are_each_their_own_nova_compute() -> None:
     comp = ComputeOptions(Computes(processes=1, sites=[2], nodes_per_process=NODES, vcpus=2,
                                    memory_mb=2048, disk_gb=20, isolation="fork"))
     with LocalLab.up(ls, ephemeral=True) as lab:
-        dep = NovaDeployment(lab, stack=NovaStack(computes=comp))
+        # the subject is the forked nodes: the named stand-ins for the image and network
+        # services (the real ones are tested on the suite's shared stack and in its CLI run)
+        dep = NovaDeployment(lab, stack=NovaStack(computes=comp, image_service="fake-glance",
+                                                  network_service="fake-neutron"))
         try:
             dep.up()
             hosts = {f"juice-c1-n{j:04d}" for j in range(NODES)}

@@ -71,7 +71,10 @@ def test_injected_build_failures_in_json_logs_trace_to_the_apis_states(tmp_path:
         "computes": {"processes": 1, "nodes_per_process": 1, "failing_nodes": 1},
         "scenarios": ["boot_server"], "runner": {"times": 2, "concurrency": [2], "warmup_runs": 0},
         "poll_interval_s": 0.5,
-        "log_format": "json", "boot_timeout_s": 150}))  # a boot that hangs costs 2.5 min, not 5
+        "log_format": "json", "boot_timeout_s": 150,  # a boot that hangs costs 2.5 min, not 5
+        # the subject is nova's own failure path and its trace: the image and network services
+        # are the named stand-ins (a real neutron costs this suite over a minute per stack)
+        "image_service": "fake-glance", "network_service": "fake-neutron"}))
     code, _, err = juice("run", str(spec), "--no-report")
     assert code == 0, err
     (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
@@ -97,7 +100,10 @@ def test_a_partition_of_the_computes_during_boots_is_traced(tmp_path: Path, juic
         "workload": "nova", "name": "part", "results": str(tmp_path / "results"), "sites": 2,
         "computes": {"processes": 1, "nodes_per_process": 4}, "scenarios": ["boot_server"],
         "runner": {"times": 6, "concurrency": [3], "warmup_runs": 0}, "poll_interval_s": 0.5,
-        "faults": [{"at_s": 1, "partition": 2, "duration_s": 8}]}))
+        "faults": [{"at_s": 1, "partition": 2, "duration_s": 8}],
+        # the subject is the partition's effect on nova and its trace: stand-ins for the image
+        # and network services (named as such in the run's manifest)
+        "image_service": "fake-glance", "network_service": "fake-neutron"}))
     code, _, err = juice("run", str(spec), "--no-report")
     assert code == 0, err
     (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
