@@ -63,7 +63,9 @@ HEAVY = ("nova.compute.manager", "nova.compute.resource_tracker", "nova.schedule
          "oslo_messaging.notify._impl_noop",
          # the simulated ovn-controller (with the real neutron: each child opens its own SB
          # connection after the fork) and the library it uses
-         "juice_nova.ovn", "ovsdbapp.backend.ovs_idl.connection", "ovsdbapp.schema.ovn_southbound.impl_idl")
+         "juice_nova.ovn", "ovsdbapp.backend.ovs_idl.connection", "ovsdbapp.schema.ovn_southbound.impl_idl",
+         # the simulated neutron-openvswitch-agent (ML2/OVS: its RabbitMQ connection after the fork)
+         "juice_nova.ovs")
 
 
 class UsageError(Exception):

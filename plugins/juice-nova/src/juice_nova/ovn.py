@@ -169,8 +169,9 @@ class Chassis:
             self._pending[port_id] = (system_id(host), time.monotonic() + self.claim_timeout_s)
         self._wake.set()
 
-    def unplug(self, port_id: str) -> None:
-        """The VIF is gone: release the binding (if the port still exists)."""
+    def unplug(self, port_id: str, host: str | None = None) -> None:
+        """The VIF is gone: release the binding (if the port still exists; ``host``: unused,
+        the chassis is the binding's)."""
         with self._lock:
             self._pending.pop(port_id, None)
         try:

@@ -48,6 +48,10 @@ changes what a study needs:
   ``VirtualInterfaceCreateException`` is raised: nova's "Failed to allocate the network(s), not
   rescheduling". The simulated spawn time comes BEFORE this wait (libvirt's image and disk
   preparation precede it). destroy unplugs the VIFs (the claims released).
+- with the file's optional ``"ovs"`` entry instead (``{"transport_url": ..., "report_interval": 30,
+  "bridge_mappings": {...}, "tunnel_types": [...]}``, real Neutron on ML2/OVS), the process plays
+  its hosts' neutron-openvswitch-agent (``juice_nova.ovs.Agent``: state reports and device RPCs
+  over RabbitMQ); a plugged VIF is reported up by it, the rest of the spawn is the same.
 
 Loaded by ``juice-nova-compute`` (``juice_nova.compute``) as ``juice_fake.MultiNodeFakeDriver``.
 """
@@ -110,6 +114,13 @@ def load_ovn(path: str) -> dict[str, Any]:
     return ovn
 
 
+def load_ovs(path: str) -> dict[str, Any]:
+    """The ``ovs`` entry of ``path`` ({} without one: no simulated neutron-openvswitch-agent)."""
+    with open(path) as f:
+        ovs: dict[str, Any] = json.load(f).get("ovs") or {}
+    return ovs
+
+
 def load_nodes(path: str, host: str) -> list[dict[str, Any]]:
     """The nodes listed for ``host`` in ``path`` (InvalidConfiguration when they do not fit)."""
     try:
@@ -141,7 +152,10 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
         self.simulation = load_simulation(path)
         self.image = load_image(path)
         self.ovn = load_ovn(path)
-        self.chassis: Any = None  # juice_nova.ovn.Chassis once init_host has run
+        self.ovs = load_ovs(path)
+        # the hosts' simulated network agent once init_host has run: juice_nova.ovn.Chassis
+        # (ML2/OVN) or juice_nova.ovs.Agent (ML2/OVS); both plug(port, host) and unplug(port, host)
+        self.chassis: Any = None
 
     def init_host(self, host: str) -> None:
         self._host = host
@@ -150,6 +164,13 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             from juice_nova.ovn import Chassis
 
             self.chassis = Chassis(self.ovn["sb"], self.ovn["ip"], [host]).start()
+        elif self.ovs:
+            from juice_nova.ovs import Agent
+
+            self.chassis = Agent(self.ovs["transport_url"], [host],
+                                 report_interval=float(self.ovs.get("report_interval", 30.0)),
+                                 bridge_mappings=self.ovs.get("bridge_mappings") or {},
+                                 tunnel_types=self.ovs.get("tunnel_types") or ["vxlan"]).start()
 
     def get_nodenames_by_uuid(self, refresh: bool = False) -> dict[str, str]:
         return {n["uuid"]: name for name, n in self.node_specs.items()}
@@ -253,7 +274,8 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
             raise exception.VirtualInterfaceCreateException()
 
     def plug_vifs(self, instance: Any, network_info: Any) -> None:
-        """The VIFs appear on the host's bridge: its simulated ovn-controller claims the ports."""
+        """The VIFs appear on the host's bridge: its simulated ovn-controller claims the ports
+        (ML2/OVS: its simulated agent reports them up)."""
         if self.chassis is not None:
             for vif in network_info or []:
                 self.chassis.plug(vif["id"], instance.host or CONF.host)
@@ -261,7 +283,7 @@ class MultiNodeFakeDriver(fake.FakeDriver):  # type: ignore[misc]
     def unplug_vifs(self, instance: Any, network_info: Any) -> None:
         if self.chassis is not None:
             for vif in network_info or []:
-                self.chassis.unplug(vif["id"])
+                self.chassis.unplug(vif["id"], instance.host or CONF.host)
 
     def _simulated_spawn(self, instance: Any) -> None:
         """Sleep the simulated spawn time, then maybe fail (injected; see the module doc)."""

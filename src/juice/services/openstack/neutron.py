@@ -123,7 +123,7 @@ class Neutron(GunicornApi, Service):
     NAME = "neutron"
     PORT = PORT
 
-    def __init__(self, lab: Sites, db: Service, mq: RabbitMQ, ks: Keystone, ovn: OVN,
+    def __init__(self, lab: Sites, db: Service, mq: RabbitMQ, ks: Keystone, ovn: OVN | None,
                  progress: Progress = quiet, *, site: int = 1, api_workers: int = 1,
                  debug: bool = False, db_site: int | None = None, rpc_workers: int | None = None,
                  authtoken_memcached: str | None = None) -> None:
@@ -187,7 +187,7 @@ class Neutron(GunicornApi, Service):
             region=self.ks.region(self.site), password=self.password, state=str(self.home),
             api_workers=self.api_workers, debug=self.debug, rpc_workers=self.rpc_workers,
             authtoken_memcached=self.authtoken_memcached), mode=0o600)
-        place.write(self.home / "ml2_conf.ini", render_ml2_conf(nb=self.ovn.nb_url(), sb=self.ovn.sb_url()))
+        place.write(self.home / "ml2_conf.ini", self.ml2_conf())
         paste = VENV / "etc" / "neutron" / "api-paste.ini"
         r = place.run(["cp", str(paste), str(self.home / "api-paste.ini")])
         if not r.ok:
@@ -205,6 +205,11 @@ class Neutron(GunicornApi, Service):
         cat.register("neutron", "network", self.url())
         self.timings["configure_s"] = round(time.monotonic() - t0, 2)
         self.progress(f"neutron: database upgraded in {self.timings['db_upgrade_s']:.1f} s, in the catalog")
+
+    def ml2_conf(self) -> str:
+        """ml2_conf.ini's text (ML2/OVN here; ``neutron_ovs.NeutronOVS``: ML2/OVS)."""
+        assert self.ovn is not None, "ML2/OVN needs ovn-central"
+        return render_ml2_conf(nb=self.ovn.nb_url(), sb=self.ovn.sb_url())
 
     def start(self) -> None:
         argv = gunicorn_argv(f"{self.lab.site_ip(self.site)}:{PORT}", self.api_workers,
@@ -293,4 +298,4 @@ class Neutron(GunicornApi, Service):
         version = venv_versions(self.place, ["neutron"])["neutron"]
         return {"neutron_version": version, "site": self.site, "api_workers": self.api_workers,
                 "url": self.url(), "ml2": "ovn", "network_id": self.network_id, "subnet_id": self.subnet_id,
-                "ovn": self.ovn.facts()}
+                **({"ovn": self.ovn.facts()} if self.ovn is not None else {})}

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,9 @@ class NovaComputes(Service):
         # OVN's southbound DB (a deployment with the real neutron, ML2/OVN): each process then plays
         # its hosts' ovn-controller (the nodes file's ``ovn`` entry: juice_nova.virt, juice_nova.ovn)
         self.ovn_sb: str | None = None
+        # ML2/OVS instead: the nodes file's ``ovs`` entry per site (neutron_ovs.NeutronOVS.agent_config):
+        # each process plays its hosts' neutron-openvswitch-agent (juice_nova.ovs)
+        self.ovs_agent: Callable[[int], dict[str, Any]] | None = None
         for s in self.opts.sites:
             if s not in lab.sites:
                 raise UserError(f"computes.sites: {s} is not a site of this lab (1..{len(lab.sites)})")
@@ -139,8 +143,10 @@ class NovaComputes(Service):
                 image = {"image": {"download": "node_cache"}} if self.image_download else {}
                 if self.ovn_sb:
                     image["ovn"] = {"sb": self.ovn_sb, "ip": self.lab.site_ip(site)}
+                if self.ovs_agent is not None:  # with RabbitMQ's credentials: 0600, as nova.conf
+                    image["ovs"] = self.ovs_agent(site)
                 place.write(home / NODES_FILE, json.dumps({**render_node_of(self.opts, svc), **image},
-                                                          indent=1))
+                                                          indent=1), mode=0o600)
                 place.write(home / "compute_id", service_id(svc) + "\n")
         self.progress(f"nova-compute: {len(self.opts.sites)} process(es) x "
                       f"{self.opts.nodes_per_process} node(s) configured"

@@ -65,6 +65,7 @@ from juice.services.openstack.keystone import Keystone, KeystoneOptions
 from juice.services.openstack.keystone_settings import db_connections as keystone_connections
 from juice.services.openstack.neutron import DB_POOL as NEUTRON_POOL
 from juice.services.openstack.neutron import Neutron
+from juice.services.openstack.neutron_ovs import NeutronOVS
 from juice.services.openstack.nova import API_PORT, Nova
 from juice.services.openstack.nova_compute import NovaComputes
 from juice.services.openstack.nova_conf import ComputeOptions, NovaOptions
@@ -77,7 +78,9 @@ __all__ = ["IMAGE_ID", "IMAGE_SERVICES", "NovaDeployment", "NovaStack"]
 
 IMAGE_SERVICES = ("glance", "fake-glance")  # NovaStack.image_service: the real one, the stand-in
 # NovaStack.network_service: the real neutron with ML2/OVN (ovn-central + simulated chassis), the stand-in
-NETWORK_SERVICES = ("ovn", "fake-neutron")
+# ovs: the real neutron with ML2/OVS (neutron-rpc-server; each compute process its hosts' simulated
+# neutron-openvswitch-agent, juice.services.openstack.neutron_ovs)
+NETWORK_SERVICES = ("ovn", "ovs", "fake-neutron")
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,8 @@ class NovaStack:
         if self.image_service not in IMAGE_SERVICES:
             raise UserError(f"image_service: expected glance or fake-glance, got {self.image_service!r}")
         if self.network_service not in NETWORK_SERVICES:
-            raise UserError(f"network_service: expected ovn or fake-neutron, got {self.network_service!r}")
+            raise UserError(f"network_service: expected ovn, ovs or fake-neutron, "
+                            f"got {self.network_service!r}")
         if self.network_service != "fake-neutron" and "neutron" in self.fakes_simulation:
             raise UserError("fakes_simulation.neutron: simulated port waits and failures are fake-neutron's; "
                             "with the real neutron they would not happen (network_service: fake-neutron)")
@@ -158,6 +162,13 @@ class NovaStack:
         """Every placement server's site, placement_site first."""
         return [self.placement_site, *(k for k in self.placement_sites if k != self.placement_site)]
 
+    def neutron_processes(self) -> int:
+        """neutron's processes with a database pool: the API workers (+ with ML2/OVS
+        neutron-rpc-server's RPC and state-report workers; 0 with fake-neutron)."""
+        if self.network_service == "fake-neutron":
+            return 0
+        return self.neutron_workers + (2 if self.network_service == "ovs" else 0)
+
     def keystone(self) -> KeystoneOptions:
         """Keystone's options: its sites, cache on, cheap hashing (not what is measured); no
         pre-warm: a worker's one-time ~0.15 s collection pause is noise beside boots of seconds."""
@@ -178,8 +189,7 @@ class NovaStack:
                                      keystone=keystone_connections(self.keystone(),
                                                                    len(self.keystone().sites or ())),
                                      glance=glance,
-                                     neutron=self.neutron_workers * NEUTRON_POOL
-                                     if self.network_service == "ovn" else 0)
+                                     neutron=self.neutron_processes() * NEUTRON_POOL)
         if needed <= DEFAULT_MAX_CONNECTIONS:
             return None, None
         return needed, f"{how} (more than MariaDB's {DEFAULT_MAX_CONNECTIONS})"
@@ -266,6 +276,10 @@ class NovaDeployment:
                                    site=s.neutron_site or s.fakes_site, api_workers=s.neutron_workers,
                                    db_site=writer, rpc_workers=s.neutron_rpc_workers,
                                    authtoken_memcached=self._authtoken_cache(s.neutron_site or s.fakes_site))
+        if s.network_service == "ovs":  # ML2/OVS: + neutron-rpc-server, the agents simulated
+            self.neutron = NeutronOVS(lab, self.db, self.mq, self.ks, progress,
+                                      site=s.neutron_site or s.fakes_site, api_workers=s.neutron_workers,
+                                      db_site=writer)
         fake_kinds = tuple(k for k in FAKE_PORTS if (k != "glance" or self.glance is None)
                            and (k != "neutron" or self.neutron is None))
         self.fakes: FakeServices | None = None
@@ -283,6 +297,8 @@ class NovaDeployment:
         self.computes = NovaComputes(lab, self.nova, progress, s.computes, image_download=download)
         if self.ovn is not None:  # each compute process plays its hosts' ovn-controller
             self.computes.ovn_sb = self.ovn.sb_url()
+        if isinstance(self.neutron, NeutronOVS):  # ... or their neutron-openvswitch-agent
+            self.computes.ovs_agent = self.neutron.agent_config
         self.lb = self._haproxy() if s.haproxy else None
         self.started: list[Service] = []
         self.timings: dict[str, float] = {}
@@ -435,8 +451,8 @@ class NovaDeployment:
                 "placement": {**self.placement.facts(), "sites": self.stack.placement_servers()},
                 "image_service": "glance" if self.glance is not None else "fake-glance (stand-in)",
                 **({"glance": self.glance.facts()} if self.glance is not None else {}),
-                "network_service": ("neutron (ML2/OVN)" if self.neutron is not None
-                                    else "fake-neutron (stand-in)"),
+                "network_service": ("fake-neutron (stand-in)" if self.neutron is None else "neutron (ML2/OVS)"
+                                    if isinstance(self.neutron, NeutronOVS) else "neutron (ML2/OVN)"),
                 **({"neutron": self.neutron.facts()} if self.neutron is not None else {}),
                 "timings": dict(self.timings),
                 **({"haproxy": self.lb.facts()} if self.lb is not None else {}),

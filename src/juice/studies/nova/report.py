@@ -128,6 +128,10 @@ def network_service_note(dirs: Sequence[Path]) -> str:
         "neutron (ML2/OVN)": "the real neutron with ML2/OVN (a port per boot on the tenant network, "
                              "bound by neutron; the nodes' ovn-controller SIMULATED, their spawn waits "
                              "for network-vif-plugged)",
+        "neutron (ML2/OVS)": "the real neutron with ML2/OVS (neutron-api and neutron-rpc-server; a port "
+                             "per boot, bound by neutron to the node's host; the nodes' "
+                             "neutron-openvswitch-agent SIMULATED: its state reports and device RPCs on "
+                             "RabbitMQ; their spawn waits for network-vif-plugged)",
         "fake-neutron (stand-in)": "a stand-in, fake-neutron (boots use <code>networks: none</code>)"},
         "Network service")
 

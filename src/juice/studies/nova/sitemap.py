@@ -36,6 +36,7 @@ MB = {
     "glance": 275.0,             # master + 2 workers
     "neutron": 207.0,            # neutron-api, 1 worker
     "ovn": 31.0,                 # NB and SB ovsdb-servers + ovn-northd
+    "neutron_rpc": 330.0,        # neutron-rpc-server (ML2/OVS): its parent, RPC and state-report workers
     "fakes": 41.0,               # one stand-in server
     "haproxy": 10.0,
     "api_master": 30.0, "api_worker": 167.0,
@@ -78,11 +79,11 @@ def parts(spec: NovaSpec, p: NovaPoint, st: NovaStack) -> dict[int, list[Part]]:
                              MB["placement_master"] + st.placement_workers * MB["placement_worker"]))
         if k == st.fakes_site:
             glance = st.image_service == "glance"
-            ovn = st.network_service == "ovn"
-            here.append(Part(", ".join(["glance-api" if glance else "fake-glance",
-                                        "neutron-api, ovn-central" if ovn else "fake-neutron"]),
-                             (MB["glance"] if glance else MB["fakes"])
-                             + (MB["neutron"] + MB["ovn"] if ovn else MB["fakes"])))
+            net, net_mb = {"ovn": ("neutron-api, ovn-central", MB["neutron"] + MB["ovn"]),
+                           "ovs": ("neutron-api, neutron-rpc-server", MB["neutron"] + MB["neutron_rpc"]),
+                           }.get(st.network_service, ("fake-neutron", MB["fakes"]))
+            here.append(Part(", ".join(["glance-api" if glance else "fake-glance", net]),
+                             (MB["glance"] if glance else MB["fakes"]) + net_mb))
         if k == nova.api:
             here.append(Part("nova-api", MB["api_master"] + nova.api_workers * MB["api_worker"]))
         if k == nova.conductor:

@@ -270,7 +270,7 @@ def _axis(kind: object, default: Sequence[object], what: str) -> Any:  # Any: wh
 
 
 # network_service's default: the real neutron (ML2/OVN), as glance is the image service's (issue 40)
-NETWORK_DEFAULT: Literal["ovn", "fake-neutron"] = "ovn"
+NETWORK_DEFAULT: Literal["ovn", "ovs", "fake-neutron"] = "ovn"
 
 
 class NovaSpec(TargetStudySpec[NovaSla]):
@@ -323,11 +323,14 @@ class NovaSpec(TargetStudySpec[NovaSla]):
         "the image service: glance (the real glance-api 33: its database, the file store, tokens "
         "validated by Keystone, the deployment's image uploaded through its API) | fake-glance (the "
         "stand-in: answers nova's image requests, validates nothing; recorded as a deviation)"))
-    network_service: Literal["ovn", "fake-neutron"] = Field(default=NETWORK_DEFAULT, description=(
+    network_service: Literal["ovn", "ovs", "fake-neutron"] = Field(default=NETWORK_DEFAULT, description=(
         "the network service: ovn (the real neutron 29 with ML2/OVN: ovn-central's NB/SB databases "
         "and northd, a port per boot on the tenant network made at deployment, bound by neutron to "
         "the node's host; each nova-compute process plays its hosts' ovn-controller, SIMULATED: "
-        "docs/nova-simulation.md) | fake-neutron (the stand-in: boots use networks none)"))
+        "docs/nova-simulation.md) | ovs (the real neutron 29 with ML2/OVS: neutron-api and "
+        "neutron-rpc-server on RabbitMQ, no OVN; each nova-compute process plays its hosts' "
+        "neutron-openvswitch-agent, SIMULATED: state reports and device RPCs) | fake-neutron (the "
+        "stand-in: boots use networks none)"))
     image_download: Literal["node_cache", "none"] = Field(default="node_cache", description=(
         "node_cache: a simulated node downloads the image through glance-api (the user's token, "
         "nova's own image API) the first time it boots it and uses its copy afterwards, as a libvirt "
