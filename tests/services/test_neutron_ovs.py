@@ -44,6 +44,8 @@ def test_ml2_ovs_conf_and_the_simulated_agents_state() -> None:
     assert st["configurations"]["tunnel_types"] == ["vxlan"] and st["start_flag"] is True
     assert {o for o, *_ in SIMULATED_AGENT} >= {"process", "report_state", "device details"}
     assert NovaStack(network_service="ovs").neutron_processes() == 3  # 1 API worker + RPC + reports
+    assert NovaStack(network_service="ovs", neutron_rpc_workers=4).neutron_processes() == 6
+    assert NovaStack(network_service="ovn").neutron_processes() == 1
     with pytest.raises(UserError, match="ovn, ovs or fake-neutron"):
         NovaStack(network_service="linuxbridge")
 

@@ -164,10 +164,12 @@ class NovaStack:
 
     def neutron_processes(self) -> int:
         """neutron's processes with a database pool: the API workers (+ with ML2/OVS
-        neutron-rpc-server's RPC and state-report workers; 0 with fake-neutron)."""
+        neutron-rpc-server's RPC workers (``neutron_rpc_workers``; unset:
+        neutron's default, half the CPUs, counted as 1) and its state-report worker; 0 with fake-neutron)."""
         if self.network_service == "fake-neutron":
             return 0
-        return self.neutron_workers + (2 if self.network_service == "ovs" else 0)
+        rpc = (1 if self.neutron_rpc_workers is None else self.neutron_rpc_workers) + 1
+        return self.neutron_workers + (rpc if self.network_service == "ovs" else 0)
 
     def keystone(self) -> KeystoneOptions:
         """Keystone's options: its sites, cache on, cheap hashing (not what is measured); no
@@ -279,7 +281,9 @@ class NovaDeployment:
         if s.network_service == "ovs":  # ML2/OVS: + neutron-rpc-server, the agents simulated
             self.neutron = NeutronOVS(lab, self.db, self.mq, self.ks, progress,
                                       site=s.neutron_site or s.fakes_site, api_workers=s.neutron_workers,
-                                      db_site=writer)
+                                      db_site=writer, rpc_workers=s.neutron_rpc_workers,
+                                      authtoken_memcached=self._authtoken_cache(
+                                          s.neutron_site or s.fakes_site))
         fake_kinds = tuple(k for k in FAKE_PORTS if (k != "glance" or self.glance is None)
                            and (k != "neutron" or self.neutron is None))
         self.fakes: FakeServices | None = None
