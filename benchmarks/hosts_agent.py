@@ -3,10 +3,11 @@
     /var/cache/juice/venv/bin/python benchmarks/hosts_agent.py     # --hosts 3 --repeat 10 --calls 5
         # --ansible both|default|pipelining --out benchmarks/results/hosts_agent.json
 
-``--hosts`` N test hosts on this machine (``tests/hosts/sshhosts.py``: an sshd in each site
-namespace of a local lab, each with a private tmpfs on /var/tmp/juice-host, reached from here
-through a loopback forwarder), then ``--repeat`` R rounds; each round runs every system once,
-the order rotating from round to round (A B P, B P A, P A B...):
+``--hosts`` N test hosts on this machine (``tests/testhosts.py``: each its own root filesystem
+over the bare Debian 12 image with python3, its own mount and PID namespaces and sshd, in a
+site namespace of a local lab, reached from here through a loopback forwarder), then
+``--repeat`` R rounds; each round runs every system once, the order rotating from round to
+round (A B P, B P A, P A B...):
 
 - A, Juice's agent (``juice.hosts.session``): set-up = ssh + ship the agent + ``hello`` + a
   first ``run(["true"])``, on one host (a lone ``Session``) and on all N at once (``Hosts.open``
@@ -48,11 +49,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT / "src", ROOT):  # juice, and tests.hosts.sshhosts (the test hosts)
+for _p in (ROOT / "src", ROOT):  # juice, and tests.testhosts (the test hosts)
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from tests.hosts.sshhosts import SSHD, ssh_hosts  # noqa: E402
+from tests import testhosts  # noqa: E402
 
 from juice.hosts.agent import BASE  # noqa: E402
 from juice.hosts.session import Hosts, Proc, Session  # noqa: E402
@@ -313,8 +314,8 @@ def main() -> None:
     a = ap.parse_args()
     if not 1 <= a.hosts <= 16 or not 1 <= a.repeat <= 200 or not 1 <= a.calls <= 100:
         ap.error("--hosts 1..16, --repeat 1..200, --calls 1..100")
-    if os.geteuid() != 0 or not SSHD.exists():
-        sys.exit("needs root and sshd (scripts/setup.sh installs it)")
+    if testhosts.available() is not None:
+        sys.exit(f"test hosts: {testhosts.available()}")
     # SIGTERM unwinds like Ctrl-C: the lab, sshd's, forwarders, agents and temp dirs go
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     py, version, venv_s = ensure_enoslib()
@@ -325,7 +326,7 @@ def main() -> None:
     load_before = os.getloadavg()
     try:
         t0 = time.monotonic()
-        with ssh_hosts(a.hosts, tmp / "hosts") as (_lab, specs):
+        with testhosts.test_hosts(a.hosts, tmp / "hosts") as (_lab, specs):
             say(f"{a.hosts} SSH test hosts up in {time.monotonic() - t0:.1f} s "
                 f"(ports {', '.join(str(h.port) for h in specs)})")
             for r in range(a.repeat):

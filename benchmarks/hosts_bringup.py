@@ -4,10 +4,10 @@
         # --only keystone,messaging,scheduler-db,nova --out benchmarks/results/hosts_bringup.json
 
 For each study, the deployment its runs share, brought up with the SAME service modules in a
-local lab of N sites (network namespaces) and on N SSH test hosts (``tests/hosts/sshhosts.py``:
-an sshd per site namespace, each host with a private /var/tmp/juice-host, reached through a
-loopback forwarder and Juice's host agent), alternating local / hosts / hosts / local ... for
-``--repeat`` R rounds; every deployment is stopped before the next starts:
+local lab of N sites (network namespaces) and on N SSH test hosts (``tests/testhosts.py``:
+each its own root filesystem prepared by ``juice hosts prepare``, processes and sshd, in a site
+namespace, reached through a loopback forwarder and Juice's host agent), alternating local /
+hosts / hosts / local ... for ``--repeat`` R rounds; every deployment is stopped before the next starts:
 
 - keystone: Galera with a node in every site (every node pre-seeded from one template datadir:
   copied where the places share this disk, sent as one tarball to the hosts; node 1
@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT / "src", ROOT):  # juice, and tests.hosts.sshhosts (the test hosts)
+for _p in (ROOT / "src", ROOT):  # juice, and tests.testhosts (the test hosts)
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from tests.hosts.sshhosts import ssh_hosts  # noqa: E402
+from tests import testhosts  # noqa: E402
 
 from juice.lab import spec as labspec  # noqa: E402
 from juice.lab.local import uniform_lab  # noqa: E402
@@ -109,7 +109,7 @@ def local_lab(sites: int, tmp: Path) -> Iterator[Lab]:
 
 @contextmanager
 def hosts_lab(sites: int, tmp: Path) -> Iterator[Lab]:
-    with ssh_hosts(sites, tmp / "hosts") as (_lab, hosts), \
+    with testhosts.test_hosts(sites, tmp / "hosts", prepared=True) as (_lab, hosts), \
             RemoteLab.up(labspec.parse({"name": "bupr", "sites": sites, "delay_ms": 0}), hosts) as remote:
         yield remote
 
