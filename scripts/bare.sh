@@ -8,9 +8,10 @@
 #   bash scripts/bare.sh run -- CMD...  the same, running CMD instead (e.g. bash scripts/quickstart.sh)
 #   bash scripts/bare.sh hostlayer      make (or reuse) the test hosts' layer over the image (python3
 #                                       and libfaketime from Debian); print its path
-#   bash scripts/bare.sh host DIR LOWER[:LOWER...]
+#   bash scripts/bare.sh host DIR LOWER[:LOWER...] [SRC=DST...]
 #                                       run one test host in the foreground (tests/testhosts.py
-#                                       starts it inside a lab site's network namespace): see host()
+#                                       starts it inside a lab site's network namespace), with
+#                                       this machine's SRC bind-mounted at DST: see host()
 #
 # The image: `debootstrap bookworm` (Debian's required and important packages) plus sshd, git
 # and ca-certificates, and only what a user behind a proxy would configure on such a machine:
@@ -198,7 +199,7 @@ ensure_hostlayer() {
   echo "$out"
 }
 
-# host DIR LOWERS: one test host, in the foreground, in the network namespace it was started
+# host DIR LOWERS [SRC=DST...]: one test host, in the foreground, in the network namespace it was started
 # in. DIR holds upper/ (what the caller put there: sshd's config and keys, the clock's
 # /etc/ld.so.preload and /etc/faketimerc), work/ and root/; LOWERS is overlayfs's lowerdir
 # (colon-separated, top first). In new mount and PID namespaces: the overlay mounted on
@@ -209,10 +210,18 @@ ensure_hostlayer() {
 # with its first process); the mounts go with the last process of the mount namespace.
 host() {
   local dir=$1 lowers=$2
+  shift 2
   [ -d "$dir/upper" ] && [ -d "$dir/work" ] && [ -d "$dir/root" ] || die "host: $dir needs upper/, work/ and root/"
   exec unshare --mount --pid --fork --kill-child --propagation private -- bash -euc '
     dir=$1 lowers=$2 root=$1/root
+    shift 2
     mount -t overlay juice-host -o "lowerdir=$lowers,upperdir=$dir/upper,workdir=$dir/work" "$root"
+    # SRC=DST: this machine'"'"'s directory SRC at DST in the host (the prepared layer'"'"'s build
+    # host only: the download caches; never a test host). In this mount namespace only; the
+    # mount point stays an empty directory in the upper layer.
+    for b in "$@"; do
+      mkdir -p "$root${b#*=}"; mount --bind "${b%%=*}" "$root${b#*=}"
+    done
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     # a /dev of its own: the usual devices, its own pts, shm (libfaketime keeps its state
@@ -236,7 +245,7 @@ host() {
     rmdir /.juice-oldroot
     exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
       /usr/sbin/sshd -D -e -f /etc/ssh/juice_sshd_config
-  ' host "$dir" "$lowers"
+  ' host "$dir" "$lowers" "$@"
 }
 
 # The inputs a check's result depends on.

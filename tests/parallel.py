@@ -5,8 +5,7 @@
   module's Keystone, a session's nova stack) is put in the ``xdist_group`` of that fixture,
   so the deployment is brought up once, on one worker, and driven by every test that uses
   it. A module can also name a group itself (``pytest.mark.xdist_group("name")``) for tests
-  that share something outside pytest. (The SSH test hosts' mount point is shared safely
-  through a lock: ``tests/hosts/sshhosts.py``.)
+  that share something outside pytest.
 - **Longest first.** The durations of the last full run are kept in
   ``$JUICE_CACHE/test-durations.json`` (outside the clone; ``tests/durations.json`` is the
   copy committed for a fresh machine). Work units (a group, or a single test) are ordered by
@@ -14,14 +13,28 @@
   tests never measured count as long when they are marked ``slow``. xdist then hands units
   to whichever worker is free. Ordering only: no test depends on it, and any test still runs
   alone (``pytest path::name``).
+- **The test hosts' prepared layer** (tests/testhosts.py: built once per set-up inputs, several
+  minutes; always on a fresh CI machine). When this run has tests that need it (their source,
+  or a fixture's, says ``prepared=True``) and it is not made yet, one process (the worker
+  gw0, or a run without workers) starts its build in the background as collection ends
+  (``testhosts.start_build``), so the build overlaps the other tests, and those tests are
+  ordered so that no worker should reach one before the build is expected to be done
+  (``BUILD_ESTIMATE_S``): a worker does not sit idle on the build lock while other tests wait.
+  They still wait for it (the build lock) if it is late, and build it themselves if no build
+  was started. The process that started the build waits for it at its end (other workers'
+  tests may need it) or stops it (by its pid) when the run was interrupted.
 """
 
 from __future__ import annotations
 
+import heapq
+import inspect
 import json
 import os
 import resource
-from collections.abc import Generator
+import subprocess
+import sys
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +97,125 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     first_seen = {u: i for i, u in reversed(list(enumerate(unit(it) for it in items)))}
     # stable: a unit's tests keep their order; units longest first, ties in collection order
     items.sort(key=lambda it: (-weight[unit(it)], first_seen[unit(it)]))
+    if os.environ.get(LAYER_READY_ENV) == "0":
+        late = {unit(it) for it in items if needs_layer(it)}
+        if late:
+            order = after_build(list(dict.fromkeys(unit(it) for it in items)), weight, late,
+                                workers(config), BUILD_ESTIMATE_S)
+            rank = {u: i for i, u in enumerate(order)}
+            items.sort(key=lambda it: rank[unit(it)])
+
+
+# ---- the test hosts' prepared layer: built in the background, waited for late -----------------
+LAYER_READY_ENV = "JUICE_TEST_LAYER_READY"  # "1"/"0": decided once, by the controller
+BUILD_ESTIMATE_S = 480.0  # the prepared layer's build on a fresh machine under the suite's load
+_SOURCE_SAYS: dict[Any, bool] = {}
+
+
+def _says_prepared(func: Callable[..., Any]) -> bool:
+    if func not in _SOURCE_SAYS:
+        try:
+            _SOURCE_SAYS[func] = "prepared=True" in inspect.getsource(func)
+        except (OSError, TypeError):
+            _SOURCE_SAYS[func] = False
+    return _SOURCE_SAYS[func]
+
+
+def needs_layer(item: pytest.Item) -> bool:
+    """The test makes prepared test hosts: its function, or a fixture of ours it uses, says
+    ``prepared=True`` (``testhosts.test_hosts(..., prepared=True)``), or it is marked
+    ``prepared_hosts``."""
+    if item.get_closest_marker("prepared_hosts") is not None:
+        return True
+    func = getattr(item, "function", None)
+    if func is not None and _says_prepared(func):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        for fdef in (info.name2fixturedefs.get(name, ()) if info is not None else ()):
+            if getattr(fdef.func, "__module__", "").startswith("tests") and _says_prepared(fdef.func):
+                return True
+    return False
+
+
+def workers(config: pytest.Config) -> int:
+    n = os.environ.get("PYTEST_XDIST_WORKER_COUNT") or getattr(config.option, "numprocesses", None)
+    try:
+        return max(1, int(n or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def after_build(units: list[str], weight: dict[str, float], late: set[str], n: int,
+                build_s: float) -> list[str]:
+    """``units`` (in their order) reordered so that, on ``n`` workers each taking the next unit
+    when free, no unit of ``late`` starts before ``build_s``: the others fill the time until
+    then (the late ones keep their order; one still starts early when nothing else is left)."""
+    early = [u for u in units if u not in late]
+    wait = [u for u in units if u in late]
+    free = [0.0] * n
+    out: list[str] = []
+    while early or wait:
+        t = heapq.heappop(free)
+        u = wait.pop(0) if wait and (t >= build_s or not early) else early.pop(0)
+        out.append(u)
+        heapq.heappush(free, t + weight.get(u, UNKNOWN_S))
+    return out
+
+
+_BUILD: list[subprocess.Popen[bytes]] = []
+
+
+def _testhosts() -> Any:
+    here = str(Path(__file__).resolve().parents[1])
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    from tests import testhosts
+
+    return testhosts
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller (or a run without workers) decides once whether the layer is made; the
+    workers inherit the answer (their collection orders must be the same)."""
+    config.addinivalue_line("markers", "prepared_hosts: needs the test hosts' prepared layer "
+                                       "(tests/testhosts.py; found by itself for prepared=True)")
+    if hasattr(config, "workerinput") or LAYER_READY_ENV in os.environ:
+        return
+    th = _testhosts()
+    ready = th.available() is not None or th.prepared_ready()
+    os.environ[LAYER_READY_ENV] = "1" if ready else "0"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the layer's build in the background (one process: gw0, or a run without workers)
+    when a selected test needs it and it is not made."""
+    config = session.config
+    wid = getattr(config, "workerinput", {}).get("workerid")
+    if (wid not in (None, "gw0") or os.environ.get(LAYER_READY_ENV) != "0" or config.option.collectonly
+            or not any(needs_layer(it) for it in session.items)):
+        return
+    th = _testhosts()
+    if th.available() is not None or th.prepared_ready():
+        return
+    _BUILD.append(th.start_build())
+    config.get_terminal_writer().line(
+        f"test hosts: building the prepared layer in the background (pid {_BUILD[0].pid}, "
+        f"log {th.BUILD_LOG})")
+
+
+def _end_build(session: pytest.Session, exitstatus: int) -> None:
+    if not _BUILD:
+        return
+    p = _BUILD.pop()
+    th = _testhosts()
+    if exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop:
+        th.stop_build(p)
+    else:  # a test on another worker may still need it: wait (bounded by the build's own)
+        try:
+            p.wait(timeout=th.PREPARE_TIMEOUT_MIN * 60 + 600)
+        except subprocess.TimeoutExpired:
+            th.stop_build(p)
 
 
 # ---- the durations of this run, for the next one (the controller writes them) -------------
@@ -120,7 +252,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Merge this run's durations into the cache file (controller or a plain run only; a
-    run of a few tests updates just those)."""
+    run of a few tests updates just those). The background build, if this process started
+    it, is waited for or stopped first."""
+    _end_build(session, exitstatus)
     if hasattr(session.config, "workerinput") or not _RUN:
         return
     path = durations_file()

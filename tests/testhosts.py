@@ -45,6 +45,15 @@ host, in this machine's network namespace, so setup.sh reaches the registries as
 machine does: measured 486 s, 3.3 GB, under a load of ~7 on 2 cores); each fixture then
 brings the hosts' copy of the clone up to date with the same copy step (only the files that
 differ are sent; 1-2 s for 3 hosts).
+
+The build host, and it only, shares this machine's download caches (``download_caches``):
+uv's cache, the Go module and build caches and the Debian packages earlier builds fetched
+(plus the .debs this machine's apt kept) are bind-mounted into it, and the pinned Go
+toolchain is copied into its own cache, so its setup.sh downloads only what this machine
+never fetched; the mount points stay empty in the layer (a test host sees nothing of this
+machine's /var/cache/juice). In the suite the build starts in the background as collection
+ends, and the tests that need the layer are ordered after the time it takes
+(tests/parallel.py; ``start_build``); they wait for it on the build lock if it is late.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -149,13 +159,15 @@ class Running:
     popen: subprocess.Popen[bytes] | None = None
 
 
-def start_host(dir: Path, lowers: Sequence[str], argv_prefix: Sequence[str] = ()) -> Running:
-    """``bare.sh host`` in the background (``argv_prefix``: e.g. ``ip netns exec NS``)."""
+def start_host(dir: Path, lowers: Sequence[str], argv_prefix: Sequence[str] = (),
+               binds: Sequence[str] = ()) -> Running:
+    """``bare.sh host`` in the background (``argv_prefix``: e.g. ``ip netns exec NS``; ``binds``:
+    ``SRC=DST``, this machine's SRC at DST in the host: the build host's download caches only)."""
     for d in ("upper", "work", "root"):
         (dir / d).mkdir(parents=True, exist_ok=True)
     log = open(dir / "host.log", "ab")  # noqa: SIM115 (the child holds it)
     try:
-        p = subprocess.Popen([*argv_prefix, "bash", str(BARE), "host", str(dir), ":".join(lowers)],
+        p = subprocess.Popen([*argv_prefix, "bash", str(BARE), "host", str(dir), ":".join(lowers), *binds],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                              preexec_fn=_die_with_parent)
     finally:
@@ -341,17 +353,93 @@ def _wait_port(addr: str, port: int, running: Running, timeout: float = START_TI
     raise RuntimeError(f"test host in {running.dir}: sshd not listening on {addr}:{port} ({log})")
 
 
+FAILED_FOR_S = 1800.0  # a failed build is not retried by every test for this long
+
+
 def prepared_layer(progress: Any = lambda _: None) -> Path:
-    """The layer with what ``juice hosts prepare`` installs; made once per ``prepared_key``."""
+    """The layer with what ``juice hosts prepare`` installs; made once per ``prepared_key``
+    (or waited for: the suite starts its build in the background, ``start_build``)."""
     key = prepared_key()
     out = LAYERS / f"prepared-{key}"
+    failed = LAYERS / f".prepared-{key}.failed"
     LAYERS.mkdir(parents=True, exist_ok=True)
     with open(LAYERS / ".prepared.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; the others wait and reuse it
         if (out / ".juice-prepared").exists():
             return out
-        _build_prepared(out, key, progress)
+        with contextlib.suppress(OSError):  # a build of this key failed a moment ago: its reason
+            if time.time() - failed.stat().st_mtime < FAILED_FOR_S:
+                raise RuntimeError(f"the prepared layer {key} failed to build "
+                                   f"{time.time() - failed.stat().st_mtime:.0f} s ago (not retried for "
+                                   f"{FAILED_FOR_S:.0f} s; remove {failed} to retry): "
+                                   + failed.read_text()[-3000:])
+        try:
+            _build_prepared(out, key, progress)
+        except Exception as e:
+            failed.write_text(f"{type(e).__name__}: {e}")
+            raise
+        failed.unlink(missing_ok=True)
     return out
+
+
+def prepared_ready() -> bool:
+    """The prepared layer of this clone's current inputs is made already (no build needed)."""
+    try:
+        return (LAYERS / f"prepared-{prepared_key()}" / ".juice-prepared").exists()
+    except (OSError, subprocess.SubprocessError):  # no image yet, no git
+        return False
+
+
+# ---- the build in the background (the suite: tests/parallel.py) -------------------------------
+
+BUILD_LOG = LAYERS / ".build.log"
+
+
+def start_build() -> subprocess.Popen[bytes]:
+    """``prepared_layer()`` in a process of its own (``python -m tests.testhosts build``), its
+    output in BUILD_LOG: it holds the build lock, so a test that needs the layer waits for it
+    (``prepared_layer``) and does not build it a second time. It ends gracefully (host stopped,
+    directory removed) on SIGTERM, and gets SIGTERM when its parent dies."""
+    LAYERS.mkdir(parents=True, exist_ok=True)
+    log = open(BUILD_LOG, "ab")  # noqa: SIM115 (the child holds it)
+    try:
+        return subprocess.Popen([sys.executable, "-m", "tests.testhosts", "build"], cwd=CLONE,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                preexec_fn=lambda: ctypes.CDLL(None).prctl(1, signal.SIGTERM))
+    finally:
+        log.close()
+
+
+def stop_build(p: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
+    """The background build, stopped by its recorded pid: SIGTERM, SIGKILL after ``grace_s``."""
+    if p.poll() is None:
+        with contextlib.suppress(OSError):
+            p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=30)
+
+
+def _build_main() -> int:
+    def term(_sig: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, term)
+    t0 = time.monotonic()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    print(f"{stamp} background build of the prepared layer (pid {os.getpid()})", flush=True)
+    try:
+        out = prepared_layer(lambda m: print(m, flush=True))
+    except KeyboardInterrupt:
+        print("stopped (SIGTERM)", flush=True)
+        return 130
+    except Exception as e:  # the tests that need the layer say why (the .failed file)
+        print(f"failed: {e}", flush=True)
+        return 1
+    print(f"ready: {out} ({time.monotonic() - t0:.0f} s, waited for or built)", flush=True)
+    return 0
 
 
 def _build_prepared(out: Path, key: str, progress: Any) -> None:
@@ -364,11 +452,13 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
     port = _free_port()
     _write_root(d / "h1" / "upper", listen="127.0.0.1", port=port, keys=tmp, offset_s=None)
     t0 = time.monotonic()
-    r = start_host(d / "h1", lowers)
+    binds, seeded = download_caches(d / "h1" / "upper")
+    r = start_host(d / "h1", lowers, binds=binds)
     _save(d, [r], lowers)
     try:
         _wait_port("127.0.0.1", port, r)
-        progress(f"test hosts: preparing a host with `juice hosts prepare` for the prepared layer {key}")
+        progress(f"test hosts: preparing a host with `juice hosts prepare` for the prepared layer {key} "
+                 f"(this machine's download caches shared: {', '.join(binds + seeded) or 'none'})")
         # juice hosts prepare's own steps (juice.hosts.prepare: check, copy, setup.sh, verify),
         # with this working tree's files (tracked and not yet tracked: what the tests test)
         build = StaticHost(address="127.0.0.1", port=port, user="root", key_file=str(tmp / "client"))
@@ -385,6 +475,10 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
     stop_host(r)
     upper = d / "h1" / "upper"
     # what is the build host's own, not the prepared state's
+    for b in binds:  # the mount points of the shared caches: empty directories, dropped
+        q = upper / b.partition("=")[2].lstrip("/")
+        with contextlib.suppress(OSError):
+            q.rmdir()
     for p in ("etc/ssh/juice_sshd_config", "etc/ssh/juice_host_key", "root/.ssh", "var/tmp/juice-host"):
         q = upper / p
         if q.is_dir() and not q.is_symlink():
@@ -401,6 +495,57 @@ def _build_prepared(out: Path, key: str, progress: Any) -> None:
     _remove(d)
     _drop_stale_prepared(out)  # another clone's layers are left alone
     progress(f"test hosts: prepared layer {out} made in {took:.0f} s")
+
+
+# what the build host downloads, shared with this machine (never with a test host)
+DEBS = CACHE / "bare" / "debs"  # Debian packages the build hosts downloaded (apt's archives there)
+APT_ARCHIVES = Path("/var/cache/apt/archives")
+
+
+def download_caches(upper: Path) -> tuple[list[str], list[str]]:
+    """This machine's download caches for the build host, so that its setup.sh fetches only what
+    this machine has not fetched already: (``SRC=DST`` bind mounts, what was copied into the
+    build host's ``upper``).
+
+    - uv's cache (``$JUICE_CACHE/uv-cache``: the locked wheels, and the wheels uv built from
+      sdists), bind-mounted at the same path: uv locks it (it is made for concurrent use),
+      reads what is there and adds what it fetched; the venvs are copies (another mount: no
+      hard link into this machine's cache);
+    - the Go module and build caches (``$JUICE_CACHE/go/mod``, ``go/cache``), bind-mounted;
+    - the pinned Go toolchain (``go/toolchain/<version>``, checked against the pin by
+      scripts/go-toolchain.sh as it is there), COPIED into the host's own cache: a prepared
+      host keeps it (setup.sh run again on a test host, which reaches no registry, needs it);
+    - Debian's packages: DEBS, bind-mounted at the host's /var/cache/apt/archives, first given
+      (hard links) the .debs this machine's apt kept in its own /var/cache/apt/archives (none
+      where apt is set to delete them, as in Debian's container images: then DEBS holds only
+      what earlier builds downloaded).
+    The host's mount points stay empty in the layer; nothing of the caches is in it but the
+    toolchain."""
+    from juice.paths import cache_dir
+
+    cache = cache_dir()
+    binds = []
+    for sub in ("uv-cache", "go/mod", "go/cache"):
+        if (cache / sub).is_dir():
+            binds.append(f"{cache / sub}={cache / sub}")
+    DEBS.mkdir(parents=True, exist_ok=True)
+    (DEBS / "partial").mkdir(exist_ok=True)
+    for deb in APT_ARCHIVES.glob("*.deb"):
+        if not (DEBS / deb.name).exists():
+            with contextlib.suppress(OSError):
+                try:
+                    os.link(deb, DEBS / deb.name)
+                except OSError:
+                    shutil.copy2(deb, DEBS / deb.name)
+    binds.append(f"{DEBS}={APT_ARCHIVES}")
+    seeded = []
+    for tc in (cache / "go" / "toolchain").glob("go*"):
+        if (tc / ".juice-sum").is_file() and (tc / "bin" / "go").is_file():
+            dest = upper / str(tc).lstrip("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["cp", "-a", "--reflink=auto", str(tc), str(dest)], check=True, timeout=600)
+            seeded.append(f"{tc} (copied)")
+    return binds, seeded
 
 
 # ---- the fixture --------------------------------------------------------------------------------
@@ -488,3 +633,9 @@ def ssh(h: StaticHost, tmp: Path, command: str, timeout: float = 60) -> str:
                         capture_output=True, text=True, timeout=timeout, check=False)
     assert cp.returncode == 0, cp.stderr
     return cp.stdout
+
+
+if __name__ == "__main__":  # python -m tests.testhosts build: the suite's background build
+    if sys.argv[1:] != ["build"]:
+        sys.exit("usage: python -m tests.testhosts build")
+    sys.exit(_build_main())
