@@ -297,7 +297,7 @@ class Agent:
                         LOG.error("juice simulated ovs agent: port %s not bound to %s after %.0f s",
                                   p, host, self.claim_timeout_s)
                         del self._up[host][p]
-                self.devices[host] += len(ready) - len(gone)
+                self.devices[host] = max(0, self.devices[host] + len(ready) - len(gone))  # on br-int
                 self.up += len(ready)
             for p in ready:
                 LOG.info("juice simulated ovs agent: port %s up on %s", p, host)
