@@ -19,8 +19,11 @@ catalog) unless ``image_service="fake-glance"`` asks for the stand-in (recorded 
 The network service is the real neutron (``network_service="ovn"``: ``juice.services.openstack.
 neutron`` with ML2/OVN, ``juice.services.openstack.ovn``; the tenant network boots ask for is
 ``network_id``; each nova-compute process plays its hosts' ovn-controller, simulated, its
-deviations recorded) unless ``network_service="fake-neutron"`` asks for the stand-in (boots then
-use ``networks: none``; recorded as a deviation).
+deviations recorded), or with ``network_service="ovs"`` neutron with ML2/OVS and the real
+neutron-rpc-server (``juice.services.openstack.neutron_ovs``; each nova-compute process plays its
+hosts' neutron-openvswitch-agent, simulated, its deviations recorded), unless
+``network_service="fake-neutron"`` asks for the stand-in (boots then use ``networks: none``;
+recorded as a deviation).
 Keystone runs in one site (``keystone_sites``: one per listed site, each with its region and its
 site's database node), with its cache in a memcached per site (as devstack and kolla deploy it:
 without it Keystone 30 sends about 500 queries to the database to validate one admin token,

@@ -153,9 +153,9 @@ def _errors(df: pd.DataFrame) -> list[Match]:
         for k, v in json.loads(f or "{}").items():
             faults[k] += int(v)
     total = sum(faults.values())
-    cond = ("Juice's boots: a port each from the real neutron (ML2/OVN, nodes' ovn-controller simulated) "
-            "unless the report says fake-neutron (networks none), images from glance-api unless it says "
-            "fake-glance, Fernet tokens")
+    cond = ("Juice's boots: a port each from the real neutron (ML2/OVN, nodes' ovn-controller simulated; "
+            "ML2/OVS with simulated neutron-openvswitch-agents when the report says so) unless it says "
+            "fake-neutron (networks none), images from glance-api unless it says fake-glance, Fernet tokens")
     out = []
     for rid, pat in (("s004.err_deadlock", DEADLOCK), ("s004.err_keystone", KEYSTONE)):
         n = sum(v for k, v in faults.items() if pat.search(k))
