@@ -57,6 +57,15 @@ def test_iteration_timeout_fails_the_iteration() -> None:
     assert res.records[0].atomic_actions[0]["failed"] is True
 
 
+def test_a_requests_own_timeout_is_not_called_the_iterations() -> None:
+    class RequestTimesOut(FakeSleep):
+        async def run(self, it: object) -> None:
+            raise TimeoutError  # as aiohttp's total timeout: no message
+
+    res = run(RequestTimesOut(), RunnerSpec(times=1, concurrency=1, timeout_s=900))
+    assert res.records[0].error[:2] == ["TimeoutError", "a request got no answer within the client's timeout"]
+
+
 def test_nested_atomic_actions_and_idle_duration() -> None:
     res = run(FakeNested(idle_s=0.01), RunnerSpec(times=2))
     acts = res.records[0].atomic_actions

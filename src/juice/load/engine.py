@@ -111,14 +111,22 @@ async def run_once(scenario: Scenario, it: Iteration, timeout_s: float | None,
         counters.in_flight += 1
     error: list[str] = []
     t0 = clock.ns()
+    bound: asyncio.Timeout | None = None
     try:
         if timeout_s:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(timeout_s) as bound:
                 await scenario.run(it)
         else:
             await scenario.run(it)
     except TimeoutError as e:
-        error = format_error(e, str(e) or f"iteration timed out after {timeout_s:g} s (timeout_s)")
+        # an empty TimeoutError is this bound's only when it expired; else a request's own
+        # (e.g. aiohttp's total timeout: the server never answered)
+        if str(e):
+            error = format_error(e)
+        elif bound is not None and bound.expired():
+            error = format_error(e, f"iteration timed out after {timeout_s:g} s (timeout_s)")
+        else:
+            error = format_error(e, "a request got no answer within the client's timeout")
     except Exception as e:  # the scenario's failure is data, not a crash of the engine
         error = format_error(e)
     finally:
