@@ -42,7 +42,8 @@ pyproject files; this clone's path; the image's date) by
 (``juice.hosts.prepare``: check, copy, setup.sh, verify — with this working tree's files,
 tracked or not yet, where the CLI sends the tracked ones) on a build host (the same kind of
 host, in this machine's network namespace, so setup.sh reaches the registries as this
-machine does: measured 486 s, 3.3 GB, under a load of ~7 on 2 cores); each fixture then
+machine does: measured 479-514 s, 3.1-3.3 GB, at loads of 7-27 on 2 cores, 272 s with the
+Debian packages of an earlier build too: benchmarks/hosts.md); each fixture then
 brings the hosts' copy of the clone up to date with the same copy step (only the files that
 differ are sent; 1-2 s for 3 hosts).
 
