@@ -1,10 +1,12 @@
-"""What every CLI group shares: the two consoles and the progress line."""
+"""What every CLI group shares: the two consoles, the progress line, and ``--lab`` with the
+running lab it names (``LAB_OPT``, ``open_lab``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -14,6 +16,7 @@ from juice.errors import UserError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from juice.lab.local import LocalLab
     from juice.services.base import ServerRecordDict
 
 out = Console(highlight=False)
@@ -23,6 +26,27 @@ err = Console(stderr=True, highlight=False)
 def progress(msg: str) -> None:
     """One dim line on stderr per step of a long operation."""
     err.print(f"[dim]·[/dim] {escape(msg)}")
+
+
+def _lab_name(value: str) -> str:
+    from juice.lab.spec import check_name
+
+    return check_name(value, "--lab")
+
+
+# ``--lab`` of the commands that act on a running lab (``juice db``, ``juice keystone``)
+LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.",
+                       callback=_lab_name)
+
+
+def open_lab(name: str, *, root: bool = True) -> LocalLab:
+    """The running lab ``name`` (``--lab``); with ``root`` (what starts or stops servers)
+    UserError first unless Juice runs as root."""
+    from juice.lab.local import LocalLab, require_root
+
+    if root:
+        require_root()
+    return LocalLab.get(name)
 
 
 def servers_table(servers: Sequence[ServerRecordDict]) -> Table:

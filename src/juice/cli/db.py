@@ -9,23 +9,14 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from juice.cli.common import out, progress, servers_table
+from juice.cli.common import LAB_OPT, open_lab, out, progress, servers_table
 from juice.errors import UserError
-from juice.lab.local import LocalLab, require_root
-from juice.lab.spec import MAX_SITES, check_name
+from juice.lab.spec import MAX_SITES
 from juice.services import kinds as deploymod
 from juice.services.base import stop_pid
 
 db_app = typer.Typer(help="Real databases inside the lab sites (MariaDB, Galera, PostgreSQL...).",
                      no_args_is_help=True)
-
-
-def _lab_name(value: str) -> str:
-    return check_name(value, "--lab")
-
-
-LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.",
-                       callback=_lab_name)
 # --opt values that are numbers, with the range that makes sense (MiB, counts, a site)
 INT_OPTS: dict[str, tuple[int, int]] = {
     "site": (1, MAX_SITES), "buffer_pool_mb": (8, 65_536), "gcache_mb": (1, 65_536),
@@ -81,12 +72,9 @@ def up(
 
     juice db up --kind postgres-readlocal -o sync_quorum=1
     """
-    if kind not in deploymod.ALL_KINDS:
-        raise UserError(f"--kind: unknown server kind {kind!r} "
-                        f"(choose one of {', '.join(deploymod.ALL_KINDS)})")
+    deploymod.check_kind(kind, "--kind")
     opts = _parse_opts(opt)
-    require_root()
-    lab = LocalLab.get(lab_name)
+    lab = open_lab(lab_name)
     rec = deploymod.load_record(lab.workdir)
     if rec is not None:
         raise UserError(f"--lab: lab {lab_name!r} already runs {rec['kind']}: "
@@ -112,7 +100,7 @@ def _print_endpoints(rec: dict[str, object]) -> None:
 @db_app.command()
 def status(lab_name: str = LAB_OPT) -> None:
     """Which database runs in the lab, its servers (alive or not) and endpoints."""
-    lab = LocalLab.get(lab_name)
+    lab = open_lab(lab_name, root=False)
     rec = deploymod.load_record(lab.workdir)
     if rec is None:
         out.print(f"no database deployed in lab {lab_name!r} (`juice db up --kind ... --lab {lab_name}`)")
@@ -124,8 +112,7 @@ def status(lab_name: str = LAB_OPT) -> None:
 @db_app.command()
 def down(lab_name: str = LAB_OPT) -> None:
     """Stop the lab's database servers gracefully (their data goes with `juice lab down`)."""
-    require_root()
-    lab = LocalLab.get(lab_name)
+    lab = open_lab(lab_name)
     rec = deploymod.load_record(lab.workdir)
     if rec is None:
         out.print(f"no database deployed in lab {lab_name!r}")

@@ -5,7 +5,6 @@ Register with ``app.add_typer(cli_keystone.keystone_app, name="keystone")``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,10 +13,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from juice.cli.common import out, progress, servers_table
+from juice.cli.common import LAB_OPT, open_lab, out, progress, servers_table
 from juice.errors import UserError
-from juice.lab.local import LocalLab, require_root
-from juice.lab.spec import check_name
+from juice.lab.local import LocalLab
 from juice.services import kinds
 from juice.services.base import ServerRecord, Service, stop_pid
 from juice.services.openstack.keystone import Keystone, KeystoneOptions, children_of
@@ -25,14 +23,6 @@ from juice.util import atomic, proc
 
 keystone_app = typer.Typer(help="Real Keystone (gunicorn) in every lab site, on the lab's database.",
                            no_args_is_help=True)
-
-
-def _lab_name(value: str) -> str:
-    return check_name(value, "--lab")
-
-
-LAB_OPT = typer.Option("lab", "--lab", "-l", help="Name of a lab started with `juice lab up`.",
-                       callback=_lab_name)
 # (low, high) of each integer flag: gunicorn workers, bcrypt's cost range, a token lifetime
 # from a minute to a year
 BOUNDS = {"--workers": (1, 64), "--hash-rounds": (4, 31), "--token-expiration": (60, 365 * 86_400)}
@@ -43,11 +33,7 @@ FLAGS = {"workers": "--workers", "password_hash_rounds": "--hash-rounds",
 
 def load_record(workdir: Path) -> dict[str, Any] | None:
     """What ``juice keystone up`` started in this lab (None when nothing)."""
-    try:
-        data: dict[str, Any] = json.loads((workdir / RECORD).read_text())
-    except FileNotFoundError:
-        return None
-    return data
+    return kinds.load_record(workdir, RECORD)
 
 
 def write_record(workdir: Path, ks: Keystone, bringup_s: float,
@@ -73,8 +59,7 @@ def _database(lab: LocalLab, db_kind: str | None) -> Service:
     if db_kind is None:
         raise UserError(f"--db: lab {lab.state.name!r} has no database: `juice db up --kind galera "
                         f"--lab {lab.state.name}` first, or pass --db KIND")
-    if db_kind not in kinds.KINDS:
-        raise UserError(f"--db: unknown database {db_kind!r} (choose one of {', '.join(kinds.KINDS)})")
+    kinds.check_kind(db_kind, "--db", buses=False)
     return kinds.deploy(lab, db_kind, progress)
 
 
@@ -132,8 +117,7 @@ def up(
         for field, flag in FLAGS.items():
             msg = msg.replace(f"{field}:", f"{flag}:", 1) if msg.startswith(field) else msg
         raise UserError(msg) from None
-    require_root()
-    lab = LocalLab.get(lab_name)
+    lab = open_lab(lab_name)
     if load_record(lab.workdir) is not None:
         raise UserError(f"--lab: lab {lab_name!r} already runs Keystone: "
                         f"`juice keystone down --lab {lab_name}` first")
@@ -185,7 +169,7 @@ def _print_sites(rec: dict[str, Any]) -> None:
 @keystone_app.command()
 def status(lab_name: str = LAB_OPT) -> None:
     """Keystone's servers in the lab (alive or not), regions and URLs."""
-    lab = LocalLab.get(lab_name)
+    lab = open_lab(lab_name, root=False)
     rec = load_record(lab.workdir)
     if rec is None:
         out.print(f"no Keystone in lab {lab_name!r} (`juice keystone up --lab {lab_name}`)")
@@ -201,8 +185,7 @@ def status(lab_name: str = LAB_OPT) -> None:
 @keystone_app.command()
 def down(lab_name: str = LAB_OPT) -> None:
     """Stop Keystone (gunicorn: TERM, then KILL) and its memcacheds; the database stays."""
-    require_root()
-    lab = LocalLab.get(lab_name)
+    lab = open_lab(lab_name)
     rec = load_record(lab.workdir)
     if rec is None:
         out.print(f"no Keystone in lab {lab_name!r}")

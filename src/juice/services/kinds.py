@@ -138,9 +138,20 @@ def record(lab: Sites, svc: Service, bringup_s: float) -> None:
     atomic.write_json(lab.workdir / RECORD, data)
 
 
-def load_record(workdir: Path) -> dict[str, Any] | None:
+def check_kind(kind: str, where: str, *, buses: bool = True) -> None:
+    """UserError naming ``where`` (a command-line flag) unless ``deploy`` knows ``kind``: a
+    database, or a bus too with ``buses``."""
+    known = ALL_KINDS if buses else KINDS
+    if kind not in known:
+        raise UserError(f"{where}: unknown {'server kind' if buses else 'database'} {kind!r} "
+                        f"(choose one of {', '.join(known)})")
+
+
+def load_record(workdir: Path, name: str = RECORD) -> dict[str, Any] | None:
+    """The JSON record ``name`` in a lab's ``workdir`` (None when there is none): what ``deploy``
+    started (services.json), or Keystone's (``juice keystone``)."""
     try:
-        data: dict[str, Any] = json.loads((workdir / RECORD).read_text())
+        data: dict[str, Any] = json.loads((workdir / name).read_text())
     except FileNotFoundError:
         return None
     return data
