@@ -36,6 +36,10 @@ Where the pid comes from:
 ``ThisHost()`` runs the process on this machine, outside any site: short-lived helper
 servers with networking off. ``stop_all`` signals many servers at once and waits for them
 together (one grace period per machine, not one per server).
+
+A service that runs one server at one site (haproxy, redis, a PostgreSQL server, a gunicorn
+API) mixes in ``SiteServer``: its ``place``, its ``home`` (``<root>/s<site>/<DIR>``) and the
+handle's lifecycle (``spawn_server``, ``wait_server``, ``stop_server``, ``server_records``).
 """
 
 from __future__ import annotations
@@ -47,10 +51,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from juice.errors import ServiceError
 from juice.lab.place import Place, Proc
-from juice.services.base import ServerRecord
+from juice.services.base import ServerRecord, Sites
 
 
 @dataclass(eq=False)
@@ -150,6 +155,53 @@ class Server:
         return ServerRecord(kind=kind, site=self.site, pid=self.pid or 0, pid_start=self.pid_start,
                             datadir=str(datadir), log=str(self.tail or ""), port=port,
                             extra=dict(extra or {}))
+
+
+class SiteServer:
+    """One server of a service at site ``site``'s place: ``home`` is ``<root>/s<site>/<DIR>``
+    there; ``server`` is its handle from ``spawn_server`` until ``stop_server`` (None before and
+    after). The class sets ``DIR`` and its instances ``lab``, ``site`` and ``server``."""
+
+    DIR: ClassVar[str]
+    lab: Sites
+    site: int
+    server: Server | None
+
+    @property
+    def place(self) -> Place:
+        return self.lab.place(self.site)
+
+    @property
+    def home(self) -> Path:
+        return self.place.root / f"s{self.site}" / self.DIR
+
+    def spawn_server(self, argv: Sequence[str], *, log: Path, what: str, pidfile: Path | None = None,
+                     env: dict[str, str] | None = None, cwd: Path | None = None) -> Server:
+        """``spawn`` at ``place``; the handle is kept as ``server``."""
+        self.server = spawn(self.place, argv, log=log, what=what, pidfile=pidfile, env=env, cwd=cwd)
+        return self.server
+
+    def wait_server(self, check: Callable[[], bool], timeout: float, *, not_started: str,
+                    interval: float = 0.1) -> None:
+        """``Server.wait_ready`` on the handle; ServiceError ``not_started`` when there is none."""
+        if self.server is None:
+            raise ServiceError(not_started)
+        self.server.wait_ready(check, timeout, interval=interval)
+
+    def stop_server(self, grace_s: float, sig: int = signal.SIGTERM) -> bool:
+        """Stop the server (``Server.stop``) and forget the handle; False when there was none."""
+        if self.server is None:
+            return False
+        self.server.stop(grace_s=grace_s, sig=sig)
+        self.server = None
+        return True
+
+    def server_records(self, kind: str, *, port: int, datadir: Path,
+                       extra: Mapping[str, object] | None = None) -> list[ServerRecord]:
+        """The server's record for ``services.json`` (none when it is not started)."""
+        if self.server is None:
+            return []
+        return [self.server.record(kind, port=port, datadir=datadir, extra=extra)]
 
 
 def pid_in(place: Place, pidfile: Path) -> int | None:

@@ -44,7 +44,7 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Progress, ServerRecord, Service, Sites, quiet
 from juice.services.deviations import Deviation, spec_set
-from juice.services.process import Server, port_open, spawn
+from juice.services.process import Server, SiteServer, port_open
 from juice.util import proc
 
 HAPROXY = "/usr/sbin/haproxy"
@@ -225,10 +225,11 @@ class ConnSampler:
                 "max_curr_conns": max(self.samples, default=0), "maxconn": self.maxconn, "at_limit": at}
 
 
-class HAProxy(Service):
+class HAProxy(SiteServer, Service):
     """One haproxy in ``site`` with a frontend per service added (see the module doc)."""
 
     kind = "haproxy"
+    DIR = "haproxy"
 
     def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1,
                  maxconn: int | None = None, timeout_server_s: float | None = None) -> None:
@@ -242,14 +243,6 @@ class HAProxy(Service):
         self.server: Server | None = None
 
     # ---- names -------------------------------------------------------------------------------
-    @property
-    def place(self) -> Place:
-        return self.lab.place(self.site)
-
-    @property
-    def home(self) -> Path:
-        return self.place.root / f"s{self.site}" / "haproxy"
-
     @property
     def log(self) -> Path:
         return self.home / f"haproxy-s{self.site}.log"  # unique name: collect_logs flattens
@@ -323,9 +316,8 @@ class HAProxy(Service):
                            f"use a maxconn of {most} or raise the hard limit (ulimit -Hn, LimitNOFILE)")
 
     def start(self) -> None:
-        self.server = spawn(self.place, [*fd_limit(self.maxconn), HAPROXY, "-db", "-f",
-                                         str(self.home / "haproxy.cfg")],
-                            log=self.log, what=f"haproxy in site {self.site}")
+        self.spawn_server([*fd_limit(self.maxconn), HAPROXY, "-db", "-f", str(self.home / "haproxy.cfg")],
+                          log=self.log, what=f"haproxy in site {self.site}")
         self.progress(f"haproxy starting in site {self.site}: "
                       + ", ".join(f"{f.name} :{f.port} -> {len(f.servers)}" for f in self.frontends.values()))
 
@@ -336,9 +328,7 @@ class HAProxy(Service):
             return False
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
-        if self.server is None:
-            raise ServiceError("haproxy: not started")
-        self.server.wait_ready(self._answers, timeout, interval=0.1)
+        self.wait_server(self._answers, timeout, not_started="haproxy: not started")
         self.progress(f"haproxy ready in site {self.site} (maxconn {self.info().get('Maxconn', '?')})")
 
     def command(self, cmd: str) -> str:
@@ -361,11 +351,8 @@ class HAProxy(Service):
                 if r["pxname"] == name and r["svname"] not in ("FRONTEND", "BACKEND")}
 
     def stop(self) -> None:
-        if self.server is None:
-            return
-        srv, self.server = self.server, None
-        srv.stop(grace_s=10)
-        self.progress(f"haproxy stopped in site {self.site}")
+        if self.stop_server(grace_s=10):
+            self.progress(f"haproxy stopped in site {self.site}")
 
     def kill(self, site: int) -> dict[str, object]:
         if site != self.site or self.server is None or not self.server.running():
@@ -391,10 +378,8 @@ class HAProxy(Service):
                               for f in self.frontends.values()}}
 
     def records(self) -> list[ServerRecord]:
-        if self.server is None:
-            return []
-        return [self.server.record(self.kind, port=min((f.port for f in self.frontends.values()), default=0),
-                                   datadir=self.home, extra={"maxconn": self.maxconn})]
+        return self.server_records(self.kind, port=min((f.port for f in self.frontends.values()), default=0),
+                                   datadir=self.home, extra={"maxconn": self.maxconn})
 
     def logs(self) -> list[tuple[Place, Path]]:
         return [(self.place, self.log)]

@@ -23,7 +23,7 @@ from juice.errors import ServiceError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.deviations import Deviation, dev
-from juice.services.process import Server, spawn
+from juice.services.process import Server, SiteServer
 from juice.util import proc
 
 REDIS = "/usr/bin/redis-server"
@@ -79,10 +79,11 @@ def parse_info(reply: bytes) -> dict[str, str]:
     return out
 
 
-class Redis(Service):
+class Redis(SiteServer, Service):
     """One redis-server in ``site`` (default 1); clients of every site use it."""
 
     kind = "redis"
+    DIR = "redis"
 
     def __init__(self, lab: Sites, progress: Progress = quiet, *, site: int = 1, port: int = PORT,
                  maxmemory_mb: int = 1024) -> None:
@@ -95,14 +96,6 @@ class Redis(Service):
             raise ServiceError(f"maxmemory_mb: must be >= 1, got {maxmemory_mb}")
         self.site, self.port, self.maxmemory_mb = site, port, maxmemory_mb
         self.server: Server | None = None
-
-    @property
-    def place(self) -> Place:
-        return self.lab.place(self.site)
-
-    @property
-    def home(self) -> Path:
-        return self.place.root / f"s{self.site}" / "redis"
 
     @property
     def log(self) -> Path:
@@ -124,7 +117,7 @@ class Redis(Service):
 
     def start(self) -> None:
         argv = server_args(self.lab.site_ip(self.site), self.port, self.home, self.maxmemory_mb)
-        self.server = spawn(self.place, argv, log=self.log, what=f"redis in site {self.site}")
+        self.spawn_server(argv, log=self.log, what=f"redis in site {self.site}")
         self.progress(f"redis starting in site {self.site} on port {self.port}")
 
     def info(self, site: int) -> dict[str, str]:
@@ -147,17 +140,12 @@ class Redis(Service):
             return False
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
-        if self.server is None:
-            raise ServiceError(f"redis in site {self.site}: not started")
-        self.server.wait_ready(self.ping, timeout, interval=0.1)
+        self.wait_server(self.ping, timeout, not_started=f"redis in site {self.site}: not started")
         self.progress(f"redis ready: {self.address(self.site)}")
 
     def stop(self) -> None:
-        if self.server is None:
-            return
-        self.server.stop(grace_s=10)
-        self.server = None
-        self.progress(f"redis stopped in site {self.site}")
+        if self.stop_server(grace_s=10):
+            self.progress(f"redis stopped in site {self.site}")
 
     def endpoint(self, site: int) -> Endpoints:
         ep = Endpoint("redis", self.lab.site_ip(self.site), self.port, "", site=self.site)
@@ -171,9 +159,7 @@ class Redis(Service):
                     "bounded memory on a machine shared by every site")]
 
     def records(self) -> list[ServerRecord]:
-        if self.server is None:
-            return []
-        return [self.server.record(self.kind, port=self.port, datadir=self.home)]
+        return self.server_records(self.kind, port=self.port, datadir=self.home)
 
     def logs(self) -> list[tuple[Place, Path]]:
         return [(self.place, self.log)]

@@ -25,7 +25,7 @@ from juice.errors import ServiceError, UserError
 from juice.lab.place import Place
 from juice.services.base import Endpoint, Endpoints, Progress, ServerRecord, Service, Sites, quiet
 from juice.services.deviations import SET_IN_SPEC, SPEC, Deviation, dev
-from juice.services.process import Server, spawn
+from juice.services.process import Server, SiteServer
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 PORT = 5432
@@ -134,21 +134,19 @@ def primary_conninfo(host: str, port: int, app_name: str) -> str:
     return f"host={host} port={port} user=postgres application_name={app_name}"
 
 
-class PgServer:
+class PgServer(SiteServer):
     """One PostgreSQL server in one site. ``home`` = <workdir>/s<site>/postgres."""
+
+    DIR = "postgres"
 
     def __init__(self, lab: Sites, site: int, port: int = PORT) -> None:
         self.lab, self.site, self.port = lab, site, port
-        self.process: Server | None = None
+        self.server: Server | None = None
         self.role = "primary"
 
     @property
-    def place(self) -> Place:
-        return self.lab.place(self.site)
-
-    @property
-    def home(self) -> Path:
-        return self.place.root / f"s{self.site}" / "postgres"
+    def what(self) -> str:
+        return f"postgres ({self.role}) in site {self.site}"
 
     @property
     def data(self) -> Path:
@@ -187,9 +185,8 @@ class PgServer:
         place.write(self.data / "pg_hba.conf", render_hba(), mode=0o600, owner="postgres")
 
     def start(self) -> None:
-        self.process = spawn(self.place, [*AS_POSTGRES, str(BIN / "postgres"), "-D", str(self.data)],
-                             log=self.log, pidfile=self.data / "postmaster.pid",
-                             what=f"postgres ({self.role}) in site {self.site}")
+        self.spawn_server([*AS_POSTGRES, str(BIN / "postgres"), "-D", str(self.data)], log=self.log,
+                          pidfile=self.data / "postmaster.pid", what=self.what)
 
     def query(self, sql: str, dbname: str = "postgres") -> list[tuple[str, ...]]:
         """``sql`` as the superuser over the server's unix socket, with ``psql`` at the place:
@@ -207,14 +204,10 @@ class PgServer:
 
     def wait_ready(self, timeout: float) -> None:
         """Bounded wait until it answers (pid from ``postmaster.pid``); fails early on exit."""
-        if self.process is None:
-            raise ServiceError(f"postgres ({self.role}) in site {self.site}: not started")
-        self.process.wait_ready(self.ping, timeout)
+        self.wait_server(self.ping, timeout, not_started=f"{self.what}: not started")
 
     def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(grace_s=30, sig=signal.SIGINT)  # SIGINT = fast shutdown
-            self.process = None
+        self.stop_server(grace_s=30, sig=signal.SIGINT)  # SIGINT = fast shutdown
 
     def endpoint(self) -> Endpoint:
         return Endpoint("postgresql", self.lab.site_ip(self.site), self.port, USER, PASSWORD,
@@ -222,10 +215,10 @@ class PgServer:
 
     def record(self, kind: str) -> ServerRecord:
         extra = {"role": self.role, "socket_dir": str(self.home)}
-        if self.process is None:
+        if self.server is None:
             return ServerRecord(kind=kind, site=self.site, pid=0, pid_start=None, datadir=str(self.data),
                                 log=str(self.log), port=self.port, extra=extra)
-        return self.process.record(kind, port=self.port, datadir=self.data, extra=extra)
+        return self.server.record(kind, port=self.port, datadir=self.data, extra=extra)
 
 
 BOOTSTRAP_SQL = [
@@ -324,8 +317,8 @@ class Postgres(Service):
             rows = self.primary.query("SELECT application_name FROM pg_stat_replication "
                                       "WHERE state = 'streaming'")
             return want <= {str(r[0]) for r in rows}
-        assert self.primary.process is not None  # wait_ready above
-        self.primary.process.wait_ready(streaming, timeout, "postgres standbys streaming", interval=0.2)
+        assert self.primary.server is not None  # wait_ready above
+        self.primary.server.wait_ready(streaming, timeout, "postgres standbys streaming", interval=0.2)
         for sb in self.standbys.values():
             rows = sb.query("SELECT pg_is_in_recovery()")
             if rows != [("t",)]:
@@ -334,7 +327,7 @@ class Postgres(Service):
         self.progress(f"postgres read-local ready: {len(self.standbys)} standbys streaming, {mode}")
 
     def stop(self) -> None:
-        live = [s for s in self.servers() if s.process is not None]
+        live = [s for s in self.servers() if s.server is not None]
         # Standbys first so the primary does not wait on them while shutting down.
         for s in sorted(live, key=lambda x: x.role == "primary"):
             s.stop()

@@ -52,8 +52,17 @@ from juice.services.base import Progress, Service, Sites, quiet
 from juice.services.databases.schema import create_database
 from juice.services.deviations import Deviation, dev, spec_set
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
-from juice.services.openstack.os_api import Catalog, GunicornApi, check_venv, gunicorn_argv, os_env, wait_http
-from juice.services.process import Server, port_open, run_to_end, spawn
+from juice.services.openstack.os_api import (
+    Catalog,
+    GunicornApi,
+    authtoken,
+    check_venv,
+    gunicorn_argv,
+    ini_section,
+    os_env,
+    wait_http,
+)
+from juice.services.process import Server, port_open, run_to_end
 
 PORT = 9292
 DB_NAME = "glance"
@@ -105,17 +114,8 @@ def render_glance_conf(*, db_url: str, auth_url: str, password: str, home: Path,
         "[oslo_concurrency]",
         f"lock_path = {home / 'locks'}",
         "",
-        "[keystone_authtoken]",
-        f"www_authenticate_uri = {auth_url}",
-        f"auth_url = {auth_url}",
-        "auth_type = password",
-        "user_domain_name = Default",
-        "project_domain_name = Default",
-        "project_name = service",
-        f"username = {USER}",
-        f"password = {password}",
-        "service_token_roles_required = true",
-        *([f"memcached_servers = {authtoken_memcached}"] if authtoken_memcached else []),
+        *ini_section("keystone_authtoken",
+                     authtoken(auth_url, USER, password, memcached=authtoken_memcached)),
         "",
     ])
 
@@ -127,6 +127,7 @@ class Glance(GunicornApi, Service):
 
     NAME = "glance-api"
     PORT = PORT
+    DIR = "glance"
 
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = WORKERS, image_mb: int = 1, debug: bool = False,
@@ -147,14 +148,6 @@ class Glance(GunicornApi, Service):
         self._password = secrets.token_urlsafe(24)
         self.server: Server | None = None
         self.timings: dict[str, float] = {}
-
-    @property
-    def place(self) -> Place:
-        return self.lab.place(self.site)
-
-    @property
-    def home(self) -> Path:
-        return self.place.root / f"s{self.site}" / "glance"
 
     @property
     def log(self) -> Path:
@@ -207,17 +200,15 @@ class Glance(GunicornApi, Service):
         # under a WSGI server logs no request line of its own
         argv[-1:-1] = ["--access-logfile", "-", "--access-logformat",
                        'glance-api %(h)s "%(r)s" %(s)s %(B)s %(D)sus']
-        self.server = spawn(self.place, argv, log=self.log, what=f"glance-api in site {self.site}",
-                            env=os_env(self.home, {"OS_GLANCE_CONFIG_DIR": str(self.home)}),
-                            cwd=self.home)
+        self.spawn_server(argv, log=self.log, what=f"glance-api in site {self.site}",
+                          env=os_env(self.home, {"OS_GLANCE_CONFIG_DIR": str(self.home)}), cwd=self.home)
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
         """GET /healthcheck answers 200 (oslo.middleware's, no token), then the image is
         uploaded through the API and read back active."""
-        assert self.server is not None, "start() first"
         t0 = time.monotonic()
-        self.server.wait_ready(lambda: wait_http(self.lab, self.site, self.url() + "/healthcheck"),
-                               timeout, interval=0.25)
+        self.wait_server(lambda: wait_http(self.lab, self.site, self.url() + "/healthcheck"), timeout,
+                         interval=0.25, not_started=f"glance-api in site {self.site}: not started")
         self.timings["healthy_s"] = time.monotonic() - t0
         self.progress(f"glance-api answers in site {self.site} ({self.timings['healthy_s']:.1f} s)")
         self.register_image()

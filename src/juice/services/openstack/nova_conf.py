@@ -25,6 +25,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from juice.errors import UserError
 from juice.services.openstack import simwait
+from juice.services.openstack.os_api import authtoken, ini_section
 from juice.spec.base import PositiveInt, Strict, no_duplicates
 
 ROLES = ("api", "conductor", "scheduler", "compute", "manage")
@@ -347,10 +348,7 @@ class ConfContext:
 
 
 def _section(name: str, items: dict[str, Any]) -> list[str]:
-    out = ["", f"[{name}]"]
-    for k, v in items.items():
-        out.append(f"{k} = {str(v).lower() if isinstance(v, bool) else v}")
-    return out
+    return ["", *ini_section(name, items)]
 
 
 def _auth(ctx: ConfContext, **extra: Any) -> dict[str, Any]:
@@ -403,10 +401,8 @@ def render_nova_conf(role: str, ctx: ConfContext, opts: NovaOptions, *, host: st
         lines += _section("api", {"auth_strategy": "keystone"})
         lines += _section("wsgi", {"api_paste_config": ctx.api_paste})
     if role in ("api", "compute"):
-        lines += _section("keystone_authtoken", {
-            "www_authenticate_uri": ctx.auth_url, **_auth(ctx),
-            "service_token_roles_required": True,
-            **({"memcached_servers": ctx.authtoken_memcached} if ctx.authtoken_memcached else {})})
+        lines += _section("keystone_authtoken", authtoken(
+            ctx.auth_url, "nova", ctx.password, region=ctx.region, memcached=ctx.authtoken_memcached))
     if role == "conductor":
         lines += _section("conductor", {"workers": opts.conductor_workers})
     if role == "scheduler":

@@ -5,6 +5,8 @@ neutron).
     cat = Catalog(lab, ks)                 # admin token from Keystone's first site
     cat.service_user("placement", password)  # user in project "service", role admin (idempotent)
     cat.register("placement", "placement", url)  # service + public/internal/admin endpoints, every region
+    authtoken("http://10.210.1.2:5000/v3", "glance", password)   # its [keystone_authtoken] (a dict)
+    ini_section("keystone_authtoken", items)  # ["[keystone_authtoken]", "auth_type = password", ...]
     class Glance(GunicornApi, Service): ...     # stop, kill, pids, records of a gunicorn-served API
 
 Their tools run at a site's place (``process.run_to_end``, bounded, the output appended to a
@@ -15,9 +17,8 @@ supported (MariaDB, Galera): nova and placement are deployed on them in the stud
 
 from __future__ import annotations
 
-import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,7 +28,7 @@ from juice.lab.place import Place
 from juice.openstack.http import issue_token, request
 from juice.services.base import Progress, ServerRecord, Sites
 from juice.services.openstack.keystone import VENV, Keystone
-from juice.services.process import Server, children, stop_all
+from juice.services.process import SiteServer, children
 
 SERVICE_PROJECT = "service"
 # Catalog changes are look-then-create: two services registering at once (placement and
@@ -57,6 +58,28 @@ def os_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {"PATH": f"{VENV / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
            "HOME": str(home), "PYTHONUNBUFFERED": "1"}
     return {**env, **(extra or {})}
+
+
+def authtoken(auth_url: str, username: str, password: str, *, region: str | None = None,
+              memcached: str | None = None) -> dict[str, object]:
+    """A service's ``[keystone_authtoken]``: keystonemiddleware checks tokens against Keystone at
+    ``auth_url`` as the service user ``username`` (project ``service``, domain Default), and
+    wants role ``service`` in a service token (``service_token_roles_required``: what nova sends
+    beside a user's token has it, see ``Catalog.service_user``). ``region``: its
+    ``region_name`` (nova's); ``memcached``: its ``memcached_servers`` (unset: keystonemiddleware's
+    in-process token cache)."""
+    return {"www_authenticate_uri": auth_url, "auth_type": "password", "auth_url": auth_url,
+            "username": username, "password": password, "project_name": SERVICE_PROJECT,
+            "user_domain_name": "Default", "project_domain_name": "Default",
+            **({"region_name": region} if region else {}), "service_token_roles_required": True,
+            **({"memcached_servers": memcached} if memcached else {})}
+
+
+def ini_section(name: str, items: Mapping[str, object]) -> list[str]:
+    """The lines of config section ``[name]``: ``key = value``, booleans as oslo.config reads
+    them (``true``/``false``)."""
+    return [f"[{name}]", *(f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
+                           for k, v in items.items())]
 
 
 def gunicorn_argv(bind: str, workers: int, pidfile: Path, app: str, name: str, *,
@@ -164,26 +187,15 @@ def wait_http(lab: Sites, site: int, url: str, ok: Sequence[int] = (200,),
         return False
 
 
-class GunicornApi:
-    """The lifecycle of an OpenStack API served by gunicorn at one place: its master (``server``)
-    and the workers the master forks, stopped and killed together. A service mixes it in and
-    has ``place``, ``site``, ``server``, ``progress`` and ``home``; it names itself (``NAME`` in
-    messages, ``record_kind`` in its server record), its port (``PORT``) and its worker count
-    (``worker_count``)."""
+class GunicornApi(SiteServer):
+    """The lifecycle of an OpenStack API served by gunicorn at one site (``SiteServer``): its
+    master (``server``) and the workers the master forks, stopped and killed together. A service
+    mixes it in and has ``progress``; it names itself (``NAME`` in messages, ``record_kind`` in
+    its server record), its port (``PORT``) and its worker count (``worker_count``)."""
 
     NAME: ClassVar[str]
     PORT: ClassVar[int]
-    site: int
-    server: Server | None
     progress: Progress
-
-    @property
-    def place(self) -> Place:
-        raise NotImplementedError
-
-    @property
-    def home(self) -> Path:
-        raise NotImplementedError
 
     @property
     def record_kind(self) -> str:
@@ -197,9 +209,8 @@ class GunicornApi:
         if self.server is None:
             return
         workers = children(self.place, self.server.pid) if self.server.running() else []
-        stop_all([self.server], grace_s=20, sig=signal.SIGTERM)
+        self.stop_server(grace_s=20)
         self.place.terminate([(w, None) for w in workers], grace_s=5)
-        self.server = None
         self.progress(f"{self.NAME}: stopped")
 
     def kill(self, site: int) -> dict[str, Any]:
@@ -217,7 +228,5 @@ class GunicornApi:
         return [self.server.pid, *children(self.place, self.server.pid)]
 
     def records(self) -> list[ServerRecord]:
-        if self.server is None:
-            return []
-        return [self.server.record(self.record_kind, port=self.PORT, datadir=self.home,
-                                   extra={"workers": self.worker_count})]
+        return self.server_records(self.record_kind, port=self.PORT, datadir=self.home,
+                                   extra={"workers": self.worker_count})

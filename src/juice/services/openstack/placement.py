@@ -35,8 +35,17 @@ from juice.services.databases.schema import create_database
 from juice.services.deviations import Deviation, dev
 from juice.services.openstack.keystone import VENV, Keystone, venv_versions
 from juice.services.openstack.nova_settings import placement_deviations
-from juice.services.openstack.os_api import Catalog, GunicornApi, check_venv, gunicorn_argv, os_env, wait_http
-from juice.services.process import Server, port_open, run_to_end, spawn
+from juice.services.openstack.os_api import (
+    Catalog,
+    GunicornApi,
+    authtoken,
+    check_venv,
+    gunicorn_argv,
+    ini_section,
+    os_env,
+    wait_http,
+)
+from juice.services.process import Server, port_open, run_to_end
 
 PORT = 8778
 DB_NAME = "placement"
@@ -86,16 +95,7 @@ def render_placement_conf(*, db_url: str, auth_url: str, password: str, debug: b
         *([f"max_pool_size = {max_pool_size}"] if max_pool_size is not None else []),
         *([f"max_overflow = {max_overflow}"] if max_overflow is not None else []),
         "",
-        "[keystone_authtoken]",
-        f"www_authenticate_uri = {auth_url}",
-        f"auth_url = {auth_url}",
-        "auth_type = password",
-        "user_domain_name = Default",
-        "project_domain_name = Default",
-        "project_name = service",
-        f"username = {USER}",
-        f"password = {password}",
-        "service_token_roles_required = true",
+        *ini_section("keystone_authtoken", authtoken(auth_url, USER, password)),
         "",
     ])
 
@@ -107,6 +107,7 @@ class Placement(GunicornApi, Service):
 
     NAME = "placement"
     PORT = PORT
+    DIR = "placement"
 
     def __init__(self, lab: Sites, db: Service, ks: Keystone, progress: Progress = quiet, *,
                  site: int = 1, workers: int = 2, debug: bool = False,
@@ -131,14 +132,6 @@ class Placement(GunicornApi, Service):
         self.server: Server | None = None
         self.timings: dict[str, float] = {}
         self.front: str | None = None  # a load balancer's URL in front (the catalog's, clients')
-
-    @property
-    def place(self) -> Place:
-        return self.lab.place(self.site)
-
-    @property
-    def home(self) -> Path:
-        return self.place.root / f"s{self.site}" / "placement"
 
     @property
     def log(self) -> Path:
@@ -187,17 +180,14 @@ class Placement(GunicornApi, Service):
         pidfile = self.home / "gunicorn.pid"
         argv = gunicorn_argv(f"{self.lab.site_ip(self.site)}:{PORT}", self.workers, pidfile, APP,
                              "placement")
-        self.server = spawn(self.lab.place(self.site), argv, log=self.log,
-                            what=f"placement in site {self.site}",
-                            env=os_env(self.home, {"OS_PLACEMENT_CONFIG_DIR": str(self.home)}),
-                            cwd=self.home)
+        self.spawn_server(argv, log=self.log, what=f"placement in site {self.site}",
+                          env=os_env(self.home, {"OS_PLACEMENT_CONFIG_DIR": str(self.home)}), cwd=self.home)
 
     def wait_healthy(self, timeout: float = 120.0) -> None:
         """GET / answers 200 (the version document needs no token)."""
-        assert self.server is not None, "start() first"
         t0 = time.monotonic()
-        self.server.wait_ready(lambda: wait_http(self.lab, self.site, self.server_url() + "/"), timeout,
-                               interval=0.25)
+        self.wait_server(lambda: wait_http(self.lab, self.site, self.server_url() + "/"), timeout,
+                         interval=0.25, not_started=f"placement in site {self.site}: not started")
         self.timings["healthy_s"] = time.monotonic() - t0
         self.progress(f"placement answers in site {self.site} ({self.timings['healthy_s']:.1f} s)")
 
