@@ -18,15 +18,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, TypeAdapter, field_validator, model_validator
+from pydantic import Strict as StrictType
 
 from juice.errors import UserError
 from juice.services.openstack import simwait
 from juice.services.openstack.os_api import authtoken, ini_section
 from juice.spec.base import PositiveInt, Strict, no_duplicates
+from juice.util.validation import check_option
 
 ROLES = ("api", "conductor", "scheduler", "compute", "manage")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING")
@@ -45,6 +48,31 @@ QUOTAS = ("instances", "cores", "ram", "metadata_items", "injected_files",
 # spawn's wait for neutron's network-vif-plugged: vif_plugging_timeout, vif_plugging_is_fatal)
 DEFAULT_OPTIONS = ("rpc_response_timeout", "rpc_conn_pool_size", "executor_thread_pool_size",
                    "service_down_time", "vif_plugging_timeout", "vif_plugging_is_fatal")
+
+
+# The range of each bounded knob, defined once: the nova study's spec types its fields with
+# these (its JSON Schema shows them) and NovaOptions checks its values against the same
+# (``RANGES``), for a stack built without a spec (tests, benchmarks) as for the spec's.
+Schedulers = Annotated[PositiveInt, Le(16)]         # nova-scheduler processes
+Workers = Annotated[PositiveInt, Le(64)]            # nova-api's gunicorn, [conductor], [scheduler] workers
+Attempts = Annotated[PositiveInt, Le(1000)]         # [scheduler] max_attempts
+SubsetSize = Annotated[PositiveInt, Le(100)]        # [filter_scheduler] host_subset_size
+PoolSize = Annotated[PositiveInt, Le(500)]          # [database] max_pool_size
+Overflow = Annotated[int, StrictType(), Ge(-1), Le(1000)]  # [database] max_overflow (-1: no limit)
+RpcPool = Annotated[PositiveInt, Le(1000)]          # rpc_conn_pool_size, executor_thread_pool_size
+TimeoutS = Annotated[PositiveInt, Le(3600)]         # rpc_response_timeout, service_down_time (s)
+VifTimeoutS = Annotated[int, StrictType(), Ge(0), Le(3600)]  # vif_plugging_timeout (s; 0: no wait)
+RANGES: dict[str, Any] = {
+    "schedulers": Schedulers, "api_workers": Workers, "conductor_workers": Workers,
+    "scheduler_workers": Workers, "max_attempts": Attempts, "host_subset_size": SubsetSize,
+    "max_pool_size": PoolSize, "max_overflow": Overflow, "rpc_conn_pool_size": RpcPool,
+    "executor_thread_pool_size": RpcPool, "rpc_response_timeout": TimeoutS,
+    "service_down_time": TimeoutS, "vif_plugging_timeout": VifTimeoutS}
+
+
+@cache
+def _range_checks() -> dict[str, TypeAdapter[Any]]:
+    return {name: TypeAdapter(kind) for name, kind in RANGES.items()}
 
 
 def _default_levels() -> dict[str, str]:
@@ -88,24 +116,11 @@ class NovaOptions:
                                           # Juice's log-based tracer on the same boots)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.schedulers <= 64:
-            raise UserError(f"schedulers: expected 1..64 nova-scheduler processes, got {self.schedulers}")
+        for name, check in _range_checks().items():  # the spec's ranges (RANGES)
+            if getattr(self, name) is not None:
+                check_option(name, getattr(self, name), check)
         if self.scheduler_sites is not None and not self.scheduler_sites:
             raise UserError("scheduler_sites: give at least one site (or leave it unset)")
-        for name in ("api_workers", "conductor_workers", "scheduler_workers", "max_attempts",
-                     "host_subset_size", "max_pool_size", "rpc_conn_pool_size",
-                     "executor_thread_pool_size"):
-            v = getattr(self, name)
-            if v is not None and not 1 <= v <= 1000:
-                raise UserError(f"{name}: expected 1..1000, got {v}")
-        if self.max_overflow is not None and not -1 <= self.max_overflow <= 1000:
-            raise UserError(f"max_overflow: expected -1..1000, got {self.max_overflow}")
-        for name in ("rpc_response_timeout", "service_down_time"):
-            v = getattr(self, name)
-            if v is not None and not 1 <= v <= 3600:
-                raise UserError(f"{name}: expected 1..3600 s, got {v}")
-        if self.vif_plugging_timeout is not None and not 0 <= self.vif_plugging_timeout <= 3600:
-            raise UserError(f"vif_plugging_timeout: expected 0..3600 s, got {self.vif_plugging_timeout}")
         if self.db_writers not in ("single", "local"):
             raise UserError(f"db_writers: expected single or local, got {self.db_writers!r}")
         if self.profiler not in PROFILERS:

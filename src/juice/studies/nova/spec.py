@@ -87,7 +87,18 @@ from pydantic import Field, field_validator, model_validator
 from juice.errors import UserError
 from juice.faults.spec import Fault, check_sites
 from juice.profile.spec import Profile
-from juice.services.openstack.nova_conf import Computes
+from juice.services.openstack.nova_conf import (
+    Computes,
+    NovaOptions,
+    Overflow,
+    PoolSize,
+    RpcPool,
+    Schedulers,
+    SubsetSize,
+    TimeoutS,
+    VifTimeoutS,
+    Workers,
+)
 from juice.sla.criteria import NovaSla
 from juice.spec import warmup as spec_warmup
 from juice.spec.base import (
@@ -153,22 +164,22 @@ class ServerOptions(Strict):
     """Server options under their upstream names, one value each (unset: the shipped default;
     docs/server-settings.md). Every nova process and role gets the same value."""
 
-    max_overflow: Annotated[int, Ge(-1), Le(1000)] | None = Field(
+    max_overflow: Overflow | None = Field(
         default=None, description="[database] and [api_database] max_overflow (oslo.db: 50)")
-    rpc_response_timeout: Annotated[PositiveInt, Le(3600)] | None = Field(
+    rpc_response_timeout: TimeoutS | None = Field(
         default=None, description="[DEFAULT] rpc_response_timeout, s (oslo.messaging: 60)")
-    rpc_conn_pool_size: Annotated[PositiveInt, Le(1000)] | None = Field(
+    rpc_conn_pool_size: RpcPool | None = Field(
         default=None, description="[DEFAULT] rpc_conn_pool_size (oslo.messaging: 30)")
-    executor_thread_pool_size: Annotated[PositiveInt, Le(1000)] | None = Field(
+    executor_thread_pool_size: RpcPool | None = Field(
         default=None, description="[DEFAULT] executor_thread_pool_size (oslo.messaging: 64)")
-    service_down_time: Annotated[PositiveInt, Le(3600)] | None = Field(
+    service_down_time: TimeoutS | None = Field(
         default=None, description="[DEFAULT] service_down_time, s: a service whose last heartbeat is "
         "older is down, and the scheduler skips its node (nova: 60)")
-    api_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+    api_workers: Workers | None = Field(
         default=None, description="nova-api gunicorn workers (Juice: 1)")
-    conductor_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+    conductor_workers: Workers | None = Field(
         default=None, description="[conductor] workers (nova: one per CPU; Juice: 1)")
-    scheduler_workers: Annotated[PositiveInt, Le(64)] | None = Field(
+    scheduler_workers: Workers | None = Field(
         default=None, description="[scheduler] workers per nova-scheduler (nova: one per CPU; Juice: 1)")
     placement_workers: Annotated[PositiveInt, Le(64)] | None = Field(
         default=None, description="placement's gunicorn workers (gunicorn: 1; Juice: 2)")
@@ -178,7 +189,7 @@ class ServerOptions(Strict):
     haproxy_timeout_server: Annotated[PositiveInt, Le(86_400)] | None = Field(
         default=None, description="haproxy's timeout server, s: how long it waits for a backend's "
         "answer before a 504 (Debian's haproxy.cfg: 50); needs haproxy on")
-    vif_plugging_timeout: Annotated[int, Ge(0), Le(3600)] | None = Field(
+    vif_plugging_timeout: VifTimeoutS | None = Field(
         default=None, description="nova [DEFAULT] vif_plugging_timeout, s: how long a spawn waits for "
         "neutron's network-vif-plugged (nova: 300; 0: no wait)")
     vif_plugging_is_fatal: bool | None = Field(
@@ -208,9 +219,9 @@ class Configuration(ServerOptions):
 
     galera_writers: Literal["single", "multi"] | None = Field(
         default=None, description="Galera: single | multi (seed 004's fix: multi -> single)")
-    host_subset_size: Annotated[PositiveInt, Le(100)] | None = Field(
+    host_subset_size: SubsetSize | None = Field(
         default=None, description="[filter_scheduler] host_subset_size (seed 004's fix: > schedulers)")
-    max_pool_size: Annotated[PositiveInt, Le(500)] | None = Field(
+    max_pool_size: PoolSize | None = Field(
         default=None, description="[database] max_pool_size (seed 002's fix: 5 -> 100)")
 
     def server(self) -> dict[str, int]:
@@ -289,10 +300,10 @@ class NovaSpec(TargetStudySpec[NovaSla]):
     galera_writers: list[Literal["single", "multi"]] = _axis(
         str, ["single"], "Galera only: single (every role writes through site 1's node) | multi (the "
         "schedulers spread over the sites, each role writing through its own site's node)")
-    schedulers: list[Annotated[PositiveInt, Le(16)]] = _axis(int, [1], "nova-scheduler processes")
-    host_subset_size: list[Annotated[PositiveInt, Le(100)]] = _axis(int, [1], "host_subset_size")
+    schedulers: list[Schedulers] = _axis(int, [NovaOptions.schedulers], "nova-scheduler processes")
+    host_subset_size: list[SubsetSize] = _axis(int, [NovaOptions.host_subset_size], "host_subset_size")
     concurrency_backend: list[Literal["threading", "eventlet"]] = _axis(str, ["threading"], "backend")
-    max_pool_size: list[Annotated[PositiveInt, Le(500)]] = _axis(int, [10], "[database] max_pool_size")
+    max_pool_size: list[PoolSize] = _axis(int, [10], "[database] max_pool_size")
     preload: list[Annotated[int, Ge(0), Le(75_000)]] = _axis(int, [0], "VMs running before the window")
     preload_method: Literal["api", "rows"] = Field(default="api", description=(
         "api: preloaded VMs are booted through nova's API (~3 VMs/s here); rows: one is booted, the "
