@@ -1,6 +1,7 @@
 """``network_service: ovs``: the real neutron 29 with ML2/OVS (neutron-api under gunicorn and
 neutron-rpc-server) in a nova stack of 2 sites, each nova-compute process playing its hosts'
-neutron-openvswitch-agent (``juice_nova.ovs``: state reports and device RPCs over RabbitMQ).
+neutron-openvswitch-agent (``juice_nova.ovs``: state reports and device RPCs over RabbitMQ);
+images from the stand-in fake-glance (not the subject).
 Boots get a port bound by ML2's openvswitch driver to the node's host (vif_type ovs), set
 ACTIVE once the simulated agent reports the device up, and the spawn waited for neutron's
 network-vif-plugged; deleting the servers leaves no port; after ``stop`` nothing runs in the
@@ -64,7 +65,9 @@ def test_ml2_ovs_boots_bind_ports_to_the_simulated_agents_hosts(tmp_path: Path) 
     comp = ComputeOptions(Computes(processes=1, sites=[2], nodes_per_process=NODES, vcpus=2,
                                    memory_mb=2048, disk_gb=20))
     with LocalLab.up(ls, ephemeral=True) as lab:
-        dep = NovaDeployment(lab, stack=NovaStack(computes=comp, network_service="ovs"))
+        # the subject is the network: the image service's stand-in (the real glance is tested elsewhere)
+        dep = NovaDeployment(lab, stack=NovaStack(computes=comp, network_service="ovs",
+                                                  image_service="fake-glance"))
         pids: list[int] = []
         try:
             dep.up()
