@@ -61,18 +61,22 @@ QUICK: dict[str, list[str]] = {
              "network_service=fake-neutron"],
 }
 JUICE = [sys.executable, "-m", "juice.cli"]
-# one host's state: what is compared before/after (the check's own processes left out)
+# one host's state: what is compared before/after (the check's own processes left out: its
+# session, and sshd's processes for its connection)
 STATE = r"""
 echo '== procs'
-for p in /proc/[0-9]*; do c=$(cat $p/comm 2>/dev/null) || continue; echo "${p#/proc/}:$c"; done
+me=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f4)  # this check's session: left out
+for p in /proc/[0-9]*; do
+  st=$(sed 's/.*) //' $p/stat 2>/dev/null) && c=$(cat $p/comm 2>/dev/null) || continue
+  [ "$(echo "$st" | cut -d' ' -f4)" = "$me" ] || echo "${p#/proc/}:$c"
+done
 echo '== rules'; { iptables-save 2>/dev/null; nft list ruleset 2>/dev/null; } | grep -i juice
 echo '== qdiscs'; tc qdisc show 2>/dev/null
 echo '== dirs'; ls -d /var/tmp/juice* /tmp/juice* 2>/dev/null; ls -A /var/tmp/juice-host 2>/dev/null
 echo '== netns'; ip netns list 2>/dev/null
 true
 """
-SELF = {"sshd", "bash", "sh", "cat", "ls", "tc", "iptables-save", "iptables", "nft", "grep", "ip",
-        "sleep", "xtables-nft-mul", "xtables-legacy-"}
+SELF = {"sshd"}  # the check's own connection (its shell's session is left out on the host)
 
 
 def load_hosts(path: Path) -> tuple[list[dict[str, Any]], list[float] | None]:
