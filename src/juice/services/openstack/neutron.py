@@ -54,6 +54,7 @@ from juice.services.openstack.os_api import (
     Catalog,
     GunicornApi,
     argv_shim,
+    authtoken,
     check_venv,
     gunicorn_argv,
     os_env,
@@ -92,10 +93,8 @@ def render_neutron_conf(*, db_url: str, transport_url: str, auth_url: str, regio
         "state_path": state, "use_stderr": "true", "debug": str(debug).lower(),
         **({"rpc_workers": rpc_workers} if rpc_workers is not None else {})}.items()]
     lines += _section("database", {"connection": db_url})
-    lines += _section("keystone_authtoken", {"www_authenticate_uri": auth_url, **auth,
-                                             "service_token_roles_required": True,
-                                             **({"memcached_servers": authtoken_memcached}
-                                                if authtoken_memcached else {})})
+    lines += _section("keystone_authtoken",
+                      authtoken(auth_url, USER, password, memcached=authtoken_memcached))
     lines += _section("nova", {**auth, "region_name": region})
     lines += _section("oslo_concurrency", {"lock_path": f"{state}/locks"})
     return "\n".join(lines) + "\n"
