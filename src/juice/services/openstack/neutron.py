@@ -73,6 +73,14 @@ CIDR = "10.64.0.0/12"
 DB_POOL = 5 + 50  # oslo.db's max_pool_size + max_overflow, per API worker (neutron keeps them)
 
 
+# gunicorn refuses a request line over 4,094 bytes (its default), and nova lists the ports of many
+# servers in one GET (device_id=...&device_id=...: 5,704 bytes for a cleanup of 120 servers, an
+# HTTP 500 from nova-api); devstack's uWSGI takes 64 KiB (buffer-size 65535). 0: no limit.
+LIMIT_REQUEST_LINE = ("--limit-request-line", "0", "4094",
+                      "nova lists many servers' ports in one GET: over 4,094 bytes gunicorn refused it "
+                      "(devstack's uWSGI takes 64 KiB)")
+
+
 def _section(name: str, items: dict[str, Any]) -> list[str]:
     return ["", f"[{name}]", *(f"{k} = {str(v).lower() if isinstance(v, bool) else v}"
                                for k, v in items.items())]
@@ -213,6 +221,7 @@ class Neutron(GunicornApi, Service):
     def start(self) -> None:
         argv = gunicorn_argv(f"{self.lab.site_ip(self.site)}:{PORT}", self.api_workers,
                              self.home / "gunicorn.pid", APP, "neutron-api", pythonpath=self.home)
+        argv[1:1] = [LIMIT_REQUEST_LINE[0], LIMIT_REQUEST_LINE[1]]
         self.server = spawn(self.place, argv, log=self.log, what=f"neutron-api in site {self.site}",
                             env=self._env(), cwd=self.home)
 
@@ -278,6 +287,8 @@ class Neutron(GunicornApi, Service):
                 "ML2/OVN has no L2 agent on RabbitMQ: ports are bound and set up through OVN's databases"),
             dev("neutron", "WSGI server", "gunicorn (sync workers)", "uWSGI (devstack)",
                 "the WSGI server Juice runs placement and nova-api under"),
+            dev("neutron-api gunicorn", LIMIT_REQUEST_LINE[0], LIMIT_REQUEST_LINE[1], LIMIT_REQUEST_LINE[2],
+                LIMIT_REQUEST_LINE[3]),
         ]
 
     def spec_deviations(self) -> list[Deviation]:
