@@ -9,7 +9,9 @@
 # (the quickstart's set-up stays as fast as it was); scripts/test-deps.sh and `juice trace
 # --jaeger` do. Idempotent: exits at once when the binary is there. A cold build downloads the
 # module's dependencies from the Go module proxy (checked against go.sum) and compiles for many
-# minutes: it runs under `nice -n 19` with GOMAXPROCS=1 so it shares the machine politely.
+# minutes: it runs under `nice -n 19` with GOMAXPROCS=1 so it shares the machine politely, or on
+# JAEGER_JOBS cores (scripts/test-deps.sh: all of them, as nothing else runs yet: a cold build
+# on 1 core of a loaded 2-core machine took over 25 min).
 # Go caches live under /var/cache/juice/go (override with JUICE_GO_CACHE), as for native/build.sh.
 # Exit codes: 0 built or present, 3 no Go toolchain, 1 the build failed.
 set -euo pipefail
@@ -34,13 +36,15 @@ export GOCACHE="$CACHE/cache"
 export GOMODCACHE="$CACHE/mod"
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
-export GOMAXPROCS=1
+JOBS=${JAEGER_JOBS:-1}
+case $JOBS in ''|*[!0-9]*|0) echo "jaeger.sh: JAEGER_JOBS must be a positive number, got '$JOBS'" >&2; exit 2 ;; esac
+export GOMAXPROCS=$JOBS
 
 mkdir -p "$OUTDIR" "$GOCACHE" "$GOMODCACHE"
 echo "jaeger.sh: building $BIN with $("$GO" env GOVERSION) (a first build takes many minutes)..." >&2
 tmp="$OUTDIR/.$BIN.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
-(cd "$SRC" && nice -n 19 "$GO" build -p 1 -trimpath -ldflags='-s -w' -o "$tmp" \
+(cd "$SRC" && nice -n 19 "$GO" build -p "$JOBS" -trimpath -ldflags='-s -w' -o "$tmp" \
     github.com/jaegertracing/jaeger/cmd/jaeger) || {
     echo "jaeger.sh: go build of $BIN failed" >&2
     exit 1

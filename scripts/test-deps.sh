@@ -10,7 +10,8 @@
 set -euo pipefail
 [ "${JUICE_NO_TEST_DEPS:-0}" = 1 ] && exit 0
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$here/scripts/jaeger.sh" "${JUICE_CACHE:-/var/cache/juice}/bin" || \
+# all cores: nothing else runs yet (scripts/test.sh calls this before lint and pytest)
+JAEGER_JOBS=${JAEGER_JOBS:-$(nproc)} "$here/scripts/jaeger.sh" "${JUICE_CACHE:-/var/cache/juice}/bin" || \
   echo "test-deps: Jaeger could not be built (see above): tests/trace/test_jaeger.py will say why" >&2
 if command -v chromium >/dev/null 2>&1; then exit 0; fi
 if [ "$(id -u)" != 0 ]; then
