@@ -2,8 +2,9 @@
 ovsdb-servers, ovn-northd), the lab's MariaDB, RabbitMQ and Keystone: the tenant network made at
 deployment, a port created through the API with a real token from the other site, bound by
 ML2/OVN to a simulated chassis host (juice_nova.ovn registers it in the SB as ovn-controller
-does), then claimed: northd sets the logical switch port up and neutron the port ACTIVE. After
-``stop`` nothing runs in the sites. Rendering and options are checked without a lab."""
+does), then claimed: northd sets the logical switch port up and neutron the port ACTIVE. On the
+suite's shared nova stack (``tests/stacks.py``: its teardown checks that every process stops by
+pid and nothing is left in the sites). Rendering and options are checked without a lab."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import pytest
 from juice.errors import ServiceError
 from juice.services.openstack.neutron import NETWORK, Neutron, render_ml2_conf, render_neutron_conf
 from tests.services.conftest import FakeSites, needs_lab
+from tests.stacks import NovaCloud
 
 PLUGIN_SRC = Path(__file__).resolve().parents[2] / "plugins" / "juice-nova" / "src"
-HOST = "juice-c1"
 
 
 def test_conf_has_ml2_ovn_geneve_and_the_nova_notifier() -> None:
@@ -37,12 +38,12 @@ def test_conf_has_ml2_ovn_geneve_and_the_nova_notifier() -> None:
         Neutron(FakeSites(), object(), object(), object(), object(), api_workers=0)  # type: ignore[arg-type]
 
 
-def _chassis(lab: Any, site: int, sb: str, *args: str) -> str:
+def _chassis(lab: Any, site: int, sb: str, host: str, *args: str) -> str:
     """The simulated ovn-controller's CLI run in ``site`` with the OpenStack venv's python."""
     from juice.services.openstack.os_api import venv_bin
 
     r = lab.place(site).run([str(venv_bin("python3")), "-m", "juice_nova.ovn", "--sb", sb,
-                             "--ip", lab.site_ip(site), "--host", HOST, *args], timeout=90,
+                             "--ip", lab.site_ip(site), "--host", host, *args], timeout=90,
                             env={"PYTHONPATH": str(PLUGIN_SRC), "PATH": os.environ["PATH"]})
     assert r.ok, (r.out + r.err)[-2000:]
     return str(r.out)
@@ -61,44 +62,23 @@ def _wait(check: Any, timeout: float, what: str) -> Any:
 @needs_lab[0]
 @needs_lab[1]
 @needs_lab[2]
-def test_real_neutron_binds_and_activates_a_port_on_a_simulated_chassis(lab_name: str,
-                                                                         tmp_path: Path) -> None:
-    from juice.lab import LocalLab, netns, spec
-    from juice.services import kinds
-    from juice.services.buses.rabbitmq import RabbitMQ
-    from juice.services.openstack.keystone import Keystone, KeystoneOptions
-    from juice.services.openstack.ovn import OVN
-    from juice.util import proc
-
-    ls = spec.parse({"name": lab_name, "sites": 2, "delay_ms": 0})
-    with LocalLab.up(ls, ephemeral=True) as lab:
-        with kinds.deploy(lab, "mariadb") as db:
-            mq = RabbitMQ(lab, nodes=[1])
-            ks = Keystone(lab, db, options=KeystoneOptions(password_hash_rounds=4, prewarm=False))
-            ovn = OVN(lab, site=1)
-            net = Neutron(lab, db, mq, ks, ovn, site=1, api_workers=1)
-            pids: list[int] = []
-            try:
-                mq.up()
-                ks.up()
-                ovn.up()
-                net.up()
-                pids = net.pids() + ovn.pids()
-                assert len(pids) == 5  # gunicorn master + 1 worker; NB, SB, northd
-                _serve(lab, ks, ovn, net)
-            finally:
-                for svc in (net, ovn):  # kept by pytest: what the servers said
-                    svc.collect_logs(tmp_path / "logs")
-                net.stop()
-                ovn.stop()
-                ks.stop()
-                mq.stop()
-            assert pids and not [p for p in pids if proc.alive(p)]
-        # everything stopped by pid: nothing runs in the sites any more
-        assert not [p for k in lab.sites for p in netns.pids(lab.site_ns(k))]
+def test_real_neutron_binds_and_activates_a_port_on_a_simulated_chassis(nova_cloud: NovaCloud) -> None:
+    """On the suite's shared stack (its neutron, ovn-central, Keystone; tests/stacks.py), with a
+    chassis of this test's own (removed after: the stack is left as found). That the stack's
+    processes all stop by pid and nothing is left in the sites is the fixture's own check."""
+    dep = nova_cloud.dep
+    net, ovn = dep.neutron, dep.ovn
+    assert net is not None and ovn is not None, "the shared stack runs the real neutron with ML2/OVN"
+    assert len(net.pids()) == 1 + net.api_workers and len(ovn.pids()) == 3  # gunicorn; NB, SB, northd
+    host = f"juice-test-{uuid.uuid4().hex[:8]}"
+    try:
+        _serve(dep.lab, dep.ks, ovn, net, host)
+    finally:
+        for name in ovn.sbctl("--bare", "--columns=name", "find", "Chassis", f"hostname={host}").split():
+            ovn.sbctl("chassis-del", name)
 
 
-def _serve(lab: Any, ks: Any, ovn: Any, net: Neutron) -> None:
+def _serve(lab: Any, ks: Any, ovn: Any, net: Neutron, host: str) -> None:
     from juice.openstack.http import issue_token
 
     token = issue_token(lab, 2, ks.admin_credentials())
@@ -109,13 +89,13 @@ def _serve(lab: Any, ks: Any, ovn: Any, net: Neutron) -> None:
         f"neutron-{net.network_id}"]  # ML2/OVN wrote the network into the NB
 
     # the simulated chassis: registered in the SB, seen by neutron as an alive OVN controller agent
-    _chassis(lab, 2, ovn.sb_url())
-    agents = _wait(lambda: [a for a in net.agents() if a["host"] == HOST], 30, "the chassis as an agent")
+    _chassis(lab, 2, ovn.sb_url(), host)
+    agents = _wait(lambda: [a for a in net.agents() if a["host"] == host], 30, "the chassis as an agent")
     assert agents[0]["alive"] and agents[0]["agent_type"] == "OVN Controller agent"
 
     device = str(uuid.uuid4())
     port = net.api("POST", "/v2.0/ports", {"port": {
-        "network_id": net.network_id, "binding:host_id": HOST, "device_owner": "compute:nova",
+        "network_id": net.network_id, "binding:host_id": host, "device_owner": "compute:nova",
         "device_id": device}}, ok=(201,), token=token, site=2)["port"]
     assert port["binding:vif_type"] == "ovs" and port["status"] == "DOWN"  # bound by ML2/OVN, not up
     assert port["fixed_ips"][0]["ip_address"].startswith("10.")
@@ -124,7 +104,7 @@ def _serve(lab: Any, ks: Any, ovn: Any, net: Neutron) -> None:
                                                      "binding:host_id": "no-such-host"}}, ok=(201,))["port"]
     assert other["binding:vif_type"] == "binding_failed"
 
-    out = _chassis(lab, 2, ovn.sb_url(), "--claim", port["id"])
+    out = _chassis(lab, 2, ovn.sb_url(), host, "--claim", port["id"])
     assert "claimed 1 of 1" in out
     _wait(lambda: net.api("GET", f"/v2.0/ports/{port['id']}")["port"]["status"] == "ACTIVE", 60,
           "the claimed port ACTIVE")
