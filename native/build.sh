@@ -7,13 +7,13 @@
 # (*.go except tests, go.mod, go.sum) or the Go version changed (the Go is the one
 # scripts/lock/go-toolchain.txt pins, see scripts/go-toolchain.sh); the hash is
 # kept in OUTDIR/.juice-wan-delay.stamp. Go caches live under
-# /var/cache/juice/go (override with JUICE_GO_CACHE) so CI can cache them.
+# $JUICE_CACHE/go (default /var/cache/juice/go; JUICE_GO_CACHE overrides), as scripts/go-toolchain.sh, so CI can cache them.
 set -euo pipefail
 
 OUTDIR=${1:-/var/cache/juice/bin}
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/wan-delay" && pwd)
 BIN=juice-wan-delay
-CACHE=${JUICE_GO_CACHE:-/var/cache/juice/go}
+CACHE=${JUICE_GO_CACHE:-${JUICE_CACHE:-/var/cache/juice}/go}
 
 # The pinned Go (scripts/lock/go-toolchain.txt), fetched into the cache on first use.
 GO=$("$SRC/../../scripts/go-toolchain.sh") || {

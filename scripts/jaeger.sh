@@ -12,7 +12,8 @@
 # minutes: it runs under `nice -n 19` with GOMAXPROCS=1 so it shares the machine politely, or on
 # JAEGER_JOBS cores (scripts/test-deps.sh: all of them, as nothing else runs yet: a cold build
 # on 1 core of a loaded 2-core machine took over 25 min).
-# Go caches live under /var/cache/juice/go (override with JUICE_GO_CACHE), as for native/build.sh.
+# Go caches live under $JUICE_CACHE/go (default /var/cache/juice/go; JUICE_GO_CACHE overrides), as for
+# native/build.sh and scripts/go-toolchain.sh.
 # Exit codes: 0 built or present, 3 no Go toolchain, 1 the build failed.
 set -euo pipefail
 
@@ -20,7 +21,7 @@ VERSION=1.76.0
 OUTDIR=${1:-/var/cache/juice/bin}
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../native/jaeger" && pwd)
 BIN=juice-jaeger-$VERSION
-CACHE=${JUICE_GO_CACHE:-/var/cache/juice/go}
+CACHE=${JUICE_GO_CACHE:-${JUICE_CACHE:-/var/cache/juice}/go}
 
 if [ -x "$OUTDIR/$BIN" ]; then
     exit 0
