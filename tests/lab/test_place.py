@@ -295,7 +295,12 @@ def test_the_resource_profile_samples_what_runs_at_each_place(lab: object, tmp_p
     hosts = lab.sampled_hosts()  # type: ignore[attr-defined]
     if hosts is not None:  # on hosts: a clock offset per host, measured (this machine's clock: 0)
         assert summary["source"] == "hosts" and set(summary["clock_offsets"]) == {"1", "2"}
+        # the true offset is 0 (OFFSETS: no libfaketime) up to Juice's own clock, which maps the
+        # monotonic clock to this machine's time.time() from one anchor (juice.load.api.Clock;
+        # 249 us off under a load of 12 once, before its anchor took the tightest of 7 reads):
+        # within RTT/2 plus that anchor's error (the hosts' real offsets, of seconds and both
+        # signs, are checked to microseconds in tests/hosts/test_clocks.py)
         for off in summary["clock_offsets"].values():
-            assert abs(off["offset_s"]) <= off["rtt_s"] / 2 + 2e-6 and 0 < off["rtt_s"] < 1.0, off
+            assert abs(off["offset_s"]) <= off["rtt_s"] / 2 + 1e-3 and 0 < off["rtt_s"] < 1.0, off
         assert "juice-agent" in set(df["component"])
         assert all(h["sampler_cpu_s"] > 0 and h["end"] == "stdin closed" for h in summary["hosts"])

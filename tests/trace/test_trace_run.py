@@ -35,9 +35,9 @@ def test_a_run_with_no_valid_host_traces_to_the_apis_states(capacity_runs: Capac
     # (the first boot on each of the 2 nodes) or found its copy, between the claim and the spawn
     act = boots[boots["state"] == "active"]
     assert act["image_s"].notna().all() and (act["image_s"] >= 0).all(), act.to_string()
-    # the vif_plugged phase (the real neutron, the default): every ACTIVE boot's spawn waited for
-    # neutron's network-vif-plugged of its port
-    assert act["vif_plugged_s"].notna().all() and (act["vif_plugged_s"] > 0).all(), act.to_string()
+    # no vif_plugged phase: the capacity run's network service is the stand-in fake-neutron (no
+    # port, no event to wait for); the phase is checked on the CLI run's trace (real neutron)
+    assert act["vif_plugged_s"].isna().all(), act.to_string()
     # the database's event counters over the run (issue 28): read from the server itself
     (run,) = [d for d in capacity_runs.results.iterdir() if d.is_dir() and not d.name.startswith(".")]
     db = json.loads((run / "manifest.json").read_text())["server_events"]["database"]

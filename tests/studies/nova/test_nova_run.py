@@ -168,6 +168,12 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
     code, out, err = juice("trace", str(run), "--out", str(tmp_path / "trace"))
     assert code == 0, err
     assert "OSProfiler − Juice per phase" in out
+    # the vif_plugged phase (the real neutron, the default): every ACTIVE boot's spawn waited for
+    # neutron's network-vif-plugged of its port
+    traced = pd.read_parquet(tmp_path / "trace" / "trace_boots.parquet")
+    act = traced[traced["state"] == "active"]
+    assert len(act) and act["vif_plugged_s"].notna().all() and (act["vif_plugged_s"] > 0).all(), \
+        act.to_string()
     table = pd.read_parquet(tmp_path / "trace" / "trace_osprofiler.parquet")
     phases = [p for row in table["phase"] for p in row.split("+")]
     assert {"api", "scheduler", "conductor"} <= set(phases) and set(phases) <= set(flow.PHASES)
