@@ -359,7 +359,11 @@ FAILED_FOR_S = 1800.0  # a failed build is not retried by every test for this lo
 
 def prepared_layer(progress: Any = lambda _: None) -> Path:
     """The layer with what ``juice hosts prepare`` installs; made once per ``prepared_key``
-    (or waited for: the suite starts its build in the background, ``start_build``)."""
+    (or waited for: the suite starts its build in the background, ``start_build``). The image
+    and the hosts' layer are made first when missing (the key reads the image's date: on a fresh
+    machine the background build failed at once without them, and the tests built the layer
+    themselves, holding their workers)."""
+    base_layers()
     key = prepared_key()
     out = LAYERS / f"prepared-{key}"
     failed = LAYERS / f".prepared-{key}.failed"
