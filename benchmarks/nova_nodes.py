@@ -38,6 +38,7 @@ from juice.lab import LocalLab, spec
 from juice.services.openstack.nova_compute import NovaComputes
 from juice.services.openstack.nova_conf import ComputeOptions, Computes
 from juice.services.openstack.nova_deploy import NovaDeployment, NovaStack
+from juice.services.process import rss
 
 MB = 1024 * 1024
 
@@ -85,24 +86,14 @@ def lab_cpu(lab: LocalLab) -> dict[str, float]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
-    return 0.0
-
-
 def lab_rss(lab: LocalLab) -> dict[str, float]:
     """RSS (MB) of every process in the lab's sites, summed by kind."""
     from juice.lab import netns
 
     out: dict[str, float] = {}
     for k in lab.sites:
-        for pid in netns.pids(lab.site_ns(k)):
-            out[label(pid)] = round(out.get(label(pid), 0.0) + rss_mb(pid), 1)
+        for pid, b in rss(lab.place(k), netns.pids(lab.site_ns(k))).items():
+            out[label(pid)] = round(out.get(label(pid), 0.0) + b / MB, 1)
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
