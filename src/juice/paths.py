@@ -34,7 +34,7 @@ def private_tmp(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"juice-{kind}-{os.getpid()}-"))
 
 
-PRIVATE_TMP_KINDS = ("target",)
+PRIVATE_TMP_KINDS = ("target", "remote")  # every kind private_tmp is called with
 
 
 def sweep_private_tmp() -> list[Path]:

@@ -5,6 +5,7 @@ rate cap's schedule, and the published clouds.yaml. The real runs are in test_ta
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -142,12 +143,17 @@ def test_private_tmp_of_a_dead_process_is_swept_and_a_live_ones_kept(monkeypatch
 
     monkeypatch.setattr(tempfile, "tempdir", None)
     live = paths.private_tmp("target")
-    dead = tmp_path / "juice-target-999999999-abcd1234"  # no such pid
-    dead.mkdir()
+    # every kind the code makes (a remote lab's: juice.lab.remote), swept alike once its pid is gone
+    dead = [tmp_path / f"juice-{kind}-999999999-abcd1234" for kind in ("target", "remote")]  # no such pid
+    for d in dead:
+        d.mkdir()
     other = tmp_path / "juice-rally-12345678"  # not a private_tmp dir: never touched
     other.mkdir()
-    assert paths.sweep_private_tmp() == [dead]
-    assert live.is_dir() and other.is_dir() and not dead.exists()
+    assert sorted(paths.sweep_private_tmp()) == sorted(dead)
+    assert live.is_dir() and other.is_dir() and not any(d.exists() for d in dead)
+    made = {m for f in Path(paths.__file__).parent.rglob("*.py")
+            for m in re.findall(r'private_tmp\("(\w+)"\)', f.read_text())}
+    assert made <= set(paths.PRIVATE_TMP_KINDS), made  # no kind that the sweep would not know
 
 
 @pytest.mark.parametrize("bad,match", [
