@@ -225,6 +225,13 @@ _mark = [0.0]
 
 
 def _cpu_s() -> float:
+    """This worker's CPU and what it reaped; with ``-p tests.cpuacct``, its cgroup's (every process
+    it started, daemons and test hosts included)."""
+    from tests import cpuacct
+
+    group = cpuacct.usage()
+    if group is not None:
+        return group
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
