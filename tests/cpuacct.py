@@ -1,4 +1,6 @@
-"""CPU time of every process a test starts, daemons included (opt-in: ``PYTHONPATH=. pytest -p tests.cpuacct``).
+"""CPU time of every process a test starts, daemons included.
+
+Opt-in: ``PYTHONPATH=. pytest -p tests.cpuacct``.
 
 By default the suite's CPU per test (``tests/parallel.py``: ``test-cpu.json`` and the summary at
 the end) is what a worker used and reaped: a server that daemonises, or a test host's processes
