@@ -61,11 +61,14 @@ def _redis_of_this_process() -> list[int]:
 
 
 def _haproxies() -> set[int]:
-    """pids of every haproxy on this machine (other tests' included: compared before/after)."""
+    """pids of the haproxies of labs this process opens (their config lies in the lab's
+    directory, named like its namespaces: another worker's haproxy, up meanwhile, is not ours)."""
+    mine = re.compile(rf"/[a-z]+{os.getpid() % 100000}/")
     out = set()
     for p in Path("/proc").iterdir():
         try:
-            if p.name.isdigit() and (p / "comm").read_text().strip() == "haproxy":
+            if (p.name.isdigit() and (p / "comm").read_text().strip() == "haproxy"
+                    and mine.search((p / "cmdline").read_bytes().replace(b"\0", b" ").decode())):
                 out.add(int(p.name))
         except OSError:
             pass
