@@ -66,6 +66,10 @@ rc=0
 # Nothing passes silently (tests/noskip.py): a skipped test fails, saying why, unless its
 # reason starts with "[optional]" (what cannot be obtained here: a CockroachDB binary).
 export JUICE_REQUIRE_ALL=${JUICE_REQUIRE_ALL:-1}
+# busy: the machine's CPU-seconds spent so far outside idle and iowait (every process, ours or
+# not): printed at the end beside what two cores could give, to say whether the run was CPU-bound
+busy() { awk '/^cpu /{ printf "%d", ($2+$3+$4+$7+$8+$9)/100 }' /proc/stat; }
+busy0=$(busy); pt0=$(date +%s)
 pytest -q -rs -p no:cacheprovider -n "$workers" --dist loadgroup --server-census="$census" \
   "${marks[@]}" "${args[@]}" || rc=$?
 after=$(ip netns list | awk '{print $1}' | grep '^juice-' | sort || true)
@@ -78,6 +82,8 @@ if [ -n "$leaked" ]; then
   for p in $leaked; do ps -o pid=,args= -p "$p" >&2 || true; done
   rc=1
 fi
+took=$(( $(date +%s) - pt0 )); cores=$(nproc)
+echo "== the machine was busy $(( $(busy) - busy0 )) CPU-s during pytest's $took s, of $(( took * cores )) its $cores cores could give"
 used=$(grep -vc $'\t-$' "$census" 2>/dev/null || echo 0)
 echo "== $(basename "$census"): $used tests start or use real servers"
 echo "== wall time: $(( $(date +%s) - t0 )) s$([ "$fast" = 1 ] && echo ' (fast tier)')"
