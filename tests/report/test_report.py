@@ -202,3 +202,18 @@ def test_the_sla_table_opens_its_studys_section(tmp_path: Path) -> None:
     assert len(sla_at) == 1 and sla_at[0] < ks_at < sdb_at
     assert not re.search(r"<h[23]>SLA</h[23]>", text[sdb_at:])
     assert f"{len(ks_runs)} runs judged" in text and "<b>FAIL</b>" in text
+
+
+@pytest.mark.parametrize("fmt", ["svg", "png"])
+def test_figure_html_closes_the_figure_it_embeds(fmt: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    assert fig.number in plt.get_fignums()
+    html = figure_html(fig, "a caption", fmt=fmt)
+    assert html.startswith("<figure>") and "a caption" in html
+    assert fig.number not in plt.get_fignums()  # pyplot no longer holds it

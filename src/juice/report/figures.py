@@ -36,17 +36,24 @@ def figure_html(fig: Figure, caption: str | None = None, fmt: str = "svg") -> st
     to the page's width; its ids prefixed with a hash of the drawing, so several figures never
     clash and a re-made report is identical), or a base64 PNG ``<img>``; the figure is closed
     afterwards."""
+    import matplotlib.pyplot as plt
+
     buf = io.BytesIO()
     alt = escape(caption or (fig.get_suptitle() if hasattr(fig, "get_suptitle") else "") or "figure")
     cap = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
-    if fmt == "svg":
-        with matplotlib.rc_context({**_RC, "svg.hashsalt": "juice"}):
-            # no metadata block (its creator line links to matplotlib.org: a report names no URL)
-            fig.savefig(buf, format="svg", dpi=72, metadata={"Date": None, "Creator": None, "Format": None,
-                                                             "Type": None})
-        return f"<figure>{inline_svg(buf.getvalue().decode('utf-8'), alt)}{cap}</figure>"
-    with matplotlib.rc_context(_RC):
-        fig.savefig(buf, format=fmt, dpi=110)
+    try:
+        if fmt == "svg":
+            with matplotlib.rc_context({**_RC, "svg.hashsalt": "juice"}):
+                # no metadata block (its creator line links to matplotlib.org: a report names no URL)
+                fig.savefig(buf, format="svg", dpi=72, metadata={"Date": None, "Creator": None,
+                                                                 "Format": None, "Type": None})
+            return f"<figure>{inline_svg(buf.getvalue().decode('utf-8'), alt)}{cap}</figure>"
+        with matplotlib.rc_context(_RC):
+            fig.savefig(buf, format=fmt, dpi=110)
+    finally:
+        # pyplot keeps every figure it made until closed: a report of many sections leaked
+        # them all ("More than 20 figures have been opened", the suite's one warning)
+        plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<figure><img alt="{alt}" src="data:image/{fmt};base64,{data}">{cap}</figure>'
 
