@@ -46,32 +46,23 @@ def _runs(tmp: Path, name: str) -> list[Path]:
     return sorted(d for d in (tmp / "results" / name).iterdir() if d.is_dir() and not d.name.startswith("."))
 
 
-def _redis_of_this_process() -> list[int]:
-    """redis-server processes serving a lab of this test process (``nova<pid>`` in their --dir)."""
-    lab = f"/nova{os.getpid() % 100000}/".encode()
-    out = []
-    for d in Path("/proc").iterdir():
-        try:
-            argv = (d / "cmdline").read_bytes().split(b"\0") if d.name.isdigit() else []
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"redis-server") and any(lab in a for a in argv):
-            out.append(int(d.name))
-    return out
-
-
-def _haproxies() -> set[int]:
-    """pids of the haproxies of labs this process opens (their config lies in the lab's
-    directory, named like its namespaces: another worker's haproxy, up meanwhile, is not ours)."""
+def _lab_processes(comm: str) -> set[int]:
+    """pids of the ``comm`` processes of labs this process opens (labs named ``<study><pid>``,
+    like their namespaces: another worker's, up meanwhile, are not ours): their command line
+    (haproxy's config path) or their working directory names the lab's directory. Redis
+    rewrites its command line to ``redis-server <addr>:<port>``, so its ``--dir`` is only seen
+    as its working directory."""
     mine = re.compile(rf"/[a-z]+{os.getpid() % 100000}/")
     out = set()
     for p in Path("/proc").iterdir():
         try:
-            if (p.name.isdigit() and (p / "comm").read_text().strip() == "haproxy"
-                    and mine.search((p / "cmdline").read_bytes().replace(b"\0", b" ").decode())):
-                out.add(int(p.name))
+            if not p.name.isdigit() or (p / "comm").read_text().strip() != comm:
+                continue
+            where = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode() + " " + os.readlink(p / "cwd")
         except OSError:
-            pass
+            continue
+        if mine.search(where + "/"):
+            out.add(int(p.name))
     return out
 
 
@@ -93,7 +84,7 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
                      haproxy={"maxconn": [4000]},
                      topology={"control_sites": [1, 2], "keystones": 2, "rabbitmq_nodes": 3,
                                "placements": 2})
-    before, before_hp = set(_own_namespaces()), _haproxies()
+    before, before_hp = set(_own_namespaces()), _lab_processes("haproxy")
     code, out, err = juice("run", str(spec))
     assert code == 0, err
     runs = _runs(tmp_path, "nv")
@@ -165,7 +156,7 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
         assert dep["db_writers"] == {"mode": "single", "nova": 1, "placement": 1, "keystone": 1}
         hplog = b"".join(p.read_bytes() for p in (r / "logs").glob("*haproxy*"))
         assert b"keystone keystone/keystone-s" in hplog  # httplog lines: frontend backend/server
-    assert not _redis_of_this_process()  # the runs' Redis stopped with their deployment
+    assert not _lab_processes("redis-server")  # the runs' Redis stopped with their deployment
     scenario = {r: json.loads((r / "manifest.json").read_text())["params"]["scenario"] for r in runs}
     run = next(r for r in runs if "delete" not in scenario[r])
     code, out, err = juice("trace", str(run), "--out", str(tmp_path / "trace"))
@@ -194,7 +185,7 @@ def test_boot_and_delete_through_the_cli_with_logs_and_nothing_left(tmp_path: Pa
     assert "Checked against OSProfiler on the same boots" in html
     assert "RabbitMQ during each run" in html and "haproxy per run" in html
     assert set(_own_namespaces()) <= before  # the lab is gone
-    assert _haproxies() <= before_hp          # and our haproxy with it
+    assert _lab_processes("haproxy") <= before_hp  # and our haproxy with it
 
 
 def test_capacity_k_and_k_plus_one_requests_fail_exactly_one(capacity_runs: CapacityRuns) -> None:
