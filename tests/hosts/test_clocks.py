@@ -21,6 +21,7 @@ import base64
 import inspect
 import json
 import math
+import os
 import re
 import signal
 import subprocess
@@ -231,21 +232,24 @@ def test_the_trace_recovers_the_offsets_of_logs_written_on_the_hosts(hosts: tupl
 
 # ---- going away ----------------------------------------------------------------------------------
 
-def _left(run_dirs_before: set[str]) -> set[str]:
-    return {d.name for d in testhosts.HOSTS_DIR.glob("juice-*")} - run_dirs_before
+def _left(run_dirs_before: set[str], owner: int) -> set[str]:
+    """The run directories of ``owner``'s test hosts made since ``run_dirs_before`` (named
+    ``juice-<name>-<pid>-<hex>``: other workers' hosts, made meanwhile, are not counted; seen
+    failing the unpacking below in a CI run)."""
+    return {d.name for d in testhosts.HOSTS_DIR.glob(f"juice-*-{owner}-*")} - run_dirs_before
 
 
 def test_a_host_leaves_nothing_after_the_with(tmp_path: Path) -> None:
     before = {d.name for d in testhosts.HOSTS_DIR.glob("juice-*")}
     with testhosts.test_hosts(1, tmp_path / "k", [-1.5]) as (lab, [h]):
-        [run] = _left(before)
+        [run] = _left(before, os.getpid())
         st = json.loads((testhosts.HOSTS_DIR / run / "state.json").read_text())
         [(pid, start)] = st["hosts"]
         inner = testhosts.ssh(h, tmp_path / "k", "sleep 300 >/dev/null 2>&1 & echo $!").strip()
         assert inner.isdigit()  # a process of the host's own (its pid in the host's namespace)
         assert f"{testhosts.HOSTS_DIR}/{run}" not in Path("/proc/mounts").read_text()  # its own namespace's
     assert not proc.alive(int(pid), start)
-    assert not _left(before)  # its directory (upper, work) removed
+    assert not _left(before, os.getpid())  # its directory (upper, work) removed
     assert not [ln for ln in Path("/proc/mounts").read_text().splitlines() if run in ln]
 
 
@@ -266,7 +270,7 @@ def test_a_killed_test_process_leaves_nothing_after_the_next_sweep(tmp_path: Pat
                          stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         assert p.stdout is not None and p.stdout.readline() == b"up\n"
-        [run] = _left(before)
+        [run] = _left(before, p.pid)
         [(pid, start)] = json.loads((testhosts.HOSTS_DIR / run / "state.json").read_text())["hosts"]
         assert proc.alive(int(pid), start)
     finally:
@@ -276,6 +280,6 @@ def test_a_killed_test_process_leaves_nothing_after_the_next_sweep(tmp_path: Pat
     while proc.alive(int(pid), start) and time.monotonic() < deadline:  # PR_SET_PDEATHSIG
         time.sleep(0.05)
     assert not proc.alive(int(pid), start)
-    assert run in _left(before)  # its directory stays until the next start sweeps it
+    assert run in _left(before, p.pid)  # its directory stays until the next start sweeps it
     assert run in testhosts.sweep()
-    assert not _left(before)
+    assert not _left(before, p.pid)
